@@ -1,0 +1,1 @@
+"""Reference pipelines: real workloads in measured stages, one module per rewrite."""
