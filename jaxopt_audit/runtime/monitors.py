@@ -1,0 +1,485 @@
+"""Count what JAX does behind a call: compilations and host<->device transfers.
+
+Two context managers, usable alone or nested, from `bench` (per measured call) and from `run`
+(around a whole user script, with per-function snapshots):
+
+    with CompileMonitor() as compiles, TransferMonitor() as transfers:
+        out = jax.block_until_ready(step(params, batch))
+    compiles.counts().compiles      # XLA compilations in the window
+    transfers.counts().h2d          # host-to-device transfers (None: not observable here)
+    transfers.counts().d2h          # device arrays read on the host
+
+Both `counts()` methods can be called at any time inside the window (they return the totals so
+far), so a caller can diff two snapshots to attribute counts to one function call.
+
+How compilations are seen: `jax.monitoring` duration events, which JAX records in the thread
+that compiles: `/jax/core/compile/jaxpr_trace_duration` (a trace), `.../jaxpr_to_mlir_module_duration`
+(a lowering), `.../backend_compile_duration` (an XLA compilation), and
+`/jax/compilation_cache/cache_hits` (a persistent-cache hit instead of a compilation). Each event
+carries the function's name. Eager (op-by-op) primitives compile too, once per shape.
+
+How host-to-device transfers are seen: JAX's transfer guard set to `log_explicit` for the window
+(global config, so every thread), which makes jaxlib write one C++ log line per transfer to the
+stderr file descriptor. The monitor points fd 2 at a temporary file, counts the guard lines and
+forwards every other byte to the real stderr (at each `counts()`, every `forward_interval`
+seconds, and on exit). This counts exactly what jaxlib transfers: NumPy/Python arguments of
+jitted calls (one per leaf), `jnp.asarray(np_array)`, `jax.device_put` of host data, and the
+Python scalars that eager ops (`x + 1`, `x[0]`) send to the device. Limits: the guard line
+carries no Python call site; a thread-local `jax.transfer_guard(...)` context set by the code
+under test overrides ours; when jaxlib's logging is silenced (`TF_CPP_MIN_LOG_LEVEL>=2`) a probe
+at start-up sees no line and `h2d` is reported as None (unknown), never as 0.
+
+How device-to-host transfers are seen: on CPU, jaxlib's buffers already live in host memory, so
+the transfer guard never fires for reads; instead the monitor wraps the Python entry points that
+read a `jax.Array` on the host: `ArrayImpl._value` (`float`, `int`, `bool`, `.item()`,
+`.tolist()`, `print`/`str`/`format`, `jax.device_get`) and `numpy.asarray` / `numpy.array` /
+`numpy.asanyarray` looked up through the `numpy` module (the CPU buffer-protocol path). A
+transfer is one distinct array read in the window (a second read of the same array is free on
+GPU, where the host copy is cached). Limits: NumPy functions that convert a `jax.Array` in C
+without going through those names (`np.exp(x)`, `memoryview(x)`), names bound before the window
+(`from numpy import asarray`), DLPack, and host callbacks inside compiled code
+(`jax.debug.print`, `jax.pure_callback`) are not seen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import threading
+import traceback
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import jax
+import jax.monitoring
+import numpy as np
+
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+_DURATION_KINDS = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
+
+Direction = Literal["h2d", "d2h"]
+CompileKind = Literal["trace", "lower", "compile"]
+
+
+# ---------------------------------------------------------------- compilations
+
+@dataclass(frozen=True)
+class CompileEvent:
+    """One trace, lowering or XLA compilation JAX reported, with its duration."""
+
+    kind: CompileKind
+    function: str  # JAX's fun_name, e.g. "jit(train_step)" or "<lambda>"
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CompileCounts:
+    """Compilation work done in a window (or between two snapshots)."""
+
+    traces: int = 0
+    lowerings: int = 0
+    compiles: int = 0  # XLA backend compilations: the expensive part
+    cache_hits: int = 0  # persistent compilation cache hits (no backend compile)
+    trace_s: float = 0.0
+    lower_s: float = 0.0
+    compile_s: float = 0.0
+    events: tuple[CompileEvent, ...] = ()
+
+    @property
+    def total_s(self) -> float:
+        """Seconds spent tracing, lowering and compiling."""
+        return self.trace_s + self.lower_s + self.compile_s
+
+    def compiled_functions(self) -> list[str]:
+        """Names of the functions XLA compiled, in order (repeats mean recompilations)."""
+        return [e.function for e in self.events if e.kind == "compile"]
+
+    def __sub__(self, earlier: CompileCounts) -> CompileCounts:
+        return CompileCounts(
+            traces=self.traces - earlier.traces,
+            lowerings=self.lowerings - earlier.lowerings,
+            compiles=self.compiles - earlier.compiles,
+            cache_hits=self.cache_hits - earlier.cache_hits,
+            trace_s=self.trace_s - earlier.trace_s,
+            lower_s=self.lower_s - earlier.lower_s,
+            compile_s=self.compile_s - earlier.compile_s,
+            events=self.events[len(earlier.events):],
+        )
+
+
+class _CompileListeners:
+    """Registers JAX's monitoring listeners once and fans events out to the active monitors."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: list[CompileMonitor] = []
+        self._registered = False
+
+    def add(self, monitor: CompileMonitor) -> None:
+        with self._lock:
+            if not self._registered:
+                # jax.monitoring has no per-listener filter; registering once keeps overhead flat
+                jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+                jax.monitoring.register_event_listener(self._on_event)
+                self._registered = True
+            self._active.append(monitor)
+
+    def remove(self, monitor: CompileMonitor) -> None:
+        with self._lock:
+            if monitor in self._active:
+                self._active.remove(monitor)
+
+    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+        kind = _DURATION_KINDS.get(event)
+        if kind is None or not self._active:
+            return
+        record = CompileEvent(kind, str(kwargs.get("fun_name", "?")), float(duration))  # type: ignore[arg-type]
+        with self._lock:
+            for monitor in self._active:
+                monitor._record(record)
+
+    def _on_event(self, event: str, **kwargs: Any) -> None:
+        if event != CACHE_HIT_EVENT or not self._active:
+            return
+        with self._lock:
+            for monitor in self._active:
+                monitor._cache_hits += 1
+
+
+_COMPILE_LISTENERS = _CompileListeners()
+
+
+class CompileMonitor:
+    """Counts traces, lowerings and XLA compilations while active (all threads).
+
+    Use as a context manager; `counts()` returns the totals so far. Monitors nest: each one
+    sees every event in its own window.
+    """
+
+    def __init__(self) -> None:
+        self._events: list[CompileEvent] = []
+        self._cache_hits = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> CompileMonitor:
+        _COMPILE_LISTENERS.add(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _COMPILE_LISTENERS.remove(self)
+
+    def _record(self, event: CompileEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def counts(self) -> CompileCounts:
+        with self._lock:
+            events = tuple(self._events)
+            hits = self._cache_hits
+
+        def total(kind: str) -> tuple[int, float]:
+            chosen = [e.seconds for e in events if e.kind == kind]
+            return len(chosen), sum(chosen)
+
+        traces, trace_s = total("trace")
+        lowerings, lower_s = total("lower")
+        compiles, compile_s = total("compile")
+        return CompileCounts(traces, lowerings, compiles, hits, trace_s, lower_s, compile_s, events)
+
+
+# ---------------------------------------------------------------- transfers
+
+@dataclass(frozen=True)
+class TransferSite:
+    """Where and what: (direction, source location or None, what was moved)."""
+
+    direction: Direction
+    path: str | None  # None for host-to-device: jaxlib's log line has no Python call site
+    line: int | None
+    what: str  # e.g. "ShapedArray(float32[32,10])" or "float32[32,10]"
+
+
+@dataclass(frozen=True)
+class TransferCounts:
+    """Transfers in a window (or between two snapshots)."""
+
+    h2d: int | None  # None when jaxlib's transfer log is not observable in this process
+    d2h: int
+    sites: dict[TransferSite, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int | None:
+        """h2d + d2h, or None when h2d is unknown."""
+        return None if self.h2d is None else self.h2d + self.d2h
+
+    def __sub__(self, earlier: TransferCounts) -> TransferCounts:
+        sites = Counter(self.sites)
+        sites.subtract(earlier.sites)
+        h2d = None if self.h2d is None or earlier.h2d is None else self.h2d - earlier.h2d
+        return TransferCounts(h2d, self.d2h - earlier.d2h, {k: v for k, v in sites.items() if v > 0})
+
+
+_GUARD_LINE = re.compile(r"\] (host-to-device|device-to-host) transfer:? ?(.*)$")
+_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)),)
+_SKIP_FRAME_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}numpy{os.sep}",
+                     f"{os.sep}jax_plugins{os.sep}")
+
+
+def _call_site() -> tuple[str | None, int | None]:
+    """The innermost frame outside JAX, NumPy and this module: where the user asked for data."""
+    for frame in reversed(traceback.extract_stack(limit=40)[:-2]):
+        filename = frame.filename
+        if filename.startswith(_OWN_FILES) or any(p in filename for p in _SKIP_FRAME_PARTS):
+            continue
+        return filename, frame.lineno
+    return None, None
+
+
+class _StderrLog:
+    """fd 2 redirected to a temporary file; guard lines counted, all other bytes forwarded."""
+
+    def __init__(self, on_guard_line: Callable[[str, str], None]) -> None:
+        self._on_guard_line = on_guard_line
+        self._lock = threading.Lock()
+        self._pending = b""
+        sys.stderr.flush()
+        self._saved_fd = os.dup(2)
+        fd, self._path = tempfile.mkstemp(prefix="jaxopt-audit-stderr-", suffix=".log")
+        os.dup2(fd, 2)
+        os.close(fd)
+        self._reader = open(self._path, "rb")
+
+    def poll(self) -> None:
+        """Read what fd 2 received since the last poll: count guard lines, forward the rest."""
+        with self._lock:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            data = self._pending + self._reader.read()
+            lines = data.split(b"\n")
+            self._pending = lines.pop()  # an unfinished line waits for the next poll
+            forward: list[bytes] = []
+            for raw in lines:
+                match = _GUARD_LINE.search(raw.decode("utf-8", "replace"))
+                if match:
+                    self._on_guard_line(match.group(1), match.group(2).strip())
+                else:
+                    forward.append(raw + b"\n")
+            if forward:
+                os.write(self._saved_fd, b"".join(forward))
+
+    def close(self) -> None:
+        self.poll()
+        with self._lock:
+            if self._pending:
+                os.write(self._saved_fd, self._pending)
+                self._pending = b""
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(self._saved_fd, 2)
+            os.close(self._saved_fd)
+            self._reader.close()
+            os.unlink(self._path)
+
+
+class _TransferSink:
+    """Process-wide transfer counting shared by all active TransferMonitors (refcounted)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._users = 0
+        self._call_sites = 0  # how many active monitors asked for d2h call sites
+        self._h2d = 0
+        self._d2h = 0
+        self._sites: Counter[TransferSite] = Counter()
+        self._h2d_observable = False
+        self._log: _StderrLog | None = None
+        self._read_arrays: dict[int, weakref.ref] = {}
+        self._saved_guard: Any = None
+        self._saved_value: Any = None
+        self._saved_numpy: dict[str, Callable[..., Any]] = {}
+        self._forwarder: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- lifecycle
+
+    def acquire(self, call_sites: bool, forward_interval: float | None) -> None:
+        with self._lock:
+            self._users += 1
+            self._call_sites += int(call_sites)
+            if self._users > 1:
+                return
+            self._h2d = self._d2h = 0
+            self._sites = Counter()
+            self._read_arrays = {}
+            self._log = _StderrLog(self._on_guard_line)
+            self._saved_guard = jax.config.jax_transfer_guard_host_to_device
+            jax.config.update("jax_transfer_guard_host_to_device", "log_explicit")
+            self._h2d_observable = self._probe_h2d_log()
+            self._install_d2h_hooks()
+            if forward_interval:
+                self._stop.clear()
+                self._forwarder = threading.Thread(
+                    target=self._forward_loop, args=(forward_interval,), daemon=True,
+                    name="jaxopt-audit-stderr-forwarder")
+                self._forwarder.start()
+
+    def release(self, call_sites: bool) -> None:
+        with self._lock:
+            self._users -= 1
+            self._call_sites -= int(call_sites)
+            if self._users > 0:
+                return
+            if self._forwarder is not None:
+                self._stop.set()
+                self._forwarder.join()
+                self._forwarder = None
+            self._remove_d2h_hooks()
+            jax.config.update("jax_transfer_guard_host_to_device", self._saved_guard)
+            assert self._log is not None
+            self._log.close()
+            self._log = None
+            self._read_arrays = {}
+
+    def _forward_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            log = self._log
+            if log is not None:
+                log.poll()
+
+    def _probe_h2d_log(self) -> bool:
+        """One known transfer: does its guard line reach fd 2? (TF_CPP_MIN_LOG_LEVEL can hide it.)"""
+        assert self._log is not None
+        jax.block_until_ready(jax.device_put(np.zeros((), np.float32)))
+        self._log.poll()
+        seen = self._h2d > 0
+        self._h2d = 0
+        self._sites = Counter()
+        return seen
+
+    # -- events
+
+    def _on_guard_line(self, direction: str, what: str) -> None:
+        if direction != "host-to-device":
+            return  # d2h is counted by the Python hooks on every platform, so one source only
+        with self._lock:
+            self._h2d += 1
+            self._sites[TransferSite("h2d", None, None, what.removeprefix("aval=").split(", dst_")[0])] += 1
+
+    def _on_host_read(self, array: Any) -> None:
+        key = id(array)
+        with self._lock:
+            known = self._read_arrays.get(key)
+            if known is not None and known() is array:
+                return  # already on the host in this window
+            try:
+                self._read_arrays[key] = weakref.ref(array, lambda _r, k=key: self._read_arrays.pop(k, None))
+            except TypeError:
+                pass
+            self._d2h += 1
+            path, line = _call_site() if self._call_sites else (None, None)
+            self._sites[TransferSite("d2h", path, line, f"{array.dtype}{list(array.shape)}")] += 1
+
+    def _install_d2h_hooks(self) -> None:
+        from jax._src.array import ArrayImpl
+
+        original_value = ArrayImpl.__dict__["_value"]
+        self._saved_value = original_value
+        sink = self
+
+        def value(self_: Any) -> np.ndarray:
+            if self_._npy_value is None:
+                sink._on_host_read(self_)
+            return original_value.__get__(self_, type(self_))
+
+        ArrayImpl._value = property(value)  # type: ignore[assignment]
+        for name in ("asarray", "array", "asanyarray"):
+            original = getattr(np, name)
+            self._saved_numpy[name] = original
+            setattr(np, name, _counting_numpy(original, sink, ArrayImpl))
+
+    def _remove_d2h_hooks(self) -> None:
+        from jax._src.array import ArrayImpl
+
+        if self._saved_value is not None:
+            ArrayImpl._value = self._saved_value  # type: ignore[assignment]
+            self._saved_value = None
+        for name, original in self._saved_numpy.items():
+            setattr(np, name, original)
+        self._saved_numpy = {}
+
+    # -- reading
+
+    def snapshot(self) -> TransferCounts:
+        log = self._log
+        if log is not None:
+            log.poll()
+        with self._lock:
+            h2d = self._h2d if self._h2d_observable else None
+            return TransferCounts(h2d, self._d2h, dict(self._sites))
+
+
+def _counting_numpy(original: Callable[..., Any], sink: _TransferSink, array_type: type) -> Callable[..., Any]:
+    """`numpy.asarray`-like function that notes a host read of a device array first."""
+
+    def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if type(obj) is array_type and obj._npy_value is None:
+            sink._on_host_read(obj)
+        return original(obj, *args, **kwargs)
+
+    convert.__name__ = original.__name__
+    convert.__doc__ = original.__doc__
+    convert.__wrapped__ = original  # type: ignore[attr-defined]
+    return convert
+
+
+_TRANSFER_SINK = _TransferSink()
+
+
+class TransferMonitor:
+    """Counts host-to-device and device-to-host transfers while active (see module docstring).
+
+    call_sites: record the file and line of each device-to-host read (costs a stack walk each).
+    forward_interval: seconds between forwarding captured stderr to the terminal from a
+    background thread (None: forward only at `counts()` and on exit, as `bench` does).
+    """
+
+    def __init__(self, *, call_sites: bool = False, forward_interval: float | None = None) -> None:
+        self._call_sites = call_sites
+        self._forward_interval = forward_interval
+        self._start: TransferCounts | None = None
+
+    def __enter__(self) -> TransferMonitor:
+        _TRANSFER_SINK.acquire(self._call_sites, self._forward_interval)
+        self._start = _TRANSFER_SINK.snapshot()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._final = self.counts()
+        _TRANSFER_SINK.release(self._call_sites)
+
+    def counts(self) -> TransferCounts:
+        """Transfers since entering (the final totals once exited)."""
+        if self._start is None:
+            raise RuntimeError("TransferMonitor.counts() called outside its `with` block; "
+                               "enter the monitor first")
+        final = getattr(self, "_final", None)
+        if final is not None:
+            return final
+        return _TRANSFER_SINK.snapshot() - self._start
+
+
+def h2d_observable() -> bool:
+    """Whether this process can count host-to-device transfers (opens a short window)."""
+    with TransferMonitor() as monitor:
+        return monitor.counts().h2d is not None
