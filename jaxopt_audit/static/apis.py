@@ -1,0 +1,100 @@
+"""What the analyzer knows about JAX-ecosystem APIs: which calls jit, trace, do device work,
+produce arrays, or pull values to the host. Data, not logic."""
+
+from __future__ import annotations
+
+# Calls that compile their function argument. Value: index of the function argument.
+JIT_WRAPPERS = frozenset({
+    "jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "jax.pjit",
+    "equinox.filter_jit", "equinox.filter_pmap", "flax.nnx.jit", "flax.linen.jit",
+    "flax.nnx.pmap", "haiku.jit",
+})
+
+# Transforms whose function argument is traced (but not compiled by the transform itself).
+# Value: positions of function arguments.
+TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
+    "jax.vmap": (0,), "jax.grad": (0,), "jax.value_and_grad": (0,), "jax.jacfwd": (0,),
+    "jax.jacrev": (0,), "jax.hessian": (0,), "jax.jvp": (0,), "jax.vjp": (0,),
+    "jax.linearize": (0,), "jax.checkpoint": (0,), "jax.remat": (0,), "jax.custom_jvp": (0,),
+    "jax.custom_vjp": (0,), "jax.named_call": (0,), "jax.make_jaxpr": (0,), "jax.eval_shape": (0,),
+    "jax.shard_map": (0,), "jax.experimental.shard_map.shard_map": (0,), "jax.xmap": (0,),
+    "jax.lax.scan": (0,), "jax.lax.fori_loop": (2,), "jax.lax.while_loop": (0, 1),
+    "jax.lax.cond": (1, 2), "jax.lax.switch": (1,), "jax.lax.map": (0,),
+    "jax.lax.associative_scan": (0,), "jax.lax.reduce": (2,), "jax.lax.custom_root": (1, 2),
+    "jax.tree.map": (0,), "jax.tree_util.tree_map": (0,), "jax.tree_map": (0,),
+    "jax.lax.select_n": (), "equinox.filter_vmap": (0,), "equinox.filter_grad": (0,),
+    "equinox.filter_value_and_grad": (0,), "flax.nnx.vmap": (0,), "flax.nnx.grad": (0,),
+    "flax.nnx.value_and_grad": (0,), "flax.nnx.scan": (0,), "flax.linen.scan": (0,),
+    "flax.linen.vmap": (0,), "flax.linen.remat": (0,), "flax.nnx.remat": (0,),
+}
+# lax.switch takes a sequence of branches; lax.cond may take operands after the branches.
+SEQUENCE_OF_FUNCTIONS = frozenset({"jax.lax.switch"})
+
+SCAN_LIKE = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
+                       "flax.nnx.scan", "flax.linen.scan"})
+
+JAX_ROOTS = frozenset({"jax", "jaxlib", "optax", "flax", "equinox", "haiku", "distrax", "chex",
+                       "rlax", "jraph", "orbax", "diffrax", "lineax", "optimistix", "brax", "gymnax"})
+
+# jax.* calls that return host or static values, or do no device work.
+JAX_HOST_RESULTS = frozenset({
+    "jax.devices", "jax.local_devices", "jax.device_count", "jax.local_device_count",
+    "jax.process_index", "jax.process_count", "jax.default_backend", "jax.device_get",
+    "jax.tree.structure", "jax.tree_util.tree_structure", "jax.tree.flatten_with_path",
+    "jax.tree_util.tree_flatten_with_path", "jax.tree_util.keystr", "jax.eval_shape",
+    "jax.ShapeDtypeStruct", "jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size",
+    "jax.numpy.dtype", "jax.numpy.finfo", "jax.numpy.iinfo", "jax.numpy.issubdtype",
+    "jax.numpy.result_type", "jax.numpy.promote_types", "jax.numpy.isscalar",
+    "jax.debug.print", "jax.debug.callback", "jax.debug.visualize_array_sharding",
+    "jax.config.update", "jax.make_mesh", "jax.sharding.Mesh", "jax.sharding.NamedSharding",
+    "jax.sharding.PartitionSpec", "jax.profiler.trace", "jax.profiler.start_trace",
+    "jax.profiler.stop_trace", "jax.profiler.TraceAnnotation", "jax.profiler.StepTraceAnnotation",
+    "jax.random.key_data",
+})
+JAX_HOST_PREFIXES = ("jax.config.", "jax.profiler.", "jax.debug.", "jax.sharding.",
+                     "jax.experimental.compilation_cache", "jax.monitoring.", "jax.export.",
+                     "jax.distributed.", "jax.dtypes.", "orbax.")
+
+# Array attributes that are static metadata, not device values.
+STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "sharding", "device", "devices",
+                               "itemsize", "nbytes", "weak_type", "aval", "committed"})
+# Array methods whose result lives on the host.
+HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
+
+# optax.* calls that return arrays (the rest build GradientTransformations).
+OPTAX_ARRAY_FUNCTIONS = frozenset({
+    "optax.apply_updates", "optax.global_norm", "optax.incremental_update", "optax.periodic_update",
+    "optax.safe_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_add",
+})
+OPTAX_ARRAY_HINTS = ("loss", "entropy", "norm", "divergence", "l2", "hinge", "huber", "cosine")
+
+# Explicit device-to-host conversions: callee -> which argument is pulled to the host.
+HOST_PULL_FUNCTIONS = frozenset({
+    "builtins.float", "builtins.int", "builtins.bool", "builtins.complex", "builtins.str",
+    "numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray",
+    "jax.device_get", "builtins.print", "builtins.repr",
+})
+SYNC_FUNCTIONS = frozenset({"jax.block_until_ready"})
+
+# Explicit host-to-device conversions.
+DEVICE_PUT_FUNCTIONS = frozenset({
+    "jax.numpy.array", "jax.numpy.asarray", "jax.device_put", "jax.device_put_replicated",
+    "jax.device_put_sharded", "jax.make_array_from_process_local_data",
+})
+PREFETCH_FUNCTIONS = frozenset({"flax.jax_utils.prefetch_to_device"})
+
+TIMER_FUNCTIONS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+    "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "timeit.timeit",
+    "timeit.repeat",
+})
+
+# Host I/O that forces a loop to stay on the host each iteration (JAX201 stays quiet).
+HOST_IO_FUNCTIONS = frozenset({
+    "builtins.open", "builtins.input", "numpy.save", "numpy.savez", "numpy.savez_compressed",
+    "numpy.load", "numpy.loadtxt", "numpy.savetxt", "pickle.dump", "pickle.load", "json.dump",
+    "json.load", "torch.save", "torch.load", "shutil.copy", "os.makedirs", "requests.get",
+    "requests.post", "urllib.request.urlopen", "socket.socket",
+})
+HOST_IO_HINTS = ("save", "checkpoint", "write", "load", "read", "download", "upload", "render",
+                 "send", "recv", "log_", "wandb", "tensorboard", "summary", "flush", "dump")

@@ -1,0 +1,63 @@
+"""Which files to scan: `.py` files under the given paths, minus the usual junk and excludes."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env",
+                          "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+                          ".ruff_cache", "node_modules", "site-packages", ".eggs"})
+
+
+class Discovery(NamedTuple):
+    files: list[str]
+    errors: list[tuple[str, str]]  # (path, message)
+
+
+def _excluded(path: str, patterns: list[str]) -> bool:
+    posix = Path(path).as_posix()
+    name = os.path.basename(posix)
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatch(posix, pattern) or fnmatch.fnmatch(name, pattern) \
+                or fnmatch.fnmatch(posix, f"*/{pattern}") or fnmatch.fnmatch(posix, f"{pattern}/*") \
+                or fnmatch.fnmatch(posix, f"*/{pattern}/*"):
+            return True
+    return False
+
+
+def discover(paths: list[str], exclude: list[str]) -> Discovery:
+    """Files in a stable order; unreadable directories and missing paths become errors."""
+    files: list[str] = []
+    errors: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def add(file: str) -> None:
+        key = os.path.normpath(file)
+        if key not in seen:
+            seen.add(key)
+            files.append(key)
+
+    for root in paths:
+        if not os.path.exists(root):
+            errors.append((root, "no such file or directory"))
+            continue
+        if os.path.isfile(root):  # named explicitly: scanned even if excluded or not .py
+            add(root)
+            continue
+
+        def onerror(exc: OSError) -> None:
+            errors.append((exc.filename or root, f"cannot read directory: {exc.strerror}"))
+
+        for directory, dirnames, filenames in os.walk(root, onerror=onerror):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
+                                 and not d.endswith(".egg-info")
+                                 and not _excluded(os.path.join(directory, d), exclude))
+            for filename in sorted(filenames):
+                full = os.path.join(directory, filename)
+                if filename.endswith(".py") and not _excluded(full, exclude):
+                    add(full)
+    return Discovery(files, errors)

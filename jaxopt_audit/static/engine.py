@@ -1,0 +1,190 @@
+"""Scanning: read and parse each file once, build its model, run every selected rule, collect
+findings sorted and deterministic. Files are scanned in parallel on all cores.
+
+Bad input never raises: unreadable, undecodable or unparsable files become `errors` entries and
+the rest is still scanned. Positions are computed only for files that have findings, since
+libcst's PositionProvider costs about as much as the parse.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .config import Config, find_pyproject, load_config
+from .discovery import discover
+from .model import SemanticModel
+from .noqa import suppressed
+from .registry import load_rules, select_rules
+from .rule import Finding, Rule
+
+
+class ScanError(NamedTuple):
+    path: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "message": self.message}
+
+
+class FileResult(NamedTuple):
+    path: str
+    findings: list[Finding]
+    error: ScanError | None
+    lines: int
+    internal_error: bool = False
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[ScanError] = field(default_factory=list)
+    files_scanned: int = 0
+    lines_scanned: int = 0
+    rules: list[type[Rule]] = field(default_factory=list)
+    internal_errors: int = 0
+
+
+def _package_of(path: str) -> str:
+    """Dotted package of a file, from the __init__.py files above it (for relative imports)."""
+    parts: list[str] = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        parts.append(os.path.basename(directory))
+        directory = os.path.dirname(directory)
+    return ".".join(reversed(parts))
+
+
+def _syntax_message(exc: cst.ParserSyntaxError) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
+    return f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {first}"
+
+
+def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
+                ignored_codes: Iterable[str] = ()) -> FileResult:
+    """Scan one file's text with already-instantiated rules."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return FileResult(path, [], ScanError(path, _syntax_message(exc)), 0)
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        return FileResult(path, [], ScanError(path, f"cannot decode: {exc}; save it as UTF-8"), 0)
+    text = module.code
+    lines = text.splitlines()
+    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "")
+    raw: list[tuple[Rule, object]] = []
+    internal: ScanError | None = None
+    for rule in rules:
+        try:
+            raw.extend((rule, report) for report in rule.check(model))
+        except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
+            internal = ScanError(path, f"internal error in rule {rule.CODE}: {type(exc).__name__}: {exc}; "
+                                       "please report it with this file")
+    if not raw:
+        return FileResult(path, [], internal, len(lines), internal is not None)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    ignored = tuple(ignored_codes)
+    findings: set[Finding] = set()
+    for rule, report in raw:
+        code_range = positions.get(report.node)
+        if code_range is None:
+            continue
+        line = code_range.start.line
+        if any(rule.CODE.startswith(c) for c in ignored):
+            continue
+        if 0 < line <= len(lines) and suppressed(rule.CODE, lines[line - 1]):
+            continue
+        findings.add(Finding(path, line, code_range.start.column + 1, rule.CODE, code_range.end.line,
+                             code_range.end.column + 1, rule.NAME, report.severity or rule.SEVERITY,
+                             report.message, report.fix or rule.FIX))
+    return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
+
+
+def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return FileResult(path, [], ScanError(path, f"cannot read: {exc.strerror or exc}"), 0)
+    return scan_source(data, path, rules, ignored_codes)
+
+
+# Worker state: rules are loaded once per process, not once per file (Fixit's cost, STYLE.md).
+_worker_rules: list[Rule] = []
+_worker_config: Config | None = None
+
+
+def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> None:
+    global _worker_rules, _worker_config
+    by_code = {r.CODE: r for r in load_rules(rules_dirs)}
+    _worker_rules = [by_code[c]() for c in codes]
+    _worker_config = config
+
+
+def _scan_in_worker(path: str) -> FileResult:
+    assert _worker_config is not None
+    return scan_file(path, _worker_rules, _worker_config.ignored_for(path))
+
+
+def resolve_config(paths: list[str], config: Config | str | None) -> Config:
+    """`None`: the nearest pyproject.toml to the first path; a path: that file; a Config: as is."""
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, str):
+        return load_config(config)
+    return load_config(find_pyproject(paths[0] if paths else "."))
+
+
+def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: list[str] | None = None,
+               extend_select: list[str] | None = None, exclude: list[str] | None = None,
+               config: Config | str | None = None, rules_dirs: list[str] | None = None,
+               jobs: int | None = None, progress=None) -> ScanResult:
+    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only."""
+    paths = list(paths) or ["."]
+    cfg = resolve_config(paths, config)
+    rules_dirs = list(rules_dirs or [])
+    all_rules = load_rules(rules_dirs)
+    chosen_select = select if select is not None else cfg.select
+    if chosen_select is not None or extend_select or cfg.extend_select:
+        base = list(chosen_select) if chosen_select is not None else ["ALL"]
+        chosen_select = base + list(extend_select or []) + cfg.extend_select
+    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore)
+    found = discover(paths, list(exclude or []) + cfg.exclude)
+    result = ScanResult(rules=chosen)
+    result.errors.extend(ScanError(p, m) for p, m in found.errors)
+    files = found.files
+    jobs = jobs or os.cpu_count() or 1
+    if jobs > 1 and len(files) >= 8:
+        chunk = max(1, len(files) // (jobs * 8))
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                                 initargs=([r.CODE for r in chosen], rules_dirs, cfg)) as pool:
+            file_results = pool.map(_scan_in_worker, files, chunksize=chunk)
+            for file_result in file_results:
+                _collect(result, file_result)
+                if progress is not None:
+                    progress()
+    else:
+        instances = [r() for r in chosen]
+        for path in files:
+            _collect(result, scan_file(path, instances, cfg.ignored_for(path)))
+            if progress is not None:
+                progress()
+    result.findings.sort()
+    result.errors.sort()
+    return result
+
+
+def _collect(result: ScanResult, file_result: FileResult) -> None:
+    result.findings.extend(file_result.findings)
+    if file_result.error is not None:
+        result.errors.append(file_result.error)
+        if file_result.internal_error:
+            result.internal_errors += 1
+    if file_result.error is None or file_result.internal_error:
+        result.files_scanned += 1
+        result.lines_scanned += file_result.lines

@@ -1,0 +1,1001 @@
+"""The semantic model of one file, built once and shared by every rule.
+
+One walk over the libcst tree indexes each function (the module body and lambdas count as
+functions) with its calls, loops, tests, subscripts and bindings, each tagged with its innermost
+enclosing loop and whether it sits under a periodic guard (`if step % k == 0`). A few fixpoint
+passes then answer the questions rules ask (DESIGN.md): what each name is bound to, which
+functions are jitted or traced and which of their parameters are static, which expressions are
+JAX arrays, which loops are step loops, and which functions run once per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+import libcst as cst
+
+from . import apis
+from .names import ImportTable, dotted
+from .walk import children, int_value, names_in, string_value, target_names
+
+FunctionNode = Union[cst.FunctionDef, cst.Lambda, cst.Module]
+LoopNode = Union[cst.For, cst.While]
+
+
+@dataclass(eq=False)
+class Loop:
+    node: LoopNode
+    function: "Function"
+    parent: "Loop | None"
+    guarded: bool  # the loop itself sits under a periodic guard of an enclosing loop
+    counters: set[str] = field(default_factory=set)  # index variables: range/enumerate/`i += 1`
+    targets: tuple[str, ...] = ()
+    # computed
+    is_step: bool = False  # its body does JAX work (directly or through same-module calls)
+    is_epoch: bool = False  # it contains another step loop (directly or through calls)
+    children: list["Loop"] = field(default_factory=list)
+
+    @property
+    def line_node(self) -> cst.CSTNode:
+        return self.node
+
+    def encloses(self, other: "Loop | None") -> bool:
+        while other is not None:
+            if other is self:
+                return True
+            other = other.parent
+        return False
+
+
+@dataclass(eq=False)
+class Site:
+    """A node together with where it sits: function, innermost loop, periodic guard."""
+
+    node: cst.CSTNode
+    function: "Function"
+    loop: Loop | None
+    guarded: bool  # under an `if` testing a counter of the innermost loop (runs every k steps)
+    in_test: bool = False  # part of an if/while test
+
+
+@dataclass(eq=False)
+class Assignment:
+    targets: tuple[str, ...]
+    value: cst.BaseExpression | None  # None: bound by a loop target, `with ... as`, etc.
+    site: Site
+    attribute_target: str | None = None  # `self.name = value`
+    augmented: bool = False
+
+
+@dataclass(eq=False)
+class Function:
+    node: FunctionNode
+    name: str
+    qualname: str
+    parent: "Function | None"
+    cls: "ClassInfo | None"
+    params: list[str]
+    param_annotations: dict[str, str | None]
+    decorators: list[cst.Decorator]
+    calls: list[Site] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    tests: list[Site] = field(default_factory=list)  # If/While tests, IfExp tests, BooleanOperation, not
+    subscripts: list[Site] = field(default_factory=list)
+    fstrings: list[Site] = field(default_factory=list)
+    returns: list[cst.BaseExpression] = field(default_factory=list)
+    nested: dict[str, "Function"] = field(default_factory=dict)
+    global_names: set[str] = field(default_factory=set)
+    nonlocal_names: set[str] = field(default_factory=set)
+    # computed by the model
+    jit_sites: list[cst.CSTNode] = field(default_factory=list)
+    static_params: set[str] = field(default_factory=set)
+    transform_roots: list[str] = field(default_factory=list)  # e.g. "jax.lax.scan"
+    traced: bool = False
+    array_params: set[str] = field(default_factory=set)
+    array_names: set[str] = field(default_factory=set)
+    does_jax_work: bool = False
+    does_array_work: bool = False
+    uses_scan: bool = False
+    contains_step_loop: bool = False
+    per_step: bool = False
+    step_call_sites: list[Site] = field(default_factory=list)
+
+    @property
+    def is_module(self) -> bool:
+        return isinstance(self.node, cst.Module)
+
+    @property
+    def jitted(self) -> bool:
+        return bool(self.jit_sites)
+
+    def bindings(self, name: str) -> list[Assignment]:
+        return [a for a in self.assignments if name in a.targets]
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    bases: list[str | None]
+    methods: dict[str, Function] = field(default_factory=dict)
+    attribute_values: dict[str, list[tuple[cst.BaseExpression, Function]]] = field(default_factory=dict)
+
+    @property
+    def is_jax_module(self) -> bool:
+        """A flax/equinox/haiku module: instances are models whose calls do JAX work."""
+        return any(b is not None and b.split(".")[0] in apis.JAX_ROOTS for b in self.bases)
+
+
+@dataclass(frozen=True)
+class Callee:
+    """What a call expression calls, as far as the file says."""
+
+    qualname: str | None  # resolved library name (`jax.numpy.sum`) when it is an import
+    function: Function | None = None  # same-module function or method
+    jitted: bool = False  # a jit-wrapped callable (decorated, `jax.jit(f)` result, ...)
+    transform: str | None = None  # `jax.grad(f)(x)`: the transform whose result is called
+    cls: ClassInfo | None = None  # calling a same-module class (construction)
+
+
+def _param_list(params: cst.Parameters) -> tuple[list[str], dict[str, str | None]]:
+    names: list[str] = []
+    annotations: dict[str, str | None] = {}
+    all_params = [*params.posonly_params, *params.params]
+    if isinstance(params.star_arg, cst.Param):
+        all_params.append(params.star_arg)
+    all_params.extend(params.kwonly_params)
+    if isinstance(params.star_kwarg, cst.Param):
+        all_params.append(params.star_kwarg)
+    for p in all_params:
+        names.append(p.name.value)
+        annotations[p.name.value] = (dotted(p.annotation.annotation)
+                                     if p.annotation is not None else None)
+    return names, annotations
+
+
+class _Builder:
+    """The one walk: fills Functions, Loops and Sites."""
+
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
+
+    def function(self, node: FunctionNode, name: str, parent: Function | None,
+                 cls: ClassInfo | None) -> Function:
+        if isinstance(node, cst.Module):
+            params, annotations, decorators = [], {}, []
+        else:
+            params, annotations = _param_list(node.params)
+            decorators = list(node.decorators) if isinstance(node, cst.FunctionDef) else []
+        if parent is None or parent.is_module:
+            qualname = f"{cls.name}.{name}" if cls else name
+        else:
+            qualname = f"{parent.qualname}.<locals>.{name}"
+        fn = Function(node, name, qualname, parent, cls, params, annotations, decorators)
+        self.model.functions.append(fn)
+        return fn
+
+    def walk_body(self, fn: Function, body: cst.CSTNode, loop: Loop | None, guarded: bool) -> None:
+        for child in children(body):
+            self.visit(child, fn, loop, guarded)
+
+    def visit(self, node: cst.CSTNode, fn: Function, loop: Loop | None, guarded: bool,
+              in_test: bool = False) -> None:
+        t = type(node)
+        model = self.model
+        if t is cst.Call:
+            fn.calls.append(Site(node, fn, loop, guarded, in_test))
+        elif t is cst.FunctionDef:
+            self._function_def(node, fn, loop, guarded)
+            return
+        elif t is cst.Lambda:
+            inner = self.function(node, "<lambda>", fn, None)
+            model.lambdas[node] = inner
+            inner.returns.append(node.body)
+            self.visit(node.body, inner, None, False)
+            return
+        elif t is cst.ClassDef:
+            self._class_def(node, fn, loop, guarded)
+            return
+        elif t is cst.For or t is cst.While:
+            self._loop(node, fn, loop, guarded)
+            return
+        elif t is cst.If:
+            self._if(node, fn, loop, guarded)
+            return
+        elif t is cst.IfExp:
+            fn.tests.append(Site(node, fn, loop, guarded, True))
+        elif t is cst.BooleanOperation or (t is cst.UnaryOperation and type(node.operator) is cst.Not):
+            fn.tests.append(Site(node, fn, loop, guarded, in_test))
+        elif t is cst.Subscript:
+            fn.subscripts.append(Site(node, fn, loop, guarded, in_test))
+        elif t is cst.FormattedString:
+            fn.fstrings.append(Site(node, fn, loop, guarded, in_test))
+        elif t is cst.Assign:
+            for target in node.targets:
+                self._bind(fn, target.target, node.value, loop, guarded)
+        elif t is cst.AnnAssign:
+            self._bind(fn, node.target, node.value, loop, guarded)
+        elif t is cst.AugAssign:
+            self._bind(fn, node.target, node.value, loop, guarded, augmented=True)
+        elif t is cst.NamedExpr:
+            self._bind(fn, node.target, node.value, loop, guarded)
+        elif t is cst.Return:
+            if node.value is not None:
+                fn.returns.append(node.value)
+        elif t is cst.Import or t is cst.ImportFrom:
+            model.imports.add_import(node, model.package)
+            return
+        elif t is cst.Global:
+            fn.global_names.update(n.name.value for n in node.names)
+        elif t is cst.Nonlocal:
+            fn.nonlocal_names.update(n.name.value for n in node.names)
+        elif t is cst.WithItem and node.asname is not None:
+            for name in target_names(node.asname.name):
+                fn.assignments.append(Assignment((name,), node.item, Site(node, fn, loop, guarded)))
+        elif t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            # comprehension variables are bound from the iterated value
+            comp = node.for_in
+            while comp is not None:
+                for name in target_names(comp.target):
+                    fn.assignments.append(Assignment((name,), None, Site(comp, fn, loop, guarded)))
+                comp = comp.inner_for_in
+        for child in children(node):
+            self.visit(child, fn, loop, guarded, in_test)
+
+    def _bind(self, fn: Function, target: cst.BaseExpression, value: cst.BaseExpression | None,
+              loop: Loop | None, guarded: bool, augmented: bool = False) -> None:
+        site = Site(target, fn, loop, guarded)
+        names = target_names(target)
+        if names:
+            fn.assignments.append(Assignment(tuple(names), value, site, augmented=augmented))
+            if fn.is_module and value is not None and len(names) == 1 and not augmented:
+                self.model.imports.add_alias(names[0], value)
+            elif fn.is_module:
+                self.model.imports.defined.update(names)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            fn.assignments.append(Assignment((), value, site, attribute_target=target.attr.value,
+                                             augmented=augmented))
+            if target.value.value == "self" and fn.cls is not None and value is not None:
+                fn.cls.attribute_values.setdefault(target.attr.value, []).append((value, fn))
+        else:  # `x[i] = v`, `a.b.c = v`: visit for reads, record for side-effect rules
+            fn.assignments.append(Assignment((), value, site, augmented=augmented))
+            self.visit(target, fn, loop, guarded)
+
+    def _function_def(self, node: cst.FunctionDef, parent: Function, loop: Loop | None,
+                      guarded: bool) -> None:
+        for decorator in node.decorators:
+            self.visit(decorator.decorator, parent, loop, guarded)
+        params = node.params
+        for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            if p.default is not None:
+                self.visit(p.default, parent, loop, guarded)
+        cls = self.model.class_of_body.get(id(node))
+        fn = self.function(node, node.name.value, parent, cls)
+        self.model.function_of_def[node] = fn
+        if cls is not None:
+            cls.methods.setdefault(node.name.value, fn)
+        else:
+            parent.nested.setdefault(node.name.value, fn)
+        if parent.is_module:
+            self.model.imports.defined.add(node.name.value)
+        parent.assignments.append(Assignment((node.name.value,), None, Site(node, parent, loop, guarded)))
+        self.walk_body(fn, node.body, None, False)
+
+    def _class_def(self, node: cst.ClassDef, parent: Function, loop: Loop | None, guarded: bool) -> None:
+        bases = [self.model.imports.resolve(a.value) or dotted(a.value) for a in node.bases]
+        info = ClassInfo(node, node.name.value, bases)
+        self.model.classes[node.name.value] = info
+        self.model.imports.defined.add(node.name.value)
+        for base in node.bases:
+            self.visit(base.value, parent, loop, guarded)
+        for stmt in node.body.body:
+            if isinstance(stmt, cst.FunctionDef):
+                self.model.class_of_body[id(stmt)] = info
+            self.visit(stmt, parent, loop, guarded)
+
+    def _loop(self, node: LoopNode, fn: Function, parent: Loop | None, guarded: bool) -> None:
+        loop = Loop(node, fn, parent, guarded)
+        fn.loops.append(loop)
+        if parent is not None:
+            parent.children.append(loop)
+        if isinstance(node, cst.For):
+            targets = target_names(node.target)
+            loop.targets = tuple(targets)
+            fn.assignments.append(Assignment(tuple(targets), None, Site(node, fn, loop, guarded)))
+            callee = self.model.imports.resolve(node.iter.func) if isinstance(node.iter, cst.Call) else None
+            if callee == "builtins.range" and targets:
+                loop.counters.add(targets[0])
+            elif callee == "builtins.enumerate" and isinstance(node.target, cst.Tuple) and targets:
+                loop.counters.add(targets[0])
+            self.visit(node.iter, fn, parent, guarded)
+            self.visit(node.target, fn, loop, guarded)
+        else:
+            # `while i < n`: names compared in the test are counters
+            if isinstance(node.test, cst.Comparison):
+                loop.counters.update(n for n in names_in(node.test.left))
+            self.visit(node.test, fn, loop, guarded, in_test=True)
+            fn.tests.append(Site(node, fn, loop, guarded, True))
+        # `step += 1` in the body makes `step` a counter too
+        for stmt in _simple_statements(node.body):
+            if isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) \
+                    and isinstance(stmt.operator, cst.AddAssign) and isinstance(stmt.value, cst.Integer):
+                loop.counters.add(stmt.target.value)
+        self.walk_body(fn, node.body, loop, False)
+        if node.orelse is not None:
+            self.walk_body(fn, node.orelse, parent, guarded)
+
+    def _if(self, node: cst.If, fn: Function, loop: Loop | None, guarded: bool) -> None:
+        fn.tests.append(Site(node, fn, loop, guarded, True))
+        self.visit(node.test, fn, loop, guarded, in_test=True)
+        periodic = guarded or (loop is not None and _is_periodic_guard(node.test, loop))
+        self.walk_body(fn, node.body, loop, periodic)
+        if node.orelse is not None:
+            self.visit(node.orelse, fn, loop, periodic)
+
+
+def _simple_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
+    if isinstance(body, cst.IndentedBlock):
+        for stmt in body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                yield from stmt.body
+    elif isinstance(body, cst.SimpleStatementSuite):
+        yield from body.body
+
+
+def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
+    """`if step % k == 0`, `if i == last`, `if (i + 1) % k:`: runs on some iterations only.
+
+    Any test that reads a counter of an enclosing loop counts: it selects iterations by index.
+    """
+    counters: set[str] = set()
+    current: Loop | None = loop
+    while current is not None:
+        counters |= current.counters
+        current = current.parent
+    return bool(counters) and any(name in counters for name in names_in(test))
+
+
+class SemanticModel:
+    """Everything the rules need to know about one file."""
+
+    def __init__(self, module: cst.Module, path: str = "<string>", package: str = "") -> None:
+        self.module = module
+        self.path = path
+        self.package = package
+        self.imports = ImportTable()
+        self.functions: list[Function] = []
+        self.classes: dict[str, ClassInfo] = {}
+        self.class_of_body: dict[int, ClassInfo] = {}
+        self.function_of_def: dict[cst.FunctionDef, Function] = {}
+        self.lambdas: dict[cst.Lambda, Function] = {}
+        builder = _Builder(self)
+        self.module_function = builder.function(module, "<module>", None, None)
+        builder.walk_body(self.module_function, module, None, False)
+        self._analyse()
+
+    # ----------------------------------------------------------------- resolution
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        return self.imports.resolve(expr)
+
+    def lookup_function(self, name: str, scope: Function) -> Function | None:
+        """A def named `name` visible from `scope` (nested defs first, then module level)."""
+        current: Function | None = scope
+        while current is not None:
+            if name in current.nested:
+                return current.nested[name]
+            current = current.parent
+        return None
+
+    def function_ref(self, expr: cst.BaseExpression, scope: Function) -> Function | None:
+        """The same-module function an expression names: `f`, `self.m`, `Cls.m`, `obj.m`, a lambda,
+        `partial(f, ...)`."""
+        if isinstance(expr, cst.Lambda):
+            return self.lambdas.get(expr)
+        if isinstance(expr, cst.Name):
+            fn = self.lookup_function(expr.value, scope)
+            if fn is not None:
+                return fn
+            # `step = some_function` local alias
+            for a in scope.bindings(expr.value):
+                if a.value is not None and isinstance(a.value, (cst.Name, cst.Attribute)) \
+                        and a.value is not expr:
+                    target = self.function_ref(a.value, scope) if dotted(a.value) != expr.value else None
+                    if target is not None:
+                        return target
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            owner = expr.value.value
+            attr = expr.attr.value
+            cls = None
+            if owner in ("self", "cls") and scope.cls is None and scope.parent is not None:
+                # nested function inside a method: `self` is the method's
+                method_scope = scope
+                while method_scope.parent is not None and method_scope.cls is None:
+                    method_scope = method_scope.parent
+                cls = method_scope.cls
+            elif owner in ("self", "cls"):
+                cls = scope.cls
+            elif owner in self.classes:
+                cls = self.classes[owner]
+            else:
+                annotation = self._annotation_of(owner, scope)
+                if annotation in self.classes:
+                    cls = self.classes[annotation]
+            if cls is not None:
+                return self._method(cls, attr)
+            return None
+        if isinstance(expr, cst.Call) and self.resolve(expr.func) == "functools.partial" and expr.args:
+            return self.function_ref(expr.args[0].value, scope)
+        return None
+
+    def _annotation_of(self, name: str, scope: Function) -> str | None:
+        current: Function | None = scope
+        while current is not None:
+            if name in current.param_annotations:
+                return current.param_annotations[name]
+            current = current.parent
+        return None
+
+    def _method(self, cls: ClassInfo, name: str, depth: int = 0) -> Function | None:
+        if name in cls.methods:
+            return cls.methods[name]
+        if depth < 5:
+            for base in cls.bases:
+                if base is not None and base in self.classes:
+                    found = self._method(self.classes[base], name, depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
+    def callee(self, call: cst.Call, scope: Function) -> Callee:
+        """Resolve what `call` calls. Cached per call node."""
+        cached = self._callee_cache.get(call)
+        if cached is not None:
+            return cached
+        result = self._resolve_callee(call, scope)
+        self._callee_cache[call] = result
+        return result
+
+    def _resolve_callee(self, call: cst.Call, scope: Function) -> Callee:
+        func = call.func
+        # `jax.jit(f)(x)`, `jax.grad(loss)(p)`: calling a transform's result
+        if isinstance(func, cst.Call):
+            inner = self.resolve(func.func)
+            target = self.function_ref(func.args[0].value, scope) if func.args else None
+            if inner in apis.JIT_WRAPPERS:
+                return Callee(inner, target, jitted=True, transform=inner)
+            if inner in apis.TRACING_TRANSFORMS or inner == "functools.partial":
+                return Callee(inner, target, transform=inner)
+            return Callee(None)
+        qualname = self.resolve(func)
+        if isinstance(func, cst.Name) and func.value in self.classes and qualname is None:
+            return Callee(None, cls=self.classes[func.value])
+        fn = self.function_ref(func, scope)
+        if fn is not None:
+            return Callee(qualname, fn, jitted=fn.jitted)
+        if qualname is not None and (qualname.split(".")[0] in apis.JAX_ROOTS
+                                     or qualname.startswith("builtins.")
+                                     or "." in qualname):
+            return Callee(qualname)
+        # a name bound to `jax.jit(f)` or to another JAX value
+        if isinstance(func, cst.Name):
+            bound = self._jit_binding(func.value, scope)
+            if bound is not None:
+                return bound
+        if isinstance(func, cst.Attribute):
+            base = func.value
+            if isinstance(base, cst.Name) and base.value in ("self", "cls"):
+                cls = scope.cls or self._enclosing_class(scope)
+                if cls is not None:
+                    for value, owner in cls.attribute_values.get(func.attr.value, []):
+                        wrapped = self._jit_of(value, owner)
+                        if wrapped is not None:
+                            return wrapped
+        return Callee(qualname)
+
+    def receiver_kind(self, call: cst.Call, scope: Function) -> str | None:
+        """"array"/"object" when `call` is a method call on a JAX value (`x.sum()`, `model.apply`)."""
+        if isinstance(call.func, cst.Attribute) and not (
+                isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls")):
+            if self.resolve(call.func) is None or self.resolve(call.func.value) is None:
+                return self.value_kind(call.func.value, scope)
+        return None
+
+    def _enclosing_class(self, scope: Function) -> ClassInfo | None:
+        current: Function | None = scope
+        while current is not None:
+            if current.cls is not None:
+                return current.cls
+            current = current.parent
+        return None
+
+    def _jit_of(self, value: cst.BaseExpression, scope: Function) -> Callee | None:
+        """`jax.jit(f, ...)` (or partial(jax.jit, ...)(f)) -> a jitted Callee of f."""
+        if not isinstance(value, cst.Call):
+            return None
+        wrapper = self.resolve(value.func)
+        if wrapper in apis.JIT_WRAPPERS:
+            target = self.function_ref(value.args[0].value, scope) if value.args else None
+            return Callee(wrapper, target, jitted=True)
+        if isinstance(value.func, cst.Call) and self.resolve(value.func.func) == "functools.partial" \
+                and value.func.args and self.resolve(value.func.args[0].value) in apis.JIT_WRAPPERS:
+            target = self.function_ref(value.args[0].value, scope) if value.args else None
+            return Callee("jax.jit", target, jitted=True)
+        return None
+
+    def _jit_binding(self, name: str, scope: Function) -> Callee | None:
+        current: Function | None = scope
+        while current is not None:
+            for a in current.bindings(name):
+                if a.value is not None:
+                    wrapped = self._jit_of(a.value, current)
+                    if wrapped is not None:
+                        return wrapped
+            current = current.parent
+        return None
+
+    # ----------------------------------------------------------------- value kinds
+    def value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int = 0) -> str | None:
+        """"array" for JAX arrays (or pytrees of them), "object" for models, optimizers and
+        jitted callables, None when the file does not say (silence when unsure)."""
+        if depth > 12:
+            return None
+        t = type(expr)
+        if t is cst.Name:
+            return "array" if self.is_array_name(expr.value, scope) else self._object_name(expr.value, scope)
+        if t is cst.Attribute:
+            if expr.attr.value in apis.STATIC_ATTRIBUTES:
+                return None
+            if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+                return None  # attributes set at construction: static configuration
+            base = self.value_kind(expr.value, scope, depth + 1)
+            return "array" if base == "array" else None
+        if t is cst.Subscript:
+            base = expr.value
+            if isinstance(base, cst.Attribute) and base.attr.value in apis.STATIC_ATTRIBUTES:
+                return None
+            return "array" if self.value_kind(base, scope, depth + 1) == "array" else None
+        if t is cst.Call:
+            return self._call_kind(expr, scope, depth)
+        if t is cst.BinaryOperation:
+            if self.value_kind(expr.left, scope, depth + 1) == "array" \
+                    or self.value_kind(expr.right, scope, depth + 1) == "array":
+                return "array"
+            return None
+        if t is cst.UnaryOperation:
+            if type(expr.operator) is cst.Not:
+                return None
+            return self.value_kind(expr.expression, scope, depth + 1)
+        if t is cst.Comparison:
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return None
+            if self.value_kind(expr.left, scope, depth + 1) == "array" or any(
+                    self.value_kind(c.comparator, scope, depth + 1) == "array" for c in expr.comparisons):
+                return "array"
+            return None
+        if t is cst.IfExp:
+            if "array" in (self.value_kind(expr.body, scope, depth + 1),
+                           self.value_kind(expr.orelse, scope, depth + 1)):
+                return "array"
+            return None
+        if t in (cst.Tuple, cst.List):
+            if any(not isinstance(e, cst.StarredElement) and
+                   self.value_kind(e.value, scope, depth + 1) == "array" for e in expr.elements):
+                return "array"
+            return None
+        if t is cst.Dict:
+            if any(isinstance(e, cst.DictElement) and
+                   self.value_kind(e.value, scope, depth + 1) == "array" for e in expr.elements):
+                return "array"
+            return None
+        if t is cst.DictComp:
+            return "array" if self.value_kind(expr.value, scope, depth + 1) == "array" else None
+        if t in (cst.ListComp, cst.GeneratorExp):
+            return "array" if self.value_kind(expr.elt, scope, depth + 1) == "array" else None
+        return None
+
+    def _call_kind(self, call: cst.Call, scope: Function, depth: int) -> str | None:
+        callee = self.callee(call, scope)
+        q = callee.qualname
+        if callee.transform is not None:
+            return "array"
+        if callee.jitted:
+            return "array"
+        if callee.cls is not None:
+            return "object" if callee.cls.is_jax_module else None
+        if callee.function is not None:
+            fn = callee.function
+            if fn.traced and fn.does_array_work:
+                return "array"
+            if any(self.value_kind(r, fn, depth + 1) == "array" for r in fn.returns):
+                return "array"
+            return None
+        receiver = self.receiver_kind(call, scope) if q is None else None
+        if receiver == "array":
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+            return None if method in apis.HOST_METHODS else "array"
+        if receiver == "object":
+            return "array"  # model.apply(...), optimizer.update(...), state.apply_gradients(...)
+        if q is None:
+            return None
+        root = q.split(".")[0]
+        if root not in apis.JAX_ROOTS:
+            return None
+        if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
+            return "object"
+        if q in apis.JAX_HOST_RESULTS or q.startswith(apis.JAX_HOST_PREFIXES):
+            return None
+        last = q.rsplit(".", 1)[-1]
+        if root == "optax":
+            if q in apis.OPTAX_ARRAY_FUNCTIONS or any(h in last for h in apis.OPTAX_ARRAY_HINTS):
+                return "array"
+            return "object"
+        if root in ("flax", "equinox", "haiku", "distrax") and last[:1].isupper():
+            return "object"  # a module or model constructor
+        return "array"
+
+    def _object_name(self, name: str, scope: Function) -> str | None:
+        current: Function | None = scope
+        while current is not None:
+            for a in current.bindings(name):
+                if a.value is not None and len(a.targets) == 1 and isinstance(a.value, cst.Call):
+                    if self._call_kind(a.value, current, 10) == "object":
+                        return "object"
+            if current.bindings(name) or name in current.params:
+                return None
+            current = current.parent
+        return None
+
+    def is_array_name(self, name: str, scope: Function) -> bool:
+        current: Function | None = scope
+        while current is not None:
+            if name in current.array_names:
+                return True
+            if name in current.params or current.bindings(name):
+                return False  # bound here, and not to an array
+            current = current.parent
+        return False
+
+    def is_array(self, expr: cst.BaseExpression, scope: Function) -> bool:
+        return self.value_kind(expr, scope) == "array"
+
+    # ----------------------------------------------------------------- analysis passes
+    def _analyse(self) -> None:
+        self._callee_cache: dict[cst.Call, Callee] = {}
+        self._mark_jit_and_transforms()
+        self._propagate_traced()
+        # array values and JAX work feed each other (`x.sum()` is work once x is an array)
+        self._compute_jax_work()
+        self._propagate_arrays()
+        self._compute_jax_work()
+        self._propagate_arrays()
+        self._mark_step_loops()
+
+    def _static_params(self, fn: Function, args: list[cst.Arg]) -> set[str]:
+        static: set[str] = set()
+        positional = [p for p in fn.params]
+        for arg in args:
+            if arg.keyword is None:
+                continue
+            key = arg.keyword.value
+            values = (arg.value.elements if isinstance(arg.value, (cst.Tuple, cst.List)) else None)
+            items = [e.value for e in values] if values is not None else [arg.value]
+            if key == "static_argnums":
+                for item in items:
+                    index = int_value(item)
+                    if index is not None and -len(positional) <= index < len(positional):
+                        static.add(positional[index])
+            elif key == "static_argnames":
+                for item in items:
+                    value = string_value(item)
+                    if value is not None:
+                        static.add(value)
+        return static
+
+    def _mark_jit(self, fn: Function, site: cst.CSTNode, args: list[cst.Arg]) -> None:
+        fn.jit_sites.append(site)
+        fn.static_params |= self._static_params(fn, args)
+
+    def _mark_jit_and_transforms(self) -> None:
+        for fn in self.functions:
+            for decorator in fn.decorators:
+                self._decorator(fn, decorator.decorator)
+        for fn in self.functions:
+            for site in fn.calls:
+                call = site.node
+                q = self.resolve(call.func)
+                if q in apis.JIT_WRAPPERS and call.args:
+                    target = self.function_ref(call.args[0].value, fn)
+                    if target is not None:
+                        self._mark_jit(target, call, list(call.args[1:]))
+                    else:
+                        for returned in self._factory_returns(call.args[0].value, fn):
+                            self._mark_jit(returned, call, list(call.args[1:]))
+                elif isinstance(call.func, cst.Call) and self.resolve(call.func.func) == "functools.partial" \
+                        and call.func.args and self.resolve(call.func.args[0].value) in apis.JIT_WRAPPERS \
+                        and call.args:
+                    target = self.function_ref(call.args[0].value, fn)
+                    if target is not None:
+                        self._mark_jit(target, call, list(call.func.args[1:]))
+                elif q in apis.TRACING_TRANSFORMS:
+                    for index in apis.TRACING_TRANSFORMS[q]:
+                        if index < len(call.args) and call.args[index].keyword is None:
+                            self._mark_transform_arg(call.args[index].value, q, fn)
+                    for arg in call.args:  # keyword spellings: body_fun=, f=, true_fun=
+                        if arg.keyword is not None and arg.keyword.value in (
+                                "f", "fun", "body_fun", "cond_fun", "true_fun", "false_fun", "fn"):
+                            self._mark_transform_arg(arg.value, q, fn)
+
+    def _mark_transform_arg(self, expr: cst.BaseExpression, transform: str, scope: Function) -> None:
+        exprs = [e.value for e in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
+        for e in exprs:
+            target = self.function_ref(e, scope)
+            if target is not None:
+                target.transform_roots.append(transform)
+                if isinstance(e, cst.Call):  # partial(f, a, b=...): bound arguments are static
+                    bound = [a for a in e.args[1:]]
+                    positional = sum(1 for a in bound if a.keyword is None)
+                    target.static_params |= set(target.params[:positional])
+                    target.static_params |= {a.keyword.value for a in bound if a.keyword is not None}
+
+    def _decorator(self, fn: Function, decorator: cst.BaseExpression) -> None:
+        q = self.resolve(decorator)
+        if q in apis.JIT_WRAPPERS:
+            self._mark_jit(fn, decorator, [])
+        elif q in apis.TRACING_TRANSFORMS:
+            fn.transform_roots.append(q)
+        elif isinstance(decorator, cst.Call):
+            inner = self.resolve(decorator.func)
+            if inner == "functools.partial" and decorator.args:
+                wrapped = self.resolve(decorator.args[0].value)
+                if wrapped in apis.JIT_WRAPPERS:
+                    self._mark_jit(fn, decorator, list(decorator.args[1:]))
+                elif wrapped in apis.TRACING_TRANSFORMS:
+                    fn.transform_roots.append(wrapped)
+            elif inner in apis.JIT_WRAPPERS:  # @jax.jit(static_argnames=...) (newer JAX)
+                self._mark_jit(fn, decorator, list(decorator.args))
+            elif inner in apis.TRACING_TRANSFORMS:
+                fn.transform_roots.append(inner)
+
+    def _factory_returns(self, expr: cst.BaseExpression, scope: Function) -> list[Function]:
+        """`jax.jit(make_train(config))`: the functions the factory returns."""
+        if not isinstance(expr, cst.Call):
+            return []
+        factory = self.function_ref(expr.func, scope)
+        if factory is None:
+            return []
+        out = []
+        for r in factory.returns:
+            target = self.function_ref(r, factory)
+            if target is not None:
+                out.append(target)
+        return out
+
+    def _propagate_traced(self) -> None:
+        work = []
+        for fn in self.functions:
+            if fn.jitted or fn.transform_roots:
+                fn.traced = True
+                fn.array_params = {p for p in fn.params if p not in fn.static_params
+                                   and p not in ("self", "cls")}
+                work.append(fn)
+        # nested defs and lambdas inside traced functions run at trace time too
+        while work:
+            fn = work.pop()
+            for site in fn.calls:
+                target = self.callee(site.node, fn).function
+                if target is not None and not target.traced and not target.is_module:
+                    target.traced = True
+                    work.append(target)
+            for inner in self.functions:
+                if inner.parent is fn and not inner.traced and not inner.is_module:
+                    if inner.name == "<lambda>" or inner.transform_roots:
+                        inner.traced = True
+                        inner.array_params = {p for p in inner.params if p not in inner.static_params}
+                        work.append(inner)
+
+    def _compute_jax_work(self) -> None:
+        """Which functions do JAX work (any) and array work (not just calling jitted code)."""
+        for fn in self.functions:
+            for site in fn.calls:
+                callee = self.callee(site.node, fn)
+                if callee.qualname in apis.SCAN_LIKE:
+                    fn.uses_scan = True
+        changed = True
+        rounds = 0
+        while changed and rounds < 20:
+            changed = False
+            rounds += 1
+            for fn in self.functions:
+                if fn.is_module:
+                    continue
+                work, array_work, scan = fn.does_jax_work, fn.does_array_work, fn.uses_scan
+                for site in fn.calls:
+                    kind = self.call_work(site.node, fn)
+                    if kind:
+                        work = True
+                    if kind == "array":
+                        array_work = True
+                    target = self.callee(site.node, fn).function
+                    if target is not None and target.uses_scan:
+                        scan = True
+                if (work, array_work, scan) != (fn.does_jax_work, fn.does_array_work, fn.uses_scan):
+                    fn.does_jax_work, fn.does_array_work, fn.uses_scan = work, array_work, scan
+                    changed = True
+
+    def call_work(self, call: cst.Call, scope: Function) -> str | None:
+        """"array" when the call itself does array work eagerly (jnp.*, lax.*, grad(f)(x), a
+        non-jitted function that does), "dispatch" when it runs compiled or library JAX code
+        (a jitted function, model.apply, optimizer.update), None for host work."""
+        callee = self.callee(call, scope)
+        if callee.jitted:
+            return "dispatch"
+        if callee.transform is not None:
+            return "array"
+        if callee.function is not None:
+            fn = callee.function
+            if fn.does_array_work:
+                return "dispatch" if fn.traced and fn.jitted else "array"
+            return "dispatch" if fn.does_jax_work else None
+        if callee.cls is not None:
+            return None
+        q = callee.qualname
+        receiver = self.receiver_kind(call, scope) if q is None else None
+        if receiver == "array":
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+            return None if method in apis.HOST_METHODS or method == "block_until_ready" else "array"
+        if receiver == "object":
+            return "dispatch"
+        if q is None or q.split(".")[0] not in apis.JAX_ROOTS:
+            return None
+        if q in apis.JAX_HOST_RESULTS or q.startswith(apis.JAX_HOST_PREFIXES):
+            return None
+        if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
+            return "dispatch" if q in apis.TRACING_TRANSFORMS and q.startswith("jax.lax.") else None
+        if self._call_kind(call, scope, 0) == "object":
+            return None  # building an optimizer or a model is not per-step work
+        if q.startswith(("jax.numpy.", "jax.lax.", "jax.nn.", "jax.random.", "jax.scipy.", "jax.tree")):
+            return "array"
+        return "dispatch"
+
+    def _propagate_arrays(self) -> None:
+        """Fixpoint: which names hold arrays, seeded by traced parameters and JAX calls, and
+        carried into same-module callees through their arguments."""
+        for fn in self.functions:
+            for name, annotation in fn.param_annotations.items():
+                if annotation and annotation.split(".")[-1] in ("Array", "ndarray", "ArrayLike", "PRNGKeyArray") \
+                        and (annotation.startswith(("jax", "jnp", "chex")) or annotation in ("Array", "PRNGKeyArray")):
+                    if annotation != "ndarray" and not annotation.startswith(("np.", "numpy.")):
+                        fn.array_params.add(name)
+        for _ in range(8):
+            changed = False
+            for fn in self.functions:
+                before = len(fn.array_names)
+                fn.array_names |= fn.array_params
+                for _ in range(4):  # local flow-insensitive closure
+                    grew = False
+                    for a in fn.assignments:
+                        if a.value is None or not a.targets:
+                            continue
+                        if all(t in fn.array_names for t in a.targets):
+                            continue
+                        if self._binding_is_array(a, fn):
+                            fn.array_names.update(a.targets)
+                            grew = True
+                    for a in fn.assignments:  # loop targets iterate over arrays
+                        if a.value is None and isinstance(a.site.node, cst.For):
+                            if self.value_kind(a.site.node.iter, fn) == "array":
+                                if not set(a.targets) <= fn.array_names:
+                                    fn.array_names.update(a.targets)
+                                    grew = True
+                    if not grew:
+                        break
+                if len(fn.array_names) != before:
+                    changed = True
+                for site in fn.calls:
+                    target = self.callee(site.node, fn).function
+                    if target is None or target.is_module:
+                        continue
+                    params = target.params[1:] if target.cls is not None and target.params[:1] == ["self"] \
+                        and isinstance(site.node.func, cst.Attribute) else target.params
+                    position = 0
+                    for arg in site.node.args:
+                        if arg.star:
+                            break
+                        name = arg.keyword.value if arg.keyword is not None else (
+                            params[position] if position < len(params) else None)
+                        if arg.keyword is None:
+                            position += 1
+                        if name is None or name in target.static_params or name in target.array_params:
+                            continue
+                        if self.is_array(arg.value, fn):
+                            target.array_params.add(name)
+                            changed = True
+            if not changed:
+                break
+
+    def _binding_is_array(self, a: Assignment, fn: Function) -> bool:
+        value = a.value
+        if value is None:
+            return False
+        if self.value_kind(value, fn) == "array":
+            return True
+        return False
+
+    def _mark_step_loops(self) -> None:
+        # which functions contain step loops (for epoch loops around a per-epoch function)
+        for _ in range(2):
+            for fn in self.functions:
+                for loop in fn.loops:
+                    if fn.traced:
+                        continue
+                    loop.is_step = self._loop_does_jax_work(loop)
+            for fn in self.functions:
+                fn.contains_step_loop = any(l.is_step for l in fn.loops) or any(
+                    (c := self.callee(s.node, fn).function) is not None and c is not fn and c.contains_step_loop
+                    for s in fn.calls)
+        for fn in self.functions:
+            for loop in fn.loops:
+                if not loop.is_step:
+                    continue
+                loop.is_epoch = any(child.is_step for child in self._descendants(loop)) or any(
+                    (c := self.callee(s.node, fn).function) is not None and c.contains_step_loop
+                    for s in fn.calls if loop.encloses(s.loop))
+        # per-step functions: called unguarded from a leaf step loop, transitively, untraced
+        work: list[Function] = []
+        for fn in self.functions:
+            for site in fn.calls:
+                if site.loop is None or site.guarded or not site.loop.is_step or site.loop.is_epoch:
+                    continue
+                target = self.callee(site.node, fn).function
+                if target is not None and not target.traced and not target.contains_step_loop:
+                    target.step_call_sites.append(site)
+                    if not target.per_step:
+                        target.per_step = True
+                        work.append(target)
+        while work:
+            fn = work.pop()
+            for site in fn.calls:
+                if site.guarded:
+                    continue
+                target = self.callee(site.node, fn).function
+                if target is not None and not target.traced and not target.per_step \
+                        and not target.contains_step_loop:
+                    target.per_step = True
+                    target.step_call_sites.extend(fn.step_call_sites[:1])
+                    work.append(target)
+
+    def _descendants(self, loop: Loop) -> Iterator[Loop]:
+        for child in loop.children:
+            yield child
+            yield from self._descendants(child)
+
+    def _loop_does_jax_work(self, loop: Loop) -> bool:
+        fn = loop.function
+        return any(loop.encloses(site.loop) and self.call_work(site.node, fn) is not None
+                   for site in fn.calls)
+
+    # ----------------------------------------------------------------- queries for rules
+    def runs_per_step(self, site: Site) -> bool:
+        """The site runs once per step: in a leaf step loop (unguarded), or in a per-step
+        function outside any loop of its own and unguarded."""
+        if site.guarded:
+            return False
+        if site.loop is not None:
+            loop = site.loop
+            return loop.is_step and not loop.is_epoch
+        return site.function.per_step
+
+    def step_loop_of(self, site: Site) -> Loop | None:
+        """The loop that makes `site` run per step (its own, or a caller's for per-step functions)."""
+        if site.loop is not None and site.loop.is_step:
+            return site.loop
+        fn = site.function
+        if fn.per_step and fn.step_call_sites:
+            return fn.step_call_sites[0].loop
+        return None
+
+    def traced_functions(self) -> Iterator[Function]:
+        return (fn for fn in self.functions if fn.traced)

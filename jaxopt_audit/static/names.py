@@ -1,0 +1,101 @@
+"""Name resolution: what a dotted expression refers to, through imports and aliases.
+
+`import jax.numpy as np` makes `np.sum` resolve to `jax.numpy.sum`; `from jax import jit` makes
+`jit` resolve to `jax.jit`; `jit = jax.jit` at module level is an alias. Rules match on resolved
+names, never on spellings.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+_BUILTINS = frozenset(dir(builtins))
+
+# Canonical spellings: several public paths name the same API.
+_CANONICAL_PREFIXES = (
+    ("jax._src.numpy.", "jax.numpy."),
+    ("jax.experimental.numpy.", "jax.numpy."),
+    ("flax.nnx.bridge.", "flax.nnx."),
+)
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` as text, or None if the expression is not a plain dotted name."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = dotted(expr.value)
+        return None if base is None else f"{base}.{expr.attr.value}"
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    return dotted(node) or ""
+
+
+class ImportTable:
+    """Local name -> fully qualified name, from the imports and simple aliases of one file."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, str] = {}
+        self.defined: set[str] = set()  # names defined in the module (defs, classes, assignments)
+
+    def add_import(self, node: cst.Import | cst.ImportFrom, package: str = "") -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.bound[alias.asname.name.value] = full
+                else:  # `import jax.numpy` binds `jax`
+                    head = full.split(".")[0]
+                    self.bound[head] = head
+            return
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = _module_name(node.module) if node.module is not None else ""
+        if node.relative:  # relative import: resolve against the file's package when known
+            module = ".".join(p for p in (package, module) if p) or module
+        for alias in node.names:
+            name = _module_name(alias.name)
+            local = (alias.asname.name.value
+                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                     else name)
+            self.bound[local] = f"{module}.{name}" if module else name
+
+    def add_alias(self, name: str, value: cst.BaseExpression) -> None:
+        """`jit = jax.jit` / `np_ = jnp` at module level: an alias when the value resolves."""
+        qualified = self.resolve(value)
+        if qualified is not None and qualified.split(".")[0] in _ALIAS_ROOTS:
+            self.bound[name] = qualified
+        else:
+            self.defined.add(name)
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        """Fully qualified name of a dotted expression, or None when it is not an import."""
+        if isinstance(expr, cst.Name):
+            name = expr.value
+            if name in self.bound:
+                return canonical(self.bound[name])
+            if name in _BUILTINS and name not in self.defined:
+                return f"builtins.{name}"
+            return None
+        if isinstance(expr, cst.Attribute):
+            base = self.resolve(expr.value)
+            return None if base is None else canonical(f"{base}.{expr.attr.value}")
+        return None
+
+
+# Only aliases of library names are followed; `x = y` between local values is dataflow, not naming.
+_ALIAS_ROOTS = frozenset({
+    "jax", "jaxlib", "numpy", "optax", "flax", "equinox", "haiku", "functools", "time", "timeit",
+    "math", "builtins", "chex", "scipy",
+})
+
+
+def canonical(name: str) -> str:
+    for prefix, replacement in _CANONICAL_PREFIXES:
+        if name.startswith(prefix):
+            return replacement + name[len(prefix):]
+    return name

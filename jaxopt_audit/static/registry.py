@@ -1,0 +1,94 @@
+"""Finding rules: every `Rule` subclass in the bundled `rules/` package and in `--rules-dir` folders.
+
+Nothing is registered by hand: a rule file is picked up by being there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+from typing import Iterable
+
+from .rule import Rule
+
+BUNDLED_PACKAGE = "jaxopt_audit.rules"
+
+
+class RuleLoadError(Exception):
+    pass
+
+
+def _rules_in(module) -> list[type[Rule]]:
+    return [obj for _, obj in inspect.getmembers(module, inspect.isclass)
+            if issubclass(obj, Rule) and obj is not Rule and obj.__module__ == module.__name__]
+
+
+def bundled_rule_modules() -> list[str]:
+    package = importlib.import_module(BUNDLED_PACKAGE)
+    return sorted(f"{BUNDLED_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
+                  if not m.name.startswith("_"))
+
+
+def _load_dir(directory: str) -> list[type[Rule]]:
+    path = Path(directory)
+    if not path.is_dir():
+        raise RuleLoadError(f"--rules-dir {directory}: not a directory")
+    found: list[type[Rule]] = []
+    for file in sorted(path.glob("*.py")):
+        if file.name.startswith("_"):
+            continue
+        name = f"jaxopt_audit_user_rules.{file.stem}"
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise RuleLoadError(f"{file}: cannot be imported as a rule module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - a broken user rule is a usage error
+            raise RuleLoadError(f"{file}: failed to import: {exc}") from exc
+        found.extend(_rules_in(module))
+    return found
+
+
+def load_rules(rules_dirs: Iterable[str] = ()) -> list[type[Rule]]:
+    """All rule classes, sorted by code; raises RuleLoadError on duplicates or bad metadata."""
+    classes: list[type[Rule]] = []
+    for module_name in bundled_rule_modules():
+        classes.extend(_rules_in(importlib.import_module(module_name)))
+    for directory in rules_dirs:
+        classes.extend(_load_dir(directory))
+    by_code: dict[str, type[Rule]] = {}
+    for cls in classes:
+        problems = cls.validate_metadata()
+        if problems:
+            raise RuleLoadError("; ".join(problems))
+        if cls.CODE in by_code and by_code[cls.CODE] is not cls:
+            raise RuleLoadError(f"rule code {cls.CODE} is defined twice "
+                                f"({by_code[cls.CODE].__module__} and {cls.__module__})")
+        by_code[cls.CODE] = cls
+    return [by_code[code] for code in sorted(by_code)]
+
+
+def select_rules(rules: list[type[Rule]], select: Iterable[str] | None,
+                 ignore: Iterable[str] = ()) -> list[type[Rule]]:
+    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`); ignore wins over select."""
+    select = list(select) if select else ["ALL"]
+    ignore = list(ignore)
+
+    def matches(code: str, patterns: list[str]) -> bool:
+        return any(p == "ALL" or code.startswith(p) for p in patterns)
+
+    return [r for r in rules if matches(r.CODE, select) and not matches(r.CODE, ignore)]
+
+
+def find_rule(rules: list[type[Rule]], key: str) -> type[Rule] | None:
+    key = key.strip()
+    for rule in rules:
+        if rule.CODE == key.upper() or rule.NAME == key.lower():
+            return rule
+    return None

@@ -1,0 +1,143 @@
+"""What a rule is: metadata, documentation, embedded examples, and a check over the model.
+
+A rule is one class in one file under `rules/` (Fixit's shape). Its docstring is its
+documentation, in ruff's sections (`## What it does`, `## Why is this bad?`, `## How to fix`,
+`## Measured`, `## References`); its `INVALID` and `VALID` examples are both the tests and the
+"Example" / "Use instead" sections that `jaxopt-audit rule CODE` prints. An INVALID example marks
+each line that must be reported with a trailing `# <- CODE` comment.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator, NamedTuple
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from .model import SemanticModel
+
+SEVERITIES = ("error", "warning", "info")
+_MARK = re.compile(r"#\s*<-\s*((?:JAX\d{3}[ ,]*)+)")
+CODE_PATTERN = re.compile(r"^[A-Z]+\d{3}$")
+
+
+class Finding(NamedTuple):
+    """One reported problem; field order is the sort order (path, line, column, code)."""
+
+    path: str
+    line: int
+    column: int
+    code: str
+    end_line: int
+    end_column: int
+    name: str
+    severity: str
+    message: str
+    fix: str
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "line": self.line, "column": self.column,
+                "end_line": self.end_line, "end_column": self.end_column, "code": self.code,
+                "name": self.name, "severity": self.severity, "message": self.message,
+                "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a check yields: the node to point at, and what to say."""
+
+    node: cst.CSTNode
+    message: str
+    fix: str | None = None  # None: the rule's default FIX
+    severity: str | None = None  # None: the rule's SEVERITY
+
+
+@dataclass(frozen=True)
+class Example:
+    code: str
+    note: str = ""
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).strip("\n") + "\n"
+
+    def expected(self) -> list[tuple[int, str]]:
+        """(line, code) pairs marked with `# <- CODE` in the example."""
+        out = []
+        for number, line in enumerate(self.source.splitlines(), start=1):
+            match = _MARK.search(line)
+            if match:
+                out.extend((number, c) for c in re.findall(r"JAX\d{3}", match.group(1)))
+        return sorted(out)
+
+
+class Valid(Example):
+    """Code the rule must stay quiet on."""
+
+
+class Invalid(Example):
+    """Code the rule must report, at the lines marked `# <- CODE`."""
+
+
+class Rule:
+    """Base class. Subclasses set the metadata and implement `check`."""
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]  # kebab-case, stable
+    SEVERITY: ClassVar[str]  # "error" | "warning" | "info"
+    SUMMARY: ClassVar[str]  # one line, for `rules` and SARIF shortDescription
+    FIX: ClassVar[str]  # the default suggested fix, one sentence
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def check(self, model: "SemanticModel") -> Iterable[Report]:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- documentation
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def markdown(cls) -> str:
+        """The rule's page: docstring sections plus its first examples, as `rule CODE` prints it."""
+        parts = [f"# {cls.CODE} {cls.NAME} ({cls.SEVERITY})", "", cls.SUMMARY, "", cls.doc()]
+        if cls.INVALID:
+            parts += ["", "## Example", "```python", cls.INVALID[0].source.rstrip(), "```"]
+        if cls.VALID:
+            parts += ["", "## Use instead", "```python", cls.VALID[0].source.rstrip(), "```"]
+        return "\n".join(parts).strip() + "\n"
+
+    @classmethod
+    def validate_metadata(cls) -> list[str]:
+        problems = []
+        for attribute in ("CODE", "NAME", "SEVERITY", "SUMMARY", "FIX"):
+            if not getattr(cls, attribute, None):
+                problems.append(f"{cls.__name__}: missing {attribute}")
+        if getattr(cls, "CODE", None) and not CODE_PATTERN.match(cls.CODE):
+            problems.append(f"{cls.__name__}: code {cls.CODE!r} is not like JAX123")
+        if getattr(cls, "SEVERITY", None) not in SEVERITIES:
+            problems.append(f"{cls.__name__}: severity must be one of {SEVERITIES}")
+        doc = cls.doc()
+        for section in ("## What it does", "## Why is this bad?", "## How to fix"):
+            if section not in doc:
+                problems.append(f"{cls.CODE}: docstring lacks '{section}'")
+        return problems
+
+
+def describe(node: cst.CSTNode, limit: int = 40) -> str:
+    """Short source text of a node for messages (`float(loss)`), elided when long."""
+    try:
+        text = cst.Module(body=[]).code_for_node(node)
+    except Exception:  # noqa: BLE001 - some nodes cannot be rendered alone
+        return type(node).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def reports(items: Iterator[Report]) -> list[Report]:
+    return list(items)

@@ -1,0 +1,196 @@
+"""JAX301 host-sync-in-step."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxopt_audit.static import apis
+from jaxopt_audit.static.model import SemanticModel, Site
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+
+
+class HostSyncInStep(Rule):
+    """
+    ## What it does
+    Finds device-to-host transfers that run on every step of a training or simulation loop:
+    `float(x)`, `int(x)`, `bool(x)`, `x.item()`, `x.tolist()`, `np.asarray(x)`, `np.array(x)`,
+    `jax.device_get(x)`, `print(x)` or an f-string of an array, an `if` on an array, and
+    `x.block_until_ready()`, where `x` is a JAX array; in the loop body or in a function the loop
+    calls every step.
+
+    ## Why is this bad?
+    JAX dispatches work asynchronously: the Python loop runs ahead while the device computes.
+    Reading a value back stalls the loop until the device has finished everything queued, then
+    copies the value. Done every step, it serialises host and device and the device idles while
+    Python prepares the next step (seed 001: CPU↔GPU traffic was 65% of the run time).
+
+    ## How to fix
+    Keep metrics on the device and read them every k steps (`if step % k == 0`), after the loop,
+    or accumulate them in the carry of a `lax.scan`. Use `jax.debug.print` inside jitted code.
+
+    The rule stays quiet on reads guarded by a periodic condition, on reads after the loop, on
+    plain Python numbers, and on `block_until_ready` in a benchmark loop that reads a timer.
+
+    ## Measured
+    `training_loop` pipeline, stage "data on device": removing the per-step conversions is part
+    of the 5x that seed 001 reports for keeping data on the device.
+    """
+
+    CODE = "JAX301"
+    NAME = "host-sync-in-step"
+    SEVERITY = "warning"
+    SUMMARY = "Device-to-host transfer on every step of a loop"
+    FIX = "Read the value every k steps (`if step % k == 0:`), after the loop, or keep it on device."
+
+    INVALID = [
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def train_step(params, batch):
+                loss = jnp.mean((batch @ params) ** 2)
+                return params - 0.1 * loss, loss
+
+            def train(params, batches):
+                history = []
+                for batch in batches:
+                    params, loss = train_step(params, batch)
+                    history.append(float(loss))  # <- JAX301
+                    print(f"loss={loss}")  # <- JAX301
+                return params, history
+        """),
+        Invalid("""
+            import jax
+            import numpy as np
+
+            step_fn = jax.jit(lambda s: s * 0.5 + 1.0)
+
+            def log_metrics(state):
+                return np.asarray(state).mean()  # <- JAX301
+
+            state = jax.numpy.ones(4)
+            for step in range(1000):
+                state = step_fn(state)
+                log_metrics(state)
+                if state.sum() > 10:  # <- JAX301
+                    break
+                state.block_until_ready()  # <- JAX301
+        """),
+    ]
+    VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def train_step(params, batch):
+                loss = jnp.mean((batch @ params) ** 2)
+                return params - 0.1 * loss, loss
+
+            def train(params, batches, log_every=100):
+                losses = []
+                for step, batch in enumerate(batches):
+                    params, loss = train_step(params, batch)
+                    losses.append(loss)  # stays on device
+                    if step % log_every == 0:
+                        print(f"step {step}: loss={float(loss):.4f}")
+                return params, jnp.stack(losses)
+        """),
+        Valid("""
+            import time
+            import jax
+            import jax.numpy as jnp
+
+            f = jax.jit(lambda x: x @ x)
+            x = jnp.ones((256, 256))
+            times = []
+            for _ in range(10):
+                start = time.perf_counter()
+                f(x).block_until_ready()  # the sync is the measurement
+                times.append(time.perf_counter() - start)
+            result = f(x)
+            print(float(result.sum()))  # after the loop
+            lr = 0.1
+            for epoch in range(3):
+                x = f(x)
+                print(int(epoch), float(lr))  # plain Python numbers
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        for fn in model.functions:
+            if fn.traced:
+                continue
+            timed_loops = {id(s.loop) for s in fn.calls if s.loop is not None
+                           and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
+            for site in fn.calls:
+                if not model.runs_per_step(site):
+                    continue
+                found = self._host_pull(model, site, timed_loops)
+                if found is not None:
+                    yield Report(site.node, self._message(model, site, found))
+            for site in fn.fstrings:
+                if model.runs_per_step(site) and any(
+                        isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
+                        for part in site.node.parts):
+                    if not _inside_printed_call(model, site, fn.calls):
+                        yield Report(site.node, self._message(model, site, "an f-string of an array"))
+            for site in fn.tests:
+                node = site.node
+                test = node.test if isinstance(node, (cst.If, cst.While)) else None
+                if test is not None and model.runs_per_step(site) and model.is_array(test, fn):
+                    if isinstance(node, cst.While) and site.loop is not None and site.loop.node is node:
+                        continue  # the loop's own test is checked once per iteration by design
+                    yield Report(test, self._message(model, site, f"the condition `{describe(test)}` (implicit bool())"))
+
+    def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int]) -> str | None:
+        call: cst.Call = site.node
+        fn = site.function
+        q = model.resolve(call.func)
+        if q in apis.HOST_PULL_FUNCTIONS:
+            args = [a.value for a in call.args if a.keyword is None]
+            if q == "builtins.print":
+                if any(model.is_array(a, fn) for a in args):
+                    return f"`{describe(call)}`"
+                if any(isinstance(a, cst.FormattedString) and _fstring_has_array(model, a, fn) for a in args):
+                    return f"`{describe(call)}` (an f-string of an array)"
+                return None
+            if args and model.is_array(args[0], fn):
+                return f"`{describe(call)}`"
+            return None
+        if q in apis.SYNC_FUNCTIONS:
+            if id(site.loop) in timed_loops:
+                return None
+            if call.args and model.is_array(call.args[0].value, fn):
+                return f"`{describe(call)}`"
+            return None
+        if isinstance(call.func, cst.Attribute) and q is None:
+            method = call.func.attr.value
+            if method in ("item", "tolist", "block_until_ready") and model.is_array(call.func.value, fn):
+                if method == "block_until_ready" and id(site.loop) in timed_loops:
+                    return None
+                return f"`{describe(call)}`"
+        return None
+
+    def _message(self, model: SemanticModel, site: Site, what: str) -> str:
+        loop = model.step_loop_of(site)
+        where = "every step"
+        if site.loop is None and site.function.per_step:
+            where = f"every step (`{site.function.name}` is called per step)"
+        elif loop is not None:
+            where = "every iteration of the step loop"
+        return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes"
+
+
+def _fstring_has_array(model: SemanticModel, node: cst.FormattedString, fn) -> bool:
+    return any(isinstance(p, cst.FormattedStringExpression) and model.is_array(p.expression, fn)
+               for p in node.parts)
+
+
+def _inside_printed_call(model: SemanticModel, site: Site, calls: list[Site]) -> bool:
+    """An f-string passed straight to print() is reported once, at the print call."""
+    return any(model.resolve(c.node.func) == "builtins.print"
+               and any(arg.value is site.node for arg in c.node.args) for c in calls)

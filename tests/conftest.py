@@ -1,0 +1,22 @@
+"""Shared test helpers: scanning source text with the bundled rules."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from jaxopt_audit.static.engine import scan_source
+from jaxopt_audit.static.registry import load_rules
+
+
+@pytest.fixture(scope="session")
+def all_rules():
+    return load_rules()
+
+
+def scan_text(source: str, rules, path: str = "example.py"):
+    """Findings for a snippet: (line, code) pairs, sorted."""
+    result = scan_source(textwrap.dedent(source).strip("\n") + "\n", path, [r() for r in rules])
+    assert result.error is None, result.error
+    return result.findings
