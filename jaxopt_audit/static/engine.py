@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .config import Config, find_pyproject, load_config
 from .discovery import discover
@@ -87,7 +86,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
                                        "please report it with this file")
     if not raw:
         return FileResult(path, [], internal, len(lines), internal is not None)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = model.positions
     ignored = tuple(ignored_codes)
     findings: set[Finding] = set()
     for rule, report in raw:

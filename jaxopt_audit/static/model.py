@@ -370,6 +370,7 @@ class SemanticModel:
         self.class_of_body: dict[int, ClassInfo] = {}
         self.function_of_def: dict[cst.FunctionDef, Function] = {}
         self.lambdas: dict[cst.Lambda, Function] = {}
+        self._positions = None
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -978,6 +979,18 @@ class SemanticModel:
                    for site in fn.calls)
 
     # ----------------------------------------------------------------- queries for rules
+    @property
+    def positions(self):
+        """libcst positions, computed on first use only (costs about one parse)."""
+        if self._positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        code_range = self.positions.get(node)
+        return code_range.start.line if code_range is not None else 0
+
     def runs_per_step(self, site: Site) -> bool:
         """The site runs once per step: in a leaf step loop (unguarded), or in a per-step
         function outside any loop of its own and unguarded."""

@@ -1,0 +1,122 @@
+"""Facts about step loops that several rules share: what state a loop carries between
+iterations, its trip count, and whether its body must stay on the host."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from . import apis
+from .model import Loop, SemanticModel
+from .walk import int_value, names_in, walk
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    return [n for n in walk(node) if type(n) is cst.Call]
+
+
+def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
+    """Names the loop body recomputes through a JAX call from their value in the previous
+    iteration: `state = step(state, x)`, `params, opt = update(params, opt, b)`,
+    `result = step(state); state = result.state`. Loop counters are not state."""
+    fn = loop.function
+    derived: dict[str, set[str]] = {}  # name -> names its current value was computed from via JAX
+    carried: set[str] = set()
+    for a in fn.assignments:
+        if a.value is None or not a.targets or not loop.encloses(a.site.loop):
+            continue
+        reads = set(names_in(a.value))
+        if a.augmented:
+            reads |= set(a.targets)
+        deps: set[str] = set()
+        for name in reads:
+            deps.add(name)
+            deps |= derived.get(name, set())
+        through_jax = any(model.call_work(c, fn) is not None for c in _calls_in(a.value)) \
+            or any(name in derived for name in reads)
+        if not through_jax:
+            continue
+        for target in a.targets:
+            if target in deps and target not in loop.counters and target not in loop.targets:
+                carried.add(target)
+            derived[target] = deps
+    return carried
+
+
+def literal_trip_count(loop: Loop, resolve) -> int | None:
+    """`range(5)`, `for x in (a, b, c)`: the number of iterations when it is a literal."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return None
+    it = node.iter
+    if isinstance(it, (cst.Tuple, cst.List)):
+        return len(it.elements)
+    if isinstance(it, cst.Call) and resolve(it.func) == "builtins.range":
+        values = [int_value(a.value) for a in it.args]
+        if values and all(v is not None for v in values):
+            start, stop, step = (0, values[0], 1) if len(values) == 1 else (
+                values[0], values[1], values[2] if len(values) > 2 else 1)
+            if step:
+                return max(0, len(range(start, stop, step)))
+    return None
+
+
+def has_fixed_trip_count(model: SemanticModel, loop: Loop) -> bool:
+    """`range(n)` (not over a pytree's length), `enumerate`/`zip` over arrays or ranges,
+    `while i < n` with `i` counted in the body."""
+    node = loop.node
+    fn = loop.function
+    if isinstance(node, cst.While):
+        test = node.test
+        return (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
+                and isinstance(test.left, cst.Name) and test.left.value in loop.counters)
+    it = node.iter
+    if not isinstance(it, cst.Call):
+        return False
+    q = model.resolve(it.func)
+    if q == "builtins.range":
+        for arg in it.args:  # range(len(layers)): a loop over structure, not steps
+            v = arg.value
+            if isinstance(v, cst.Call) and model.resolve(v.func) == "builtins.len" and v.args \
+                    and not model.is_array(v.args[0].value, fn):
+                return False
+        return True
+    if q in ("builtins.enumerate", "builtins.zip"):
+        args = [a.value for a in it.args if a.keyword is None]
+        return bool(args) and all(
+            model.is_array(a, fn) or (isinstance(a, cst.Call) and model.resolve(a.func) == "builtins.range")
+            for a in args)
+    return False
+
+
+def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
+    """A call in the loop body that keeps each iteration on the host: file or network I/O,
+    checkpoint writes, `next()` on a Python iterator (data read per step)."""
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        call = site.node
+        q = model.resolve(call.func)
+        if q in apis.HOST_IO_FUNCTIONS or q == "builtins.next":
+            return call
+        name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
+            call.func.value if isinstance(call.func, cst.Name) else "")
+        lowered = name.lower()
+        if any(lowered.startswith(h) or lowered.endswith(h) for h in apis.HOST_IO_HINTS) \
+                and model.call_work(call, fn) is None:
+            return call
+    return None
+
+
+def wraps_compiled_scan(model: SemanticModel, loop: Loop) -> bool:
+    """The body calls a function that itself scans (epochs around a scanned epoch)."""
+    fn = loop.function
+    for site in fn.calls:
+        if loop.encloses(site.loop):
+            target = model.callee(site.node, fn).function
+            if target is not None and target.uses_scan:
+                return True
+            if model.resolve(site.node.func) in apis.SCAN_LIKE:
+                return True
+    return False

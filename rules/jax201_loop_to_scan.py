@@ -1,0 +1,147 @@
+"""JAX201 loop-to-scan."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxopt_audit.static.loops import (carried_names, has_fixed_trip_count, host_bound_call,
+                                       literal_trip_count, wraps_compiled_scan)
+from jaxopt_audit.static.model import SemanticModel
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+
+
+class LoopToScan(Rule):
+    """
+    ## What it does
+    Finds Python `for`/`while` loops over a fixed number of steps whose body carries JAX state
+    from one iteration to the next (`state = step(state, x)`,
+    `params, opt_state = update(params, opt_state, batch)`, `state = result.state` after a JAX
+    call that took `state`).
+
+    ## Why is this bad?
+    Each iteration is a separate dispatch from Python: the host pays call overhead, argument
+    handling and synchronisation every step, and XLA never sees more than one step at a time, so
+    it cannot fuse across steps or keep the state in registers and caches. `jax.lax.scan`
+    compiles the whole loop into one program.
+
+    ## How to fix
+    Write the body as `step(carry, x) -> (carry, y)` and run it with
+    `carry, ys = jax.lax.scan(step, carry, xs)` (per-step outputs come back stacked), or with
+    `jax.lax.fori_loop` when nothing is collected. Jit the function that contains the scan.
+
+    The rule stays quiet on loops that must run on the host every iteration (file or network I/O,
+    checkpoint writes, `next()` on a Python data iterator), loops over a pytree's structure
+    (`range(len(layers))`, dict items), loops whose body already runs a compiled scan (epochs
+    around a scanned epoch), and loops of 1 to 8 literal iterations.
+
+    ## Measured
+    Seed 000 measured 2.78x from `lax.scan` alone on a per-step online learner; see the
+    `batched_learner` pipeline's "scan per seed" stage for this machine's figure.
+    """
+
+    CODE = "JAX201"
+    NAME = "loop-to-scan"
+    SEVERITY = "warning"
+    SUMMARY = "Python loop carrying JAX state step to step; use jax.lax.scan"
+    FIX = "Turn the body into `step(carry, x) -> (carry, y)` and run it with `jax.lax.scan` (or `fori_loop`)."
+
+    INVALID = [
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def update(w, x, y):
+                err = jnp.dot(w, x) - y
+                return w - 0.01 * err * x, err ** 2
+
+            def run(w, xs, ys, num_steps):
+                errors = []
+                for t in range(num_steps):  # <- JAX201
+                    w, err = update(w, xs[t], ys[t])
+                    errors.append(err)
+                return w, errors
+        """),
+        Invalid("""
+            import jax
+
+            def rollout(env, policy, state, key, horizon):
+                step = 0
+                while step < horizon:  # <- JAX201
+                    key, sub = jax.random.split(key)
+                    result = env.step(state, policy(state.obs, sub))
+                    state = result.state
+                    step += 1
+                return state
+        """),
+    ]
+    VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            def update(w, xy):
+                x, y = xy
+                err = jnp.dot(w, x) - y
+                return w - 0.01 * err * x, err ** 2
+
+            @jax.jit
+            def run(w, xs, ys):
+                return jax.lax.scan(update, w, (xs, ys))
+
+            @jax.jit
+            def train_epoch(w, xs, ys):
+                return jax.lax.scan(update, w, (xs, ys))
+
+            def train(w, xs, ys, epochs):
+                for epoch in range(epochs):  # each iteration is one compiled scan
+                    w, errors = train_epoch(w, xs, ys)
+                return w
+        """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            def forward(layers, x):
+                for i in range(len(layers)):  # structure, not steps
+                    x = jnp.tanh(layers[i] @ x)
+                return x
+
+            def train(state, train_step, loader, num_steps, save):
+                for step in range(num_steps):
+                    batch = next(loader)  # data read from a Python iterator each step
+                    state = train_step(state, batch)
+                    if step % 1000 == 0:
+                        save(step, state)
+                return state
+
+            def ensemble(params, x):
+                for k in range(3):  # three literal iterations
+                    x = jnp.dot(params[k], x)
+                return x
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        for fn in model.functions:
+            if fn.traced:
+                continue
+            for loop in fn.loops:
+                if not loop.is_step or loop.is_epoch:
+                    continue
+                count = literal_trip_count(loop, model.resolve)
+                if count is not None and count <= 8:
+                    continue
+                if not has_fixed_trip_count(model, loop):
+                    continue
+                carried = carried_names(model, loop)
+                if not carried or host_bound_call(model, loop) is not None \
+                        or wraps_compiled_scan(model, loop):
+                    continue
+                names = ", ".join(f"`{n}`" for n in sorted(carried))
+                header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)
+                yield Report(loop.node, f"this loop over `{header}` carries {names} from one step to the "
+                                        "next through JAX calls, so every step is a separate dispatch "
+                                        "from Python; `jax.lax.scan` compiles all steps into one program")
