@@ -1,0 +1,150 @@
+"""Render a `jaxopt-audit run` report for people: rich tables on stderr.
+
+stderr, so the program's own stdout stays its own (pipes and redirects keep working). Reads
+the `RunReport`; computes nothing but display strings and the order of the top offenders.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from jaxopt_audit.runtime.run_report import Finding, RunReport
+
+TOP_FUNCTIONS = 15
+TOP_TRANSFERS = 10
+WIDE = 140
+
+
+def render(report: RunReport, file: TextIO | None = None) -> None:
+    """Print the report (to stderr unless `file` is given)."""
+    stream = file or sys.stderr
+    console = Console(file=stream, highlight=False, soft_wrap=False)
+    if not console.is_terminal:  # logs and CI: wide enough for paths, no wrapping mid-table
+        console = Console(file=stream, highlight=False, soft_wrap=False, width=WIDE)
+    console.print()
+    console.rule("[bold]jaxopt-audit run[/bold]")
+    console.print(_summary(report))
+    if report.functions:
+        console.print(_functions_table(report))
+        _print_recompiles(console, report)
+    else:
+        console.print("No jitted function was called (nothing went through jax.jit).")
+    if report.transfers:
+        console.print(_transfers_table(report))
+    _print_findings(console, report)
+    if report.trace:
+        _print_trace(console, report)
+    for note in report.notes:
+        console.print(f"[dim]note: {note}[/dim]")
+
+
+def _seconds(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} µs"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "-"
+
+
+def _summary(report: RunReport) -> Text:
+    status = "ok" if report.exit_status == 0 else f"exit status {report.exit_status}"
+    if report.error:
+        status += f" ({report.error})"
+    text = Text()
+    text.append(f"{' '.join(report.argv)}: ", style="bold")
+    text.append(status + "\n", style="green" if report.exit_status == 0 else "red")
+    wall = report.wall_s
+    text.append(f"wall {_seconds(wall)} = compile {_seconds(report.compile_s)} ({_share(report.compile_s, wall)})"
+                f" + device {_seconds(report.device_s)} ({_share(report.device_s, wall)})"
+                f" + host {_seconds(report.host_s)} ({_share(report.host_s, wall)})\n")
+    text.append("device = time the device was busy with jitted calls; host = Python, dispatch, "
+                "eager ops and waits\n", style="dim")
+    if report.eager_compiles:
+        text.append(f"{report.eager_compiles} compilations outside jitted functions (eager ops), "
+                    f"{_seconds(report.eager_compile_s)}\n", style="dim")
+    return text
+
+
+def _functions_table(report: RunReport) -> Table:
+    table = Table(title="jitted functions", title_justify="left", show_lines=False)
+    for header, justify in (("function", "left"), ("where", "left"), ("calls", "right"),
+                            ("compiles", "right"), ("compile", "right"), ("device", "right"),
+                            ("dispatch", "right"), ("h2d/call", "right"), ("d2h/call", "right")):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for f in report.functions[:TOP_FUNCTIONS]:
+        compiles = Text(str(f.compiles), style="bold red" if f.compiles > 2 else "")
+        table.add_row(f.name, f"{f.path}:{f.line}", str(f.calls), compiles, _seconds(f.compile_s),
+                      _seconds(f.exec_s), _seconds(f.dispatch_s), f"{f.h2d_per_call:.2g}", f"{f.d2h_per_call:.2g}")
+    if len(report.functions) > TOP_FUNCTIONS:
+        table.caption = f"{len(report.functions) - TOP_FUNCTIONS} more in --json"
+    return table
+
+
+def _print_recompiles(console: Console, report: RunReport) -> None:
+    for f in report.functions:
+        if not f.recompiles:
+            continue
+        console.print(f"[bold]{f.name}[/bold] recompiled {len(f.recompiles)} times:")
+        shown = f.recompiles[:5]
+        for r in shown:
+            where = f" (call at {r.path}:{r.line})" if r.path else ""
+            console.print(f"  - {r.reason}{where}", markup=False)
+        if len(f.recompiles) > len(shown):
+            console.print(f"  ... {len(f.recompiles) - len(shown)} more")
+
+
+def _transfers_table(report: RunReport) -> Table:
+    table = Table(title="host <-> device traffic by source line", title_justify="left")
+    for header, justify in (("direction", "left"), ("where", "left"), ("count", "right"), ("via", "left"),
+                            ("of", "left")):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for t in report.transfers[:TOP_TRANSFERS]:
+        table.add_row(t.direction, f"{t.path}:{t.line}", str(t.count), t.via, ", ".join(t.functions))
+    if len(report.transfers) > TOP_TRANSFERS:
+        table.caption = f"{len(report.transfers) - TOP_TRANSFERS} more in --json"
+    return table
+
+
+def _impact(finding: Finding) -> tuple[float, int]:
+    return (finding.cost_s or 0.0, finding.count)
+
+
+def _print_findings(console: Console, report: RunReport) -> None:
+    if not report.findings:
+        console.print("[green]No runtime findings[/green] (no repeated recompilation, sync or host copy).")
+    else:
+        console.print(f"[bold]top offenders[/bold] ({len(report.findings)} findings, worst first):")
+        for finding in sorted(report.findings, key=_impact, reverse=True):
+            mark = {True: " [green]confirmed by scan[/green]", False: " [dim]not in static scan[/dim]",
+                    None: ""}[finding.confirmed_by_scan]
+            cost = f", {_seconds(finding.cost_s)} compiling" if finding.cost_s else ""
+            console.print(f"  [bold yellow]{finding.code}[/bold yellow] {finding.name} "
+                          f"{finding.path}:{finding.line} (x{finding.count}{cost}){mark}")
+            console.print(f"      {finding.message}", markup=False)
+            console.print(f"      fix: {finding.fix}", markup=False, style="dim")
+            console.print(f"      docs: jaxopt-audit rule {finding.code}", style="dim")
+    console.print(f"[dim]static scan cross-check: {report.scan}[/dim]")
+
+
+def _print_trace(console: Console, report: RunReport) -> None:
+    trace = report.trace or {}
+    console.print(f"[bold]trace[/bold] written to {trace.get('dir')}"
+                  + (f" (steps {trace.get('steps')})" if trace.get("steps") else ""))
+    summary = trace.get("summary")
+    if isinstance(summary, dict):
+        for key, value in summary.items():
+            console.print(f"  {key}: {value}", markup=False)
+    elif summary:
+        console.print(f"  {summary}", markup=False)
+    console.print(f"  open with: xprof --logdir {trace.get('dir')}  (or tensorboard --logdir ...)", style="dim")

@@ -1,0 +1,93 @@
+"""`jaxopt-audit run [options] script.py [args]` / `run -m module [args]`: a runtime audit.
+
+Runs the program in this process with the instruments of `run_instrument` on (and an XProf
+trace with --trace), then prints what happened per jitted function and per source line, with
+the rule codes that explain the worst of it, on stderr, and writes the JSON report with
+--json. The program's exit status is passed through; the report is printed also when the
+program raises or exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+
+from .run_program import Program, ProgramNotFound, check, run as run_program
+
+EXIT_USAGE = 2
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Entry point wired in cli.py; returns the program's exit status (2 for a usage error)."""
+    try:
+        program = _program(args)
+        check(program)
+        from .run_trace import TraceStepsError, parse_steps
+
+        steps = parse_steps(args.trace_steps)
+        if steps is not None and not args.trace:
+            raise TraceStepsError("--trace-steps needs --trace DIR (where to write the trace)")
+    except (ProgramNotFound, ValueError) as exc:
+        print(f"jaxopt-audit run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return _audit(program, args, steps)
+
+
+def _program(args: argparse.Namespace) -> Program:
+    rest = list(args.script_args or [])
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    if args.module:
+        return Program(None, args.module, tuple(rest))
+    if not rest:
+        raise ProgramNotFound("nothing to run; usage: jaxopt-audit run [options] script.py [args] "
+                              "(or -m MODULE [args])")
+    return Program(rest[0], None, tuple(rest[1:]))
+
+
+def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | None) -> int:
+    from jaxopt_audit.report.run_terminal import render
+
+    from .run_findings import confirm_with_scan, derive_findings
+    from .run_instrument import Instrument
+    from .run_report import build_report, write_json
+    from .run_sites import UserFiles
+    from .run_trace import RunTrace
+
+    user_files = UserFiles(tuple(program.source_paths))
+    instrument = Instrument(user_files)
+    tracer: RunTrace | None = None
+    if args.trace:
+        tracer = RunTrace(args.trace, steps, instrument.wait)
+        instrument.on_call = tracer.on_call
+    instrument.install()
+    start = time.perf_counter()
+    if tracer is not None:
+        tracer.start()
+    try:
+        outcome = run_program(program)
+    finally:
+        trace_info = tracer.finish() if tracer is not None else None
+        instrument.uninstall()
+    wall_s = time.perf_counter() - start
+
+    report = build_report(instrument, program.argv, outcome.exit_status, outcome.error, wall_s)
+    findings = derive_findings(instrument)
+    scan = "skipped (--no-scan)"
+    if not args.no_scan and findings:
+        paths = program.source_paths + [f.path for f in findings]
+        findings, scan = confirm_with_scan(findings, paths)
+    elif not findings:
+        scan = "not needed (no runtime findings)"
+    report = replace(report, findings=tuple(findings), scan=scan, trace=trace_info)
+    render(report)
+    if args.json:
+        try:
+            write_json(report, args.json)
+        except OSError as exc:
+            print(f"jaxopt-audit run: cannot write --json {args.json}: {exc.strerror}; choose a writable path",
+                  file=sys.stderr)
+            return outcome.exit_status or EXIT_USAGE
+    return outcome.exit_status

@@ -1,0 +1,146 @@
+"""What went wrong at runtime, as findings with the rule codes of RULES.md.
+
+From the instruments' records:
+
+- JAX102 jit-in-loop: `jax.jit` applied again and again at one line (a new wrapper, so a new
+  trace, each time), or a function compiled again and again (the finding names the arguments
+  whose shape, dtype, weak type or static value changed, from JAX's cache-miss explanations).
+- JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
+  `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
+- JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
+  and again: as arguments of a jitted call, or through `jnp.asarray` / `jax.device_put`.
+
+"Again and again" is `REPEATED` or more times: once or twice (a final print, a warm-up) is not
+a per-step pattern. Then, when the static scan is available, each finding is marked
+`confirmed_by_scan` if the scan reports the same code at that line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import replace
+from typing import Iterable
+
+from .run_cachemiss import REDEFINED, SHAPE, STATIC, WEAK_TYPE, DTYPE, PYTREE
+from .run_instrument import FunctionRecord, Instrument
+from .run_report import Finding
+from .run_sites import display_path
+
+REPEATED = 3
+
+RULE_NAMES = {
+    "JAX102": "jit-in-loop",
+    "JAX301": "host-sync-in-step",
+    "JAX302": "host-to-device-in-step",
+}
+
+_FIX_BY_KIND = {
+    SHAPE: "give the argument a fixed shape (pad or bucket sizes) or mark it static only if it "
+           "takes few values",
+    DTYPE: "cast the argument to one dtype before the call",
+    WEAK_TYPE: "pass a typed array (jnp.float32(x)) instead of alternating Python scalars and arrays",
+    STATIC: "make the argument a traced array instead of static_argnums/static_argnames, or limit "
+            "its values",
+    PYTREE: "keep the argument's structure (keys, lengths, None entries) the same on every call",
+    REDEFINED: "create the jitted function once, outside the loop, and call it in the loop",
+}
+
+
+def derive_findings(instrument: Instrument) -> list[Finding]:
+    """All runtime findings, sorted (path, line, code)."""
+    findings: list[Finding] = []
+    for record in instrument.functions.values():
+        findings.extend(_jit_rebuilt(record))
+        findings.extend(_recompiling(record))
+    findings.extend(_transfers(instrument))
+    return sorted(findings, key=lambda f: (f.path, f.line, f.code, f.message))
+
+
+def _jit_rebuilt(record: FunctionRecord) -> Iterable[Finding]:
+    for site, created in record.jit_sites.items():
+        if created < REPEATED:
+            continue
+        compiled = f"; it was compiled {record.compiles} times" if record.compiles > 1 else ""
+        yield Finding(
+            "JAX102", RULE_NAMES["JAX102"], display_path(site.path), site.line,
+            f"jax.jit was applied to {record.name} {created} times at this line: every new wrapper "
+            f"starts with an empty cache and is traced again{compiled}",
+            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6))
+
+
+def _recompiling(record: FunctionRecord) -> Iterable[Finding]:
+    recompiles = [r for r in record.recompiles if REDEFINED not in r.kinds]
+    if len(recompiles) + 1 < REPEATED:
+        return
+    kinds: Counter[str] = Counter(kind for r in recompiles for kind in r.kinds)
+    arguments: Counter[str] = Counter(arg for r in recompiles for arg in r.arguments)
+    sites: Counter[tuple[str, int]] = Counter((r.site.path, r.site.line) for r in recompiles if r.site)
+    if sites:
+        (path, line), _ = sites.most_common(1)[0]
+    else:
+        path, line = record.path, record.line
+    every = f"{record.calls} calls" + (" (every call)" if record.compiles >= record.calls else "")
+    changed = ", ".join(f"{arg}" for arg, _ in arguments.most_common()) or "its inputs"
+    what = ", ".join(kind for kind, _ in kinds.most_common())
+    example = recompiles[-1].reason
+    fix = "; ".join(_FIX_BY_KIND[k] for k, _ in kinds.most_common() if k in _FIX_BY_KIND) or \
+        "keep the arguments' shapes, dtypes and static values the same from call to call"
+    yield Finding(
+        "JAX102", RULE_NAMES["JAX102"], display_path(path), line,
+        f"{record.name} was compiled {record.compiles} times in {every} because {changed} changed "
+        f"({what}); last: {example}",
+        fix, record.compiles, round(record.compile_s, 6))
+
+
+def _transfers(instrument: Instrument) -> Iterable[Finding]:
+    for key, count in instrument.transfers.items():
+        if count < REPEATED:
+            continue
+        functions = sorted(instrument.transfer_functions.get(key, {}))
+        of = f" of {', '.join(functions)}'s output" if functions else ""
+        path = display_path(key.path)
+        if key.direction == "d2h":
+            yield Finding(
+                "JAX301", RULE_NAMES["JAX301"], path, key.line,
+                f"{count} device arrays{of} were read on the host here ({key.via}): each read waits "
+                "for the device to finish, so host and device stop overlapping",
+                "keep values on the device and read them every k steps or after the loop "
+                "(accumulate metrics in the jitted step)", count, None)
+        elif key.direction == "sync":
+            yield Finding(
+                "JAX301", RULE_NAMES["JAX301"], path, key.line,
+                f"{key.via} was called {count} times here: each call waits for the device",
+                "synchronise once after the loop (or only where you read a timer)", count, None)
+        elif key.direction == "h2d":
+            yield Finding(
+                "JAX302", RULE_NAMES["JAX302"], path, key.line,
+                f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
+                "transfer per step",
+                "move the data set to the device once (jax.device_put before the loop) and slice it "
+                "on the device", count, None)
+
+
+def confirm_with_scan(findings: list[Finding], paths: list[str]) -> tuple[list[Finding], str]:
+    """Mark findings the static scan also reports; returns (findings, scan status)."""
+    try:
+        from jaxopt_audit.static.engine import scan_paths  # written concurrently; optional
+    except ImportError:
+        return findings, "unavailable (jaxopt_audit.static.engine is not installed)"
+    targets = sorted({os.path.abspath(p) for p in paths if os.path.isfile(p)})
+    if not targets:
+        return findings, "skipped (no source files to scan)"
+    try:
+        result = scan_paths(targets)
+    except Exception as exc:  # the scan is a cross-check: its failure must not lose the report
+        return findings, f"failed ({type(exc).__name__}: {exc})"
+    static: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for found in getattr(result, "findings", ()):
+        end = getattr(found, "end_line", None) or found.line
+        static.setdefault((os.path.abspath(found.path), found.code), []).append((found.line, end))
+    confirmed = []
+    for finding in findings:
+        spans = static.get((os.path.abspath(finding.path), finding.code), [])
+        hit = any(start <= finding.line <= end for start, end in spans)
+        confirmed.append(replace(finding, confirmed_by_scan=hit))
+    return confirmed, "ok"

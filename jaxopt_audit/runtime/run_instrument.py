@@ -1,0 +1,669 @@
+"""The instruments `jaxopt-audit run` switches on around a user's program.
+
+What is recorded, and how (all in-process, all undone by `Instrument.uninstall`):
+
+- Every function the program jits: `jax.jit` is replaced for the run by a factory that returns
+  a thin `RecordingJit` around the real jitted function (attributes such as `.lower`, `.trace`,
+  `.eval_shape` are forwarded). A call made under a trace (inside another jit, `vmap`, `grad`)
+  goes straight through; a top-level call is counted and timed, and its host leaves (NumPy
+  arrays, NumPy and Python scalars in non-static arguments: each one is copied to the device)
+  are counted. Wrappers of the same Python function share one `FunctionRecord`, and the line
+  that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up.
+- Compilations: `jax.monitoring` duration events (trace, lowering to MLIR, XLA compile) are
+  attributed to the top-level jitted call running in the same thread; one lowering is one new
+  executable. Events outside any jitted call belong to eager (op-by-op) work.
+- Why it recompiled: `jax_explain_cache_misses` is switched on and JAX's explanations are taken
+  from its logger (and not printed), parsed by `run_cachemiss`.
+- Execution time: the outputs of each top-level call are handed to one background thread that
+  waits for them (`block_until_ready` releases the GIL) and stamps the completion time; device
+  busy time of a call is `done - max(start, previous done)`. The GIL switch interval is lowered
+  for the run so the stamp is late by at most ~0.5 ms.
+- Device-to-host reads and syncs: the host entry points of `jax.Array` (`float`, `int`, `bool`,
+  `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
+  `numpy.asarray`/`array`/`asanyarray` (the CPU buffer-protocol path) and `jax.device_get` /
+  `jax.block_until_ready` are wrapped; each read is attributed to the user's line that asked
+  for it and, when the array came out of a recorded jitted call, to that function. An array is
+  counted once however often it is read (the host copy is cached on accelerators).
+- Host-to-device copies outside jitted calls: `jax.device_put`, `jnp.asarray`, `jnp.array` of
+  host data, attributed to the user's line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+import logging
+import queue
+import sys
+import threading
+import time
+import types
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax._src import core as jax_core
+from jax._src import source_info_util
+
+from .run_cachemiss import HEADER, REDEFINED, CacheMiss, parse_cache_miss
+from .run_sites import Site, UserFiles
+
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_COMPILE_EVENTS = (TRACE_EVENT, LOWER_EVENT, COMPILE_EVENT)
+CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
+# JAX raises these loggers' "PERSISTENT COMPILATION CACHE MISS" lines to WARNING when explaining
+_QUIETED_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
+_SWITCH_INTERVAL_S = 0.0005
+_PRODUCERS_LIMIT = 16384
+_HOST_SCALARS = (int, float, bool, complex)
+
+ArrayImpl: type = type(jnp.zeros(()))
+
+
+@dataclass
+class Recompile:
+    """One compilation of a function after its first, and why JAX says it happened."""
+
+    reason: str
+    arguments: tuple[str, ...]
+    kinds: tuple[str, ...]
+    site: Site | None  # the call that missed the cache
+
+
+@dataclass
+class FunctionRecord:
+    """Everything measured about one jitted Python function (all its jit wrappers)."""
+
+    name: str  # qualified name
+    path: str
+    line: int
+    jax_name: str  # what JAX calls it in events and explanations (`__name__`)
+    positional_names: tuple[str, ...] = ()
+    calls: int = 0
+    traced_uses: int = 0  # calls made under another transformation (inlined, not run)
+    compiles: int = 0
+    compile_s: float = 0.0
+    call_s: float = 0.0  # time inside top-level calls, compilation excluded (dispatch)
+    exec_s: float = 0.0
+    exec_measured: int = 0
+    h2d_transfers: int = 0  # host leaves copied to the device as arguments
+    host_array_args: int = 0  # of which NumPy arrays
+    calls_with_host_arrays: int = 0
+    d2h_transfers: int = 0  # reads of this function's outputs on the host
+    jit_sites: Counter[Site] = field(default_factory=Counter)  # where wrappers were created
+    call_sites_with_host_arrays: Counter[Site] = field(default_factory=Counter)
+    recompiles: list[Recompile] = field(default_factory=list)
+    misses: list[CacheMiss] = field(default_factory=list)
+
+    @property
+    def wrappers_created(self) -> int:
+        return sum(self.jit_sites.values())
+
+
+@dataclass(frozen=True)
+class TransferKey:
+    """A kind of transfer at a user line: direction is h2d, d2h or sync (block_until_ready)."""
+
+    direction: str
+    path: str
+    line: int
+    via: str  # the API that moved the data: "float()", "np.asarray", "jit argument", ...
+
+
+class _CallFrame:
+    """Compilation work seen during one top-level jitted call."""
+
+    __slots__ = ("record", "compile_s", "lowerings", "misses")
+
+    def __init__(self, record: FunctionRecord) -> None:
+        self.record = record
+        self.compile_s = 0.0
+        self.lowerings = 0
+        self.misses: list[CacheMiss] = []
+
+
+class _CacheMissFilter(logging.Filter):
+    """Takes JAX's cache-miss explanations off its logger and hands them to the instrument."""
+
+    def __init__(self, instrument: Instrument, keep_printing: bool) -> None:
+        super().__init__()
+        self._instrument = instrument
+        self._keep_printing = keep_printing
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(HEADER):
+            self._instrument._on_cache_miss(message)
+        return self._keep_printing
+
+
+class _QuietPersistentMisses(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.WARNING or "CACHE MISS" not in record.getMessage()
+
+
+class RecordingJit:
+    """What `jax.jit(f)` returns during a run: the real jitted function plus bookkeeping."""
+
+    def __init__(self, jitted: Any, record: FunctionRecord, instrument: Instrument,
+                 static_positions: frozenset[int], static_names: frozenset[str]) -> None:
+        self._jitted = jitted
+        self._record = record
+        self._instrument = instrument
+        self._static_positions = static_positions
+        self._static_names = static_names
+        functools.update_wrapper(self, jitted)  # type: ignore[arg-type]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        instrument = self._instrument
+        if not instrument.active or not jax_core.trace_ctx.is_top_level():
+            if instrument.active:
+                self._record.traced_uses += 1
+            return self._jitted(*args, **kwargs)
+        return instrument._recorded_call(self, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_jitted":  # not yet set (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self._jitted, name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # a jitted function stored on a class is a method, as with jax's own wrapper
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<recorded {self._jitted!r}>"
+
+
+class Instrument:
+    """Installs the instruments, collects the records, and removes them again."""
+
+    def __init__(self, user_files: UserFiles, *, on_call: Callable[[FunctionRecord, Any], None] | None = None) -> None:
+        self.user_files = user_files
+        self.active = False
+        self.functions: dict[tuple[str, int, str], FunctionRecord] = {}
+        self.transfers: Counter[TransferKey] = Counter()
+        self.transfer_functions: dict[TransferKey, Counter[str]] = {}
+        self.eager_compiles = 0
+        self.eager_compile_s = 0.0
+        self.compile_s_by_kind: Counter[str] = Counter()
+        self.device_busy_s = 0.0
+        self.exec_unmeasured = 0
+        self.on_call = on_call  # e.g. the trace's step counter
+        self._local = threading.local()
+        self._producers: dict[int, tuple[weakref.ref, FunctionRecord]] = {}
+        self._read_arrays: dict[int, weakref.ref] = {}
+        self._lock = threading.Lock()
+        self._restore: list[Callable[[], None]] = []
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._watcher: threading.Thread | None = None
+        self._last_done = 0.0
+        self._original_block = ArrayImpl.block_until_ready
+
+    # ------------------------------------------------------------ install / uninstall
+
+    def install(self) -> None:
+        """Switch every instrument on (call once, before the program runs)."""
+        # JAX's filtered tracebacks and cache-miss call sites then skip this tool's frames
+        source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
+        self._patch(jax, "jit", self._make_jit_factory(jax.jit))
+        self._install_compile_listener()
+        self._install_cache_miss_capture()
+        self._install_host_reads()
+        self._install_host_writes()
+        saved_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(saved_interval, _SWITCH_INTERVAL_S))
+        self._restore.append(lambda: sys.setswitchinterval(saved_interval))
+        self._watcher = threading.Thread(target=self._watch_completions, name="jaxopt-audit-exec-timer",
+                                         daemon=True)
+        self._watcher.start()
+        self.active = True
+
+    def uninstall(self, drain_timeout_s: float = 60.0) -> None:
+        """Wait for outstanding device work to be timed, then restore everything."""
+        self.active = False
+        if self._watcher is not None:
+            self._done.put(None)
+            self._watcher.join(drain_timeout_s)
+            self._watcher = None
+        while self._restore:
+            self._restore.pop()()
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        had = name in vars(owner)
+        original = vars(owner).get(name)
+        setattr(owner, name, replacement)
+
+        def undo() -> None:
+            if had:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._restore.append(undo)
+
+    # ------------------------------------------------------------ jit
+
+    def _make_jit_factory(self, real_jit: Callable[..., Any]) -> Callable[..., Any]:
+        instrument = self
+
+        @functools.wraps(real_jit)
+        def jit(fun: Any = None, /, **options: Any) -> Any:
+            if fun is None:  # decorator factory: @jax.jit(static_argnames=...)
+                return lambda f: jit(f, **options)
+            jitted = real_jit(fun, **options)
+            if not instrument.active:
+                return jitted
+            return instrument._wrap(fun, jitted, options)
+
+        return jit
+
+    def _wrap(self, fun: Any, jitted: Any, options: dict[str, Any]) -> Any:
+        target = inspect.unwrap(fun.func if isinstance(fun, functools.partial) else fun)
+        code = getattr(target, "__code__", None)
+        name = getattr(target, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
+        path = code.co_filename if code else "<unknown>"
+        line = code.co_firstlineno if code else 0
+        key = (path, line, name)
+        record = self.functions.get(key)
+        positions, names, positional = _static_arguments(fun, options)
+        if record is None:
+            jax_name = getattr(fun, "__name__", None) or getattr(target, "__name__", name)
+            record = self.functions[key] = FunctionRecord(name, path, line, jax_name, positional)
+        site = self.user_files.caller_site(3)
+        if site is not None:
+            record.jit_sites[site] += 1
+        return RecordingJit(jitted, record, self, positions, names)
+
+    def _recorded_call(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> Any:
+        record = wrapper._record
+        stack = self._stack()
+        host_leaves, host_arrays = self._count_host_leaves(wrapper, args, kwargs)
+        frame = _CallFrame(record)
+        stack.append(frame)
+        start = time.perf_counter()
+        try:
+            out = wrapper._jitted(*args, **kwargs)
+        finally:
+            end = time.perf_counter()
+            stack.pop()
+            self._account_compilation(frame, nested=bool(stack))
+        record.calls += 1
+        record.call_s += max(0.0, end - start - frame.compile_s)
+        if host_leaves:
+            record.h2d_transfers += host_leaves
+            if host_arrays:
+                record.host_array_args += host_arrays
+                record.calls_with_host_arrays += 1
+                site = self.user_files.caller_site(3)
+                if site is not None:
+                    record.call_sites_with_host_arrays[site] += 1
+                    self._count_transfer(TransferKey("h2d", site.path, site.line, "jit argument"), record.name,
+                                         host_arrays)
+        leaves = [leaf for leaf in jax.tree_util.tree_leaves(out) if type(leaf) is ArrayImpl]
+        if leaves:
+            self._remember_producer(leaves, record)
+            self._done.put((record, start + frame.compile_s, leaves))
+        if self.on_call is not None:
+            self.on_call(record, out)
+        return out
+
+    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> tuple[int, int]:
+        positions, names = wrapper._static_positions, wrapper._static_names
+        if positions:
+            args = tuple(a for i, a in enumerate(args) if i not in positions)
+        if names:
+            kwargs = {k: v for k, v in kwargs.items() if k not in names}
+        leaves = 0
+        arrays = 0
+        for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+            kind = type(leaf)
+            if kind is ArrayImpl:
+                continue
+            if kind is np.ndarray:
+                leaves += 1
+                arrays += 1
+            elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
+                leaves += 1
+        return leaves, arrays
+
+    def _stack(self) -> list[_CallFrame]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    # ------------------------------------------------------------ compilation
+
+    def _install_compile_listener(self) -> None:
+        listener = self._on_compile_event
+        jax.monitoring.register_event_duration_secs_listener(listener)
+
+        def undo() -> None:
+            try:
+                jax.monitoring.unregister_event_duration_secs_listener(listener)
+            except (AttributeError, AssertionError, ValueError):
+                pass
+        self._restore.append(undo)
+
+    def _on_compile_event(self, event: str, duration: float, **_: Any) -> None:
+        if not self.active or event not in _COMPILE_EVENTS:
+            return
+        self.compile_s_by_kind[event] += duration
+        stack = getattr(self._local, "stack", None)
+        if stack:
+            frame = stack[0]  # the outermost top-level call in this thread owns the work
+            frame.compile_s += duration
+            if event == LOWER_EVENT:
+                frame.lowerings += 1
+        else:
+            self.eager_compile_s += duration
+            if event == LOWER_EVENT:
+                self.eager_compiles += 1
+
+    def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
+        record = frame.record
+        if nested:  # a top-level call inside another (a host callback): the outer frame has it
+            return
+        record.compile_s += frame.compile_s
+        for _ in range(frame.lowerings):
+            record.compiles += 1
+            if record.compiles == 1:
+                continue
+            miss = _own_miss(frame.misses, record)
+            if miss is None:
+                record.recompiles.append(Recompile(
+                    "recompiled without a tracing cache miss (new device, sharding or jit options)",
+                    (), ("unknown",), None))
+            else:
+                site = Site(miss.call_path, miss.call_line) if miss.call_path and miss.call_line else None
+                record.recompiles.append(Recompile(miss.reason, miss.arguments, miss.kinds, site))
+        record.misses.extend(frame.misses)
+
+    def _install_cache_miss_capture(self) -> None:
+        already = bool(jax.config.jax_explain_cache_misses)
+        jax.config.update("jax_explain_cache_misses", True)
+        self._restore.append(lambda: jax.config.update("jax_explain_cache_misses", already))
+        miss_logger = logging.getLogger(CACHE_MISS_LOGGER)
+        capture = _CacheMissFilter(self, keep_printing=already)
+        miss_logger.addFilter(capture)
+        self._restore.append(lambda: miss_logger.removeFilter(capture))
+        if not already:
+            quiet = _QuietPersistentMisses()
+            for name in _QUIETED_LOGGERS:
+                other = logging.getLogger(name)
+                other.addFilter(quiet)
+                self._restore.append(functools.partial(other.removeFilter, quiet))
+
+    def _on_cache_miss(self, message: str) -> None:
+        stack = getattr(self._local, "stack", None)
+        if not stack:
+            return
+        frame = stack[0]
+        miss = parse_cache_miss(message, frame.record.positional_names)
+        if miss is not None:
+            # JAX's own call site can be a library frame; the report wants the user's line
+            site = self.user_files.caller_site(1)
+            if site is not None:
+                miss = dataclasses.replace(miss, call_path=site.path, call_line=site.line)
+            frame.misses.append(miss)
+
+    # ------------------------------------------------------------ execution time
+
+    def _watch_completions(self) -> None:
+        block = self._original_block
+        while True:
+            item = self._done.get()
+            if item is None:
+                return
+            record, start, leaves = item
+            waited = False
+            for leaf in leaves:
+                try:
+                    if leaf.is_deleted():  # donated to a later call already
+                        continue
+                    block(leaf)
+                    waited = True
+                    break
+                except Exception:  # deleted between the check and the wait
+                    continue
+            done = time.perf_counter()
+            del leaves, item
+            if not waited:
+                # outputs all donated onward: their completion is covered by a later call's
+                self.exec_unmeasured += 1
+                continue
+            busy = max(0.0, done - max(start, self._last_done))
+            self._last_done = done
+            record.exec_s += busy
+            record.exec_measured += 1
+            self.device_busy_s += busy
+
+    def wait(self, outputs: Any) -> None:
+        """Block until `outputs` are computed, without counting it as the program's sync."""
+        for leaf in jax.tree_util.tree_leaves(outputs):
+            if type(leaf) is ArrayImpl and not leaf.is_deleted():
+                self._original_block(leaf)
+
+    # ------------------------------------------------------------ host reads and syncs
+
+    def _remember_producer(self, leaves: list[Any], record: FunctionRecord) -> None:
+        producers = self._producers
+        for leaf in leaves:
+            producers[id(leaf)] = (weakref.ref(leaf), record)
+        if len(producers) > _PRODUCERS_LIMIT:
+            # drop the oldest half: reads of very old outputs lose their attribution, nothing else
+            for key in list(producers)[: _PRODUCERS_LIMIT // 2]:
+                del producers[key]
+
+    def _install_host_reads(self) -> None:
+        hooks: dict[str, str] = {
+            "__float__": "float()", "__int__": "int()", "__bool__": "bool()", "__index__": "index",
+            "__complex__": "complex()", "item": ".item()", "tolist": ".tolist()", "__str__": "str()/print",
+            "__repr__": "repr()", "__format__": "f-string/format", "__array__": "np.asarray",
+            "tobytes": ".tobytes()",
+        }
+        for name, via in hooks.items():
+            original = ArrayImpl.__dict__.get(name)
+            if original is None:
+                continue
+            self._patch(ArrayImpl, name, self._reading_method(original, via))
+        value = ArrayImpl.__dict__.get("_value")
+        if isinstance(value, property):
+            self._patch(ArrayImpl, "_value", property(self._reading_method(value.fget, "host read")))
+        self._patch(ArrayImpl, "block_until_ready", self._syncing_method(self._original_block))
+        for name in ("asarray", "array", "asanyarray"):
+            self._patch(np, name, self._reading_function(getattr(np, name), f"np.{name}"))
+        self._patch(jax, "device_get", self._reading_tree_function(jax.device_get, "jax.device_get", "d2h"))
+        self._patch(jax, "block_until_ready",
+                    self._reading_tree_function(jax.block_until_ready, "block_until_ready", "sync"))
+
+    def _in_hook(self) -> bool:
+        return getattr(self._local, "hook_depth", 0) > 0
+
+    def _enter_hook(self) -> None:
+        self._local.hook_depth = getattr(self._local, "hook_depth", 0) + 1
+
+    def _exit_hook(self) -> None:
+        self._local.hook_depth -= 1
+
+    def _reading_method(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
+        instrument = self
+
+        def read(array: Any, *args: Any, **kwargs: Any) -> Any:
+            if not instrument.active or instrument._in_hook():
+                return original(array, *args, **kwargs)
+            instrument._enter_hook()
+            try:
+                instrument._note_read(array, via, "d2h")
+                return original(array, *args, **kwargs)
+            finally:
+                instrument._exit_hook()
+
+        functools.update_wrapper(read, original)
+        return read
+
+    def _syncing_method(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        instrument = self
+
+        def block_until_ready(array: Any) -> Any:
+            if not instrument.active or instrument._in_hook():
+                return original(array)
+            instrument._enter_hook()
+            try:
+                instrument._note_sync("block_until_ready")
+                return original(array)
+            finally:
+                instrument._exit_hook()
+
+        return block_until_ready
+
+    def _reading_function(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
+        instrument = self
+
+        @functools.wraps(original)
+        def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if type(obj) is not ArrayImpl or not instrument.active or instrument._in_hook():
+                return original(obj, *args, **kwargs)
+            instrument._enter_hook()
+            try:
+                instrument._note_read(obj, via, "d2h")
+                return original(obj, *args, **kwargs)
+            finally:
+                instrument._exit_hook()
+
+        return convert
+
+    def _reading_tree_function(self, original: Callable[..., Any], via: str, direction: str) -> Callable[..., Any]:
+        instrument = self
+
+        @functools.wraps(original)
+        def on_tree(tree: Any, *args: Any, **kwargs: Any) -> Any:
+            if not instrument.active or instrument._in_hook():
+                return original(tree, *args, **kwargs)
+            instrument._enter_hook()
+            try:
+                arrays = [leaf for leaf in jax.tree_util.tree_leaves(tree) if type(leaf) is ArrayImpl]
+                if direction == "sync":
+                    if arrays:
+                        instrument._note_sync(via)
+                else:
+                    for array in arrays:
+                        instrument._note_read(array, via, direction)
+                return original(tree, *args, **kwargs)
+            finally:
+                instrument._exit_hook()
+
+        return on_tree
+
+    def _note_read(self, array: Any, via: str, direction: str) -> None:
+        key = id(array)
+        with self._lock:
+            known = self._read_arrays.get(key)
+            if known is not None and known() is array:
+                return  # this array is already on the host
+            try:
+                self._read_arrays[key] = weakref.ref(array, lambda _r, k=key: self._read_arrays.pop(k, None))
+            except TypeError:
+                pass
+        producer = self._producers.get(key)
+        record = producer[1] if producer is not None and producer[0]() is array else None
+        if record is not None:
+            record.d2h_transfers += 1
+        site = self.user_files.caller_site(3)
+        if site is not None:
+            self._count_transfer(TransferKey(direction, site.path, site.line, via),
+                                 record.name if record else None)
+
+    def _note_sync(self, via: str) -> None:
+        site = self.user_files.caller_site(3)
+        if site is not None:
+            self._count_transfer(TransferKey("sync", site.path, site.line, via), None)
+
+    def _count_transfer(self, key: TransferKey, function: str | None, count: int = 1) -> None:
+        with self._lock:
+            self.transfers[key] += count
+            if function is not None:
+                self.transfer_functions.setdefault(key, Counter())[function] += count
+
+    # ------------------------------------------------------------ host writes outside jit
+
+    def _install_host_writes(self) -> None:
+        self._patch(jax, "device_put", self._writing_function(jax.device_put, "jax.device_put"))
+        for name in ("asarray", "array"):
+            self._patch(jnp, name, self._writing_function(getattr(jnp, name), f"jnp.{name}"))
+
+    def _writing_function(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
+        instrument = self
+
+        @functools.wraps(original)
+        def put(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if not instrument.active or instrument._in_hook() or not jax_core.trace_ctx.is_top_level():
+                return original(obj, *args, **kwargs)
+            count = _host_array_count(obj)
+            if count:
+                site = instrument.user_files.caller_site(2)
+                if site is not None:
+                    instrument._count_transfer(TransferKey("h2d", site.path, site.line, via), None, count)
+            instrument._enter_hook()
+            try:
+                return original(obj, *args, **kwargs)
+            finally:
+                instrument._exit_hook()
+
+        return put
+
+
+def _host_array_count(obj: Any) -> int:
+    if type(obj) is np.ndarray:
+        return 1
+    if type(obj) is ArrayImpl or isinstance(obj, _HOST_SCALARS):
+        return 0
+    try:
+        return sum(1 for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray)
+    except Exception:  # not a pytree jax accepts: the real call will say so
+        return 0
+
+
+def _own_miss(misses: list[CacheMiss], record: FunctionRecord) -> CacheMiss | None:
+    """The explanation about this function (nested jitted functions explain their own traces)."""
+    for miss in misses:
+        if miss.function == record.jax_name and not miss.is_first_trace:
+            return miss
+    for miss in misses:
+        if miss.function == record.jax_name:
+            return miss
+    return None
+
+
+def _static_arguments(fun: Any, options: dict[str, Any]) -> tuple[frozenset[int], frozenset[str], tuple[str, ...]]:
+    """Static positions and names as jax infers them (each from the other via the signature)."""
+    nums = options.get("static_argnums")
+    names = options.get("static_argnames")
+    positions = {nums} if isinstance(nums, int) else set(nums or ())
+    keywords = {names} if isinstance(names, str) else set(names or ())
+    positional: tuple[str, ...] = ()
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return frozenset(positions), frozenset(keywords), positional
+    positional = tuple(p.name for p in parameters
+                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    count = len(positional)
+    positions = {p + count if p < 0 else p for p in positions}
+    for index, pname in enumerate(positional):
+        if pname in keywords:
+            positions.add(index)
+        if index in positions:
+            keywords.add(pname)
+    return frozenset(positions), frozenset(keywords), positional
+
+
+__all__ = ["Instrument", "FunctionRecord", "Recompile", "RecordingJit", "TransferKey", "REDEFINED"]

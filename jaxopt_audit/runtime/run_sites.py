@@ -1,0 +1,91 @@
+"""Which frames are the user's code, and the user's line that caused an event.
+
+A transfer or a jit happens deep inside JAX, NumPy or a library (optax, flax); the report
+names the innermost frame of the user's own code above it. "Library" means the standard
+library, site-packages and this tool's own package (except the reference pipelines shipped in
+it, which are the code under audit when `run` drives them). The answer per file is cached, so
+a lookup is a short walk over frame objects and dictionary hits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+from typing import NamedTuple
+
+import jaxopt_audit
+
+
+class Site(NamedTuple):
+    """A line of the user's source."""
+
+    path: str
+    line: int
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(jaxopt_audit.__file__))
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    prefixes = {os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                if key in paths}
+    prefixes.update(os.path.abspath(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    prefixes.add(_PACKAGE_DIR)
+    return tuple(sorted(p + os.sep for p in prefixes))
+
+
+class UserFiles:
+    """Classifies source files as the user's or a library's, with a cache per filename."""
+
+    def __init__(self, extra_user_paths: tuple[str, ...] = ()) -> None:
+        self._library = _library_prefixes()
+        # the shipped reference pipelines live inside the package but are user code under `run`
+        pipelines = os.path.join(os.path.dirname(_PACKAGE_DIR), "reference_pipelines")
+        self._user = tuple(os.path.abspath(p) for p in (*extra_user_paths, pipelines,
+                                                         os.path.join(_PACKAGE_DIR, "reference_pipelines")))
+        self._cache: dict[str, bool] = {}
+
+    def is_user(self, filename: str) -> bool:
+        known = self._cache.get(filename)
+        if known is None:
+            known = self._cache[filename] = self._classify(filename)
+        return known
+
+    def _classify(self, filename: str) -> bool:
+        if not filename or filename.startswith("<"):
+            return False
+        path = os.path.abspath(filename)
+        if path.startswith(self._user):
+            return True
+        return not (path + os.sep).startswith(self._library) and not path.startswith(self._library)
+
+    def site(self, frame: FrameType | None) -> Site | None:
+        """The innermost user frame at or above `frame`."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.is_user(filename):
+                return Site(filename, frame.f_lineno)
+            frame = frame.f_back
+        return None
+
+    def caller_site(self, depth: int = 2) -> Site | None:
+        """The user's line that led to the current call (skipping `depth` frames of ours)."""
+        try:
+            frame: FrameType | None = sys._getframe(depth)
+        except ValueError:
+            return None
+        return self.site(frame)
+
+
+def display_path(path: str, cwd: str | None = None) -> str:
+    """A path relative to the working directory when it is below it, else absolute."""
+    cwd = cwd or os.getcwd()
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute, cwd)
+    except ValueError:
+        return absolute
+    return absolute if relative.startswith(os.pardir) else relative

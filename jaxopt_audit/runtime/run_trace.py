@@ -1,0 +1,102 @@
+"""`jaxopt-audit run --trace DIR [--trace-steps N:M]`: an XProf trace of the user's program.
+
+The whole run by default; with `--trace-steps N:M`, calls N..M (1-based, inclusive) of the
+hottest jitted function: the first function to reach N-1 calls is followed (the one called
+most often so far), tracing starts after its call N-1 and stops once its call M has finished
+on the device. Capture and summary are the harness's (`runtime.trace`), so `run` and `bench`
+traces read the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .run_instrument import FunctionRecord
+from .trace import TraceCapture, open_command
+
+
+class TraceStepsError(ValueError):
+    """--trace-steps is not N:M with 1 <= N <= M."""
+
+
+def parse_steps(text: str | None) -> tuple[int, int] | None:
+    """`"5:8"` -> (5, 8); None -> None (trace everything)."""
+    if text is None:
+        return None
+    first, sep, last = text.partition(":")
+    try:
+        start, stop = int(first), int(last if sep else first)
+    except ValueError:
+        raise TraceStepsError(f"--trace-steps {text!r}: expected N:M with whole numbers, e.g. 10:12") from None
+    if not 1 <= start <= stop:
+        raise TraceStepsError(f"--trace-steps {text!r}: need 1 <= N <= M (calls are counted from 1)")
+    return start, stop
+
+
+class RunTrace:
+    """Starts and stops the capture around the whole run or around steps N..M."""
+
+    def __init__(self, log_dir: str, steps: tuple[int, int] | None,
+                 wait: Callable[[Any], None]) -> None:
+        self.log_dir = log_dir
+        self.steps = steps
+        self._wait = wait  # blocks until a call's outputs are computed (no counting)
+        self._capture: TraceCapture | None = None
+        self._followed: FunctionRecord | None = None
+        self._finished = False
+
+    def start(self) -> None:
+        """At program start: begin now unless waiting for step N."""
+        if self.steps is None or self.steps[0] == 1:
+            self._begin()
+
+    def on_call(self, record: FunctionRecord, outputs: Any) -> None:
+        """After each top-level jitted call."""
+        if self.steps is None or self._finished:
+            return
+        start, stop = self.steps
+        if self._followed is None:
+            if self._capture is not None or record.calls == start - 1:
+                self._followed = record
+                if self._capture is None:
+                    self._begin()
+            if self._followed is None:
+                return
+        if record is self._followed and record.calls >= stop:
+            self._wait(outputs)
+            self._end()
+
+    def finish(self) -> dict[str, Any]:
+        """At program end: stop if still capturing; the summary for the report."""
+        if self._capture is not None:
+            self._end()
+        info: dict[str, Any] = {"dir": self.log_dir,
+                                "steps": f"{self.steps[0]}:{self.steps[1]}" if self.steps else None,
+                                "followed": self._followed.name if self._followed else None}
+        if self._path is None:
+            info["summary"] = ("no trace captured: the program never made the requested calls"
+                               if self.steps else "no trace captured")
+            return info
+        info["path"] = self._path
+        info["open"] = open_command(self.log_dir)
+        try:
+            from .trace import summarize_trace
+
+            info["summary"] = summarize_trace(self._path).render()
+        except Exception as exc:  # the trace file is the deliverable; its summary is a bonus
+            info["summary"] = f"summary unavailable ({type(exc).__name__}: {exc})"
+        return info
+
+    _path: str | None = None
+
+    def _begin(self) -> None:
+        self._capture = TraceCapture(self.log_dir)
+        self._capture.__enter__()
+
+    def _end(self) -> None:
+        capture, self._capture = self._capture, None
+        self._finished = True
+        if capture is None:
+            return
+        capture.__exit__(None, None, None)
+        self._path = str(capture.path) if capture.path else None
