@@ -52,12 +52,17 @@ def discover(paths: list[str], exclude: list[str]) -> Discovery:
         def onerror(exc: OSError) -> None:
             errors.append((exc.filename or root, f"cannot read directory: {exc.strerror}"))
 
+        # Excludes match below the named root: naming a directory scans it even when a
+        # pattern (`tests/fixtures/**`) excludes it from a scan of the whole project.
+        def relative(path: str) -> str:
+            return os.path.relpath(path, root)
+
         for directory, dirnames, filenames in os.walk(root, onerror=onerror):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
                                  and not d.endswith(".egg-info")
-                                 and not _excluded(os.path.join(directory, d), exclude))
+                                 and not _excluded(relative(os.path.join(directory, d)), exclude))
             for filename in sorted(filenames):
                 full = os.path.join(directory, filename)
-                if filename.endswith(".py") and not _excluded(full, exclude):
+                if filename.endswith(".py") and not _excluded(relative(full), exclude):
                     add(full)
     return Discovery(files, errors)

@@ -59,7 +59,15 @@ def _package_of(path: str) -> str:
     return ".".join(reversed(parts))
 
 
-def _syntax_message(exc: cst.ParserSyntaxError) -> str:
+def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
+    """CPython's own message and position when it has one (libcst's are terse), else libcst's."""
+    try:
+        compile(source, "<scan>", "exec", dont_inherit=True)
+    except SyntaxError as py_exc:
+        if py_exc.lineno:
+            return f"syntax error at {py_exc.lineno}:{py_exc.offset or 1}: {py_exc.msg}"
+    except (ValueError, UnicodeDecodeError):
+        pass
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
     return f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {first}"
 
@@ -70,7 +78,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path, [], ScanError(path, _syntax_message(exc)), 0)
+        return FileResult(path, [], ScanError(path, _syntax_message(exc, source)), 0)
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         return FileResult(path, [], ScanError(path, f"cannot decode: {exc}; save it as UTF-8"), 0)
     text = module.code

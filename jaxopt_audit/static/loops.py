@@ -20,6 +20,8 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
     `result = step(state); state = result.state`. Loop counters are not state."""
     fn = loop.function
     derived: dict[str, set[str]] = {}  # name -> names its current value was computed from via JAX
+    assigned: set[str] = set()  # names already (re)bound earlier in this iteration
+    exposed: set[str] = set()  # names read before being bound: their value comes from the last iteration
     carried: set[str] = set()
     for a in fn.assignments:
         if a.value is None or not a.targets or not loop.encloses(a.site.loop):
@@ -27,16 +29,19 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
         reads = set(names_in(a.value))
         if a.augmented:
             reads |= set(a.targets)
+        exposed |= reads - assigned
         deps: set[str] = set()
         for name in reads:
             deps.add(name)
             deps |= derived.get(name, set())
         through_jax = any(model.call_work(c, fn) is not None for c in _calls_in(a.value)) \
             or any(name in derived for name in reads)
+        assigned.update(a.targets)
         if not through_jax:
             continue
         for target in a.targets:
-            if target in deps and target not in loop.counters and target not in loop.targets:
+            if target in deps and target in exposed and target not in loop.counters \
+                    and target not in loop.targets:
                 carried.add(target)
             derived[target] = deps
     return carried

@@ -371,6 +371,7 @@ class SemanticModel:
         self.function_of_def: dict[cst.FunctionDef, Function] = {}
         self.lambdas: dict[cst.Lambda, Function] = {}
         self._positions = None
+        self._module_values_static = False
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -496,12 +497,12 @@ class SemanticModel:
                             return wrapped
         return Callee(qualname)
 
-    def receiver_kind(self, call: cst.Call, scope: Function) -> str | None:
+    def receiver_kind(self, call: cst.Call, scope: Function, depth: int = 0) -> str | None:
         """"array"/"object" when `call` is a method call on a JAX value (`x.sum()`, `model.apply`)."""
         if isinstance(call.func, cst.Attribute) and not (
                 isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls")):
             if self.resolve(call.func) is None or self.resolve(call.func.value) is None:
-                return self.value_kind(call.func.value, scope)
+                return self.value_kind(call.func.value, scope, depth + 1)
         return None
 
     def _enclosing_class(self, scope: Function) -> ClassInfo | None:
@@ -545,7 +546,7 @@ class SemanticModel:
             return None
         t = type(expr)
         if t is cst.Name:
-            return "array" if self.is_array_name(expr.value, scope) else self._object_name(expr.value, scope)
+            return "array" if self.is_array_name(expr.value, scope) else self._object_name(expr.value, scope, depth)
         if t is cst.Attribute:
             if expr.attr.value in apis.STATIC_ATTRIBUTES:
                 return None
@@ -613,7 +614,7 @@ class SemanticModel:
             if any(self.value_kind(r, fn, depth + 1) == "array" for r in fn.returns):
                 return "array"
             return None
-        receiver = self.receiver_kind(call, scope) if q is None else None
+        receiver = self.receiver_kind(call, scope, depth) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             return None if method in apis.HOST_METHODS else "array"
@@ -637,12 +638,12 @@ class SemanticModel:
             return "object"  # a module or model constructor
         return "array"
 
-    def _object_name(self, name: str, scope: Function) -> str | None:
+    def _object_name(self, name: str, scope: Function, depth: int) -> str | None:
         current: Function | None = scope
         while current is not None:
             for a in current.bindings(name):
                 if a.value is not None and len(a.targets) == 1 and isinstance(a.value, cst.Call):
-                    if self._call_kind(a.value, current, 10) == "object":
+                    if self._call_kind(a.value, current, depth + 1) == "object":
                         return "object"
             if current.bindings(name) or name in current.params:
                 return None
@@ -652,6 +653,8 @@ class SemanticModel:
     def is_array_name(self, name: str, scope: Function) -> bool:
         current: Function | None = scope
         while current is not None:
+            if current.is_module and self._module_values_static:
+                return False
             if name in current.array_names:
                 return True
             if name in current.params or current.bindings(name):
@@ -661,6 +664,15 @@ class SemanticModel:
 
     def is_array(self, expr: cst.BaseExpression, scope: Function) -> bool:
         return self.value_kind(expr, scope) == "array"
+
+    def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
+        """In traced code: the value is a tracer. Module-level constants are treated as static
+        (RULES.md), and so are `self.*` attributes set at construction."""
+        self._module_values_static = True
+        try:
+            return scope.traced and self.value_kind(expr, scope) == "array"
+        finally:
+            self._module_values_static = False
 
     # ----------------------------------------------------------------- analysis passes
     def _analyse(self) -> None:

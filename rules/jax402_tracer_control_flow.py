@@ -1,0 +1,156 @@
+"""JAX402 tracer-control-flow."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxopt_audit.static.model import SemanticModel
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+
+
+class TracerControlFlow(Rule):
+    """
+    ## What it does
+    Finds Python control flow on traced values inside jitted or otherwise traced code: `if`,
+    `elif` and `while` tests, `and`/`or`/`not`, `bool(x)`, conditional expressions
+    (`a if x else b`), and `range(n)` with a traced `n`.
+
+    ## Why is this bad?
+    Under `jit`, arguments are abstract tracers with a shape and dtype but no value. Python needs
+    a concrete `True`/`False` to choose a branch, so tracing fails with
+    `TracerBoolConversionError` or `ConcretizationTypeError` (seed 002's `-x if neg else x`).
+
+    ## How to fix
+    Branch on device with `jnp.where(cond, a, b)`, `jax.lax.select`, or `jax.lax.cond` (both
+    branches traced, one executed); loop with `jax.lax.while_loop`/`fori_loop`; or, when the
+    value is really configuration, mark the argument static (`static_argnames=("neg",)`).
+
+    The rule stays quiet on tests of shapes, dtypes and `ndim`, `is None`, `isinstance`, static
+    arguments, attributes set at construction (`self.training`), and module-level constants.
+
+    ## References
+    JAX docs, "Control flow and logical operators with JIT"; seed 002, pitfall 2.
+    """
+
+    CODE = "JAX402"
+    NAME = "tracer-control-flow"
+    SEVERITY = "error"
+    SUMMARY = "Python control flow on a traced value inside jit"
+    FIX = "Use `jnp.where`/`jax.lax.cond`/`lax.while_loop`, or mark the argument static with `static_argnames`."
+
+    INVALID = [
+        Invalid("""
+            import jax
+
+            @jax.jit
+            def f(x, neg):
+                return -x if neg else x  # <- JAX402
+        """),
+        Invalid("""
+            from functools import partial
+            import jax
+            import jax.numpy as jnp
+
+            def clip_grads(g, max_norm):
+                norm = jnp.linalg.norm(g)
+                if norm > max_norm:  # <- JAX402
+                    g = g * max_norm / norm
+                return g
+
+            @partial(jax.jit, static_argnames=("training",))
+            def step(w, g, n, training):
+                g = clip_grads(g, 1.0)
+                for _ in range(n):  # <- JAX402
+                    w = w - 0.1 * g
+                if training and jnp.any(jnp.isnan(w)):  # <- JAX402
+                    w = jnp.zeros_like(w)
+                return w
+        """),
+    ]
+    VALID = [
+        Valid("""
+            from functools import partial
+            import jax
+            import jax.numpy as jnp
+
+            DEBUG = False
+
+            @partial(jax.jit, static_argnames=["neg"])
+            def f(x, neg=True):
+                return -x if neg else x
+
+            @jax.jit
+            def g(x, mask=None):
+                if mask is None:
+                    mask = jnp.ones_like(x)
+                if x.ndim == 2 and x.shape[0] > 1:
+                    x = x.sum(axis=0)
+                if isinstance(x, tuple) or DEBUG:
+                    x = x[0]
+                for i in range(x.shape[0]):
+                    x = x.at[i].multiply(2.0)
+                return jnp.where(x > 0, x, 0.0) * mask
+        """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            class Dropout:
+                def __init__(self, rate, training):
+                    self.rate = rate
+                    self.training = training
+
+                def __call__(self, x, key):
+                    if not self.training or self.rate == 0.0:
+                        return x
+                    keep = jax.random.bernoulli(key, 1.0 - self.rate, x.shape)
+                    return jnp.where(keep, x / (1.0 - self.rate), 0.0)
+
+            def loss(layer, x, key):
+                return jnp.sum(layer(x, key))
+
+            step = jax.jit(loss, static_argnums=0)
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        for fn in model.traced_functions():
+            for site in fn.tests:
+                node = site.node
+                if isinstance(node, (cst.If, cst.While, cst.IfExp)):
+                    test = node.test
+                    if model.is_traced(test, fn) and not _is_boolean_op(test):
+                        kind = {cst.If: "an `if`", cst.While: "a `while`", cst.IfExp: "a conditional expression"}[type(node)]
+                        yield Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
+                                           "fails with TracerBoolConversionError under jit")
+                elif isinstance(node, cst.BooleanOperation):
+                    for operand in (node.left, node.right):
+                        if model.is_traced(operand, fn) and not _is_boolean_op(operand):
+                            op = "and" if isinstance(node.operator, cst.And) else "or"
+                            yield Report(operand, f"`{op}` converts `{describe(operand)}`, a traced value, to a "
+                                                  "Python bool, which fails under jit; use `jnp.logical_and`/"
+                                                  "`jnp.logical_or`")
+                elif isinstance(node, cst.UnaryOperation):
+                    if model.is_traced(node.expression, fn):
+                        yield Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
+                                           "fails under jit; use `jnp.logical_not`")
+            for site in fn.calls:
+                call = site.node
+                q = model.resolve(call.func)
+                if q == "builtins.bool" and call.args and model.is_traced(call.args[0].value, fn):
+                    yield Report(call, f"`{describe(call)}` needs a concrete value, but its argument is traced "
+                                       "under jit")
+                elif q == "builtins.range":
+                    for arg in call.args:
+                        if model.is_traced(arg.value, fn):
+                            yield Report(arg.value, f"`range({describe(arg.value)})` needs a concrete integer, "
+                                                    "but it is traced under jit; use `jax.lax.fori_loop` or "
+                                                    "make it a static argument")
+                            break
+
+
+def _is_boolean_op(node: cst.BaseExpression) -> bool:
+    """`a and b` as a test is reported operand by operand, not twice."""
+    return isinstance(node, cst.BooleanOperation)
