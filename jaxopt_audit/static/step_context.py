@@ -1,0 +1,112 @@
+"""Which functions execute once per step, jitted or not, and why.
+
+The model's `Function.per_step` covers untraced functions called from a step loop. Rules about
+what happens "every step" (a constant PRNG key, a hand-written update) also need the jitted
+functions a step loop calls, the traced helpers those call, and the bodies of compiled loops
+(`lax.scan`, `fori_loop`, `while_loop`), whose every iteration is a step. This module computes
+that closure once per model and says, for each function, which call or compiled loop makes it
+per-step, so messages can name it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import libcst as cst
+
+from .model import Function, Loop, SemanticModel, Site
+from .rule import describe
+
+# Transforms whose function argument runs once per iteration of a compiled loop.
+COMPILED_LOOP_BODIES = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop"})
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """Why a function runs every step: a call from a step loop, or a compiled loop body."""
+
+    step_call: Site | None  # the unguarded call in a step loop (or per-step function) that leads here
+    compiled_loop: str | None  # "jax.lax.scan" when the function is (reached from) a loop body
+
+    def describe(self, model: SemanticModel) -> str:
+        """`called every step from the loop `for batch in loader`` and the like."""
+        if self.compiled_loop is not None:
+            return f"runs on every iteration of `{self.compiled_loop.rsplit('.', 1)[-1]}`"
+        assert self.step_call is not None
+        loop = model.step_loop_of(self.step_call)
+        call = describe(self.step_call.node.func, 30)
+        if loop is None:
+            return f"is called every step (via `{call}`)"
+        return f"is called every step (via `{call}` in {loop_header(loop)})"
+
+
+def loop_header(loop: Loop) -> str:
+    """`the loop `for batch in loader``: how messages name a loop without line numbers."""
+    node = loop.node
+    if isinstance(node, cst.For):
+        return f"the loop `for {describe(node.target, 20)} in {describe(node.iter, 30)}`"
+    return f"the loop `while {describe(node.test, 30)}`"
+
+
+def per_step_functions(model: SemanticModel) -> dict[Function, StepContext]:
+    """Every function that executes once per step, with the reason. Cached on the model."""
+    cached = getattr(model, "_per_step_functions", None)
+    if cached is not None:
+        return cached
+    found: dict[Function, StepContext] = {}
+    work: list[Function] = []
+
+    def add(fn: Function | None, context: StepContext) -> None:
+        if fn is None or fn.is_module or fn in found or fn.contains_step_loop:
+            return
+        found[fn] = context
+        work.append(fn)
+
+    for fn in model.functions:
+        if fn.traced:
+            continue
+        for site in fn.calls:
+            if model.runs_per_step(site):
+                add(model.callee(site.node, fn).function, StepContext(site, None))
+    for fn in model.functions:
+        roots = [r for r in fn.transform_roots if r in COMPILED_LOOP_BODIES]
+        if roots:
+            add(fn, StepContext(None, roots[0]))
+    while work:
+        fn = work.pop()
+        context = found[fn]
+        for site in fn.calls:
+            if site.guarded and not fn.traced:
+                continue
+            add(model.callee(site.node, fn).function, context)
+    model._per_step_functions = found  # type: ignore[attr-defined]
+    return found
+
+
+def runs_every_step(model: SemanticModel, site: Site) -> StepContext | None:
+    """Why `site` runs every step: in a leaf step loop, or in a function that runs per step
+    (outside any loop of its own and unguarded). None when it does not (or we cannot tell)."""
+    if site.guarded:
+        return None
+    if site.loop is not None:
+        if site.loop.is_step and not site.loop.is_epoch and not site.function.traced:
+            return StepContext(site, None)
+        return None
+    return per_step_functions(model).get(site.function)
+
+
+def where(model: SemanticModel, site: Site, context: StepContext) -> str:
+    """Where a per-step site sits, for messages: `in the step loop `for b in data`` or
+    `in `preprocess`, which is called every step (via ...)`."""
+    if site.loop is not None and context.step_call is site:
+        return f"in {loop_header(site.loop)}, which runs every step"
+    return f"in `{site.function.name}`, which {context.describe(model)}"
+
+
+def enclosing_functions(fn: Function) -> Iterator[Function]:
+    """`fn` and the functions it is nested in, innermost first (the module last)."""
+    current: Function | None = fn
+    while current is not None:
+        yield current
+        current = current.parent
