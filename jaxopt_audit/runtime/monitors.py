@@ -166,6 +166,7 @@ class CompileMonitor:
     def __init__(self) -> None:
         self._events: list[CompileEvent] = []
         self._cache_hits = 0
+        self._compile_count = 0
         self._lock = threading.Lock()
 
     def __enter__(self) -> CompileMonitor:
@@ -178,6 +179,12 @@ class CompileMonitor:
     def _record(self, event: CompileEvent) -> None:
         with self._lock:
             self._events.append(event)
+            self._compile_count += event.kind == "compile"
+
+    @property
+    def compiles(self) -> int:
+        """XLA compilations so far (cheap: for reading between timed calls)."""
+        return self._compile_count
 
     def counts(self) -> CompileCounts:
         with self._lock:

@@ -1,0 +1,529 @@
+"""`jaxopt-audit bench`: measure a reference pipeline stage by stage and write the results JSON.
+
+For each selected stage: make the workload once, call the stage's `run(workload)` through the
+measurement core (first call, warm-up with transfer counting, synchronised steady state),
+validate its outputs against stage 0's on the same workload, record the static findings on the
+stage's file, and optionally capture an XProf trace of two steady-state calls. A stage with
+`full_size_prefix` at size "full" runs on `pipeline.prefix(workload, fraction)` and its times
+are scaled by the ratio of work units (`extrapolated: true`).
+
+PIPELINE is one of the names in `PIPELINE_NAMES`, `all`, or the dotted name of any importable
+module that defines `PIPELINE` (a team's own pipeline, or a test's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import json
+import math
+import os
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
+TRACE_STEPS = 2
+BENCH_SCHEMA_VERSION = 1
+
+
+class UsageError(Exception):
+    """A mistake in the command line: printed as one line, exit status 2."""
+
+
+# ---------------------------------------------------------------- loading
+
+def resolve_pipeline(name: str) -> Pipeline:
+    """A built-in pipeline by name, or `package.module` defining PIPELINE."""
+    if name in PIPELINE_NAMES:
+        try:
+            return load_pipeline(name)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(f"pipeline {name!r} cannot be loaded ({type(exc).__name__}: {exc}); "
+                             f"check that reference_pipelines/{name}/__init__.py defines PIPELINE") from exc
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise UsageError(f"unknown pipeline {name!r}: not a built-in ({', '.join(PIPELINE_NAMES)}) "
+                         f"and not an importable module ({exc}); see `jaxopt-audit bench --list`") from exc
+    pipeline = getattr(module, "PIPELINE", None)
+    if not isinstance(pipeline, Pipeline):
+        raise UsageError(f"module {name!r} has no PIPELINE of type jaxopt_audit.runtime.pipeline.Pipeline; "
+                         "define one at module level")
+    if not pipeline.package:
+        object.__setattr__(pipeline, "package", module.__name__)
+    return pipeline
+
+
+def select_stages(pipeline: Pipeline, spec: str | None) -> list[tuple[int, Stage]]:
+    """`--stages 0,2` or `--stages stage0_original,stage2_vmap` (module names or indices)."""
+    indexed = list(enumerate(pipeline.stages))
+    if not spec:
+        return indexed
+    chosen: list[tuple[int, Stage]] = []
+    for token in (t.strip() for t in spec.split(",") if t.strip()):
+        if token.isdigit() and int(token) < len(indexed):
+            pick = indexed[int(token)]
+        else:
+            matches = [(i, s) for i, s in indexed if s.module == token]
+            if not matches:
+                names = ", ".join(f"{i}:{s.module}" for i, s in indexed)
+                raise UsageError(f"--stages: no stage {token!r} in {pipeline.name}; choose from {names}")
+            pick = matches[0]
+        if pick not in chosen:
+            chosen.append(pick)
+    return sorted(chosen, key=lambda pair: pair[0])
+
+
+def stage_title(pipeline: Pipeline, stage: Stage) -> str:
+    """The first line of the stage module's docstring: what it changes and why."""
+    doc = (pipeline.stage_module(stage).__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else stage.module
+
+
+def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[dict[str, Any]] | None, str]:
+    """The static scanner's findings on the stage's file, or None and why not."""
+    path = getattr(pipeline.stage_module(stage), "__file__", None)
+    if not path:
+        return None, "the stage module has no source file"
+    try:
+        from jaxopt_audit.static.engine import scan_paths
+    except ImportError as exc:
+        return None, f"scanner unavailable ({exc})"
+    try:
+        result = scan_paths([path], jobs=1)
+    except Exception as exc:  # the scanner's own failure must not lose the measurements
+        return None, f"scanner failed: {type(exc).__name__}: {exc}"
+    findings = [{"code": f.code, "name": f.name, "line": f.line, "severity": f.severity,
+                 "message": f.message} for f in result.findings]
+    findings.sort(key=lambda f: (f["line"], f["code"]))
+    return findings, ""
+
+
+# ---------------------------------------------------------------- running
+
+@dataclass
+class BenchOptions:
+    size: str = "small"
+    repeats: int | None = None
+    budget_s: float | None = None
+    trace_dir: Path | None = None
+    scan: bool = True
+    min_repeats: int = 3
+
+
+@dataclass
+class _References:
+    """Stage 0's outputs per workload (None: the whole workload; a float: a prefix fraction)."""
+
+    outputs: dict[float | None, Any] = field(default_factory=dict)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/inf: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _validation_json(validation: Validation) -> dict[str, Any]:
+    return _finite({"ok": bool(validation.ok), "metric": validation.metric,
+                    "value": float(validation.value), "tolerance": float(validation.tolerance),
+                    "detail": validation.detail})
+
+
+def _work_unit_name(throughput_unit: str) -> str:
+    return throughput_unit[:-2] if throughput_unit.endswith("/s") else throughput_unit
+
+
+def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: BenchOptions,
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Measure the stages and return the results object (DESIGN.md's bench JSON, plus extras)."""
+    import jax
+
+    from .machine import machine_info
+    from .measure import harness_overhead, measure
+
+    def emit(kind: str, **info: Any) -> None:
+        if on_event is not None:
+            on_event(kind, info)
+
+    if options.size not in pipeline.sizes:
+        raise UsageError(f"--size {options.size!r}: {pipeline.name} has sizes {', '.join(pipeline.sizes)}")
+    machine = machine_info()
+    budget = options.budget_s if options.budget_s is not None else DEFAULT_BUDGET_S.get(options.size, 1.0)
+    workload = pipeline.make_workload(options.size)
+    full_units = float(pipeline.work_units(workload))
+    prefixes: dict[float, Any] = {}
+    references = _References()
+    stage0 = pipeline.stages[0]
+
+    def workload_for(stage: Stage) -> tuple[float | None, Any]:
+        fraction = stage.full_size_prefix if options.size == "full" else None
+        if fraction is None:
+            return None, workload
+        if pipeline.prefix is None:
+            raise UsageError(f"{pipeline.name}: stage {stage.module} asks for a prefix but the pipeline "
+                             "defines no prefix(workload, fraction)")
+        if fraction not in prefixes:
+            prefixes[fraction] = pipeline.prefix(workload, fraction)
+        return fraction, prefixes[fraction]
+
+    def reference_for(key: float | None, stage_workload: Any) -> Any:
+        if key in references.outputs:
+            return references.outputs[key]
+        stage0_key, _ = workload_for(stage0)
+        if key is None and stage0_key is not None and stage0_key in references.outputs:
+            return references.outputs[stage0_key]  # stage 0 too slow for the full run: its prefix
+        run0 = pipeline.stage_module(stage0).run
+        if key is None and stage0_key is not None:
+            key, stage_workload = stage0_key, workload_for(stage0)[1]
+        emit("reference", stage=stage0.module)
+        references.outputs[key] = jax.block_until_ready(run0(stage_workload))
+        return references.outputs[key]
+
+    variants: list[dict[str, Any]] = []
+    for position, (index, stage) in enumerate(stages):
+        emit("stage", index=index, module=stage.module, position=position, total=len(stages))
+        variant: dict[str, Any] = {
+            "name": stage.module, "stage": index, "addresses": list(stage.addresses),
+            "changes_math": stage.changes_math, "math_note": stage.math_note,
+        }
+        try:
+            variant["title"] = stage_title(pipeline, stage)
+            key, stage_workload = workload_for(stage)
+            units = float(pipeline.work_units(stage_workload))
+            scale = full_units / units if key is not None else 1.0
+            m = measure(pipeline.stage_module(stage).run, stage_workload, name=stage.module,
+                        repeats=options.repeats, min_repeats=options.min_repeats, budget_s=budget,
+                        on_progress=lambda phase, done, total: emit(
+                            "progress", module=stage.module, phase=phase, done=done, total=total))
+            if index == 0:
+                references.outputs.setdefault(key, m.outputs)
+            emit("validate", module=stage.module)
+            validation = pipeline.validate(reference_for(key, stage_workload), m.outputs,
+                                           stage_workload, stage)
+            steady = m.steady.to_json()
+            scaled = {k: (v * scale if k in {"median", "min", "max", "mean", "stdev"} else v)
+                      for k, v in steady.items()}
+            variant.update({
+                "compile_s": m.compile_s,
+                "first_call_s": m.first_call_s,
+                "startup_s": m.startup_s,
+                "compile": m.to_json()["compile"],
+                "steady_s": scaled,
+                "extrapolated": key is not None,
+                "prefix_fraction": None if key is None else units / full_units,
+                "measured_steady_s": steady if key is not None else None,
+                "throughput": {"value": full_units / scaled["median"] if scaled["median"] > 0 else None,
+                               "unit": pipeline.throughput_unit},
+                "work_units": full_units,
+                "compiles_per_call": m.compiles_per_call,
+                "recompiled": sorted(set(m.recompiled)),
+                "host_transfers_per_call": m.transfers_per_call,
+                "h2d_transfers_per_call": None if m.transfers is None else m.transfers.h2d,
+                "d2h_transfers_per_call": None if m.transfers is None else m.transfers.d2h,
+                "cost": None if m.cost is None else m.cost.to_json(),
+                "cost_note": m.cost_note,
+                "flops_per_s": m.flops_per_s,
+                "bytes_per_s": m.bytes_per_s,
+                "validation": _validation_json(validation),
+            })
+            if options.trace_dir is not None:
+                variant["trace"] = _trace_stage(pipeline, stage, stage_workload, options.trace_dir)
+                emit("trace", module=stage.module, trace=variant["trace"])
+            del m  # outputs of later stages are not kept; stage 0's live on as the reference
+        except UsageError:
+            raise
+        except Exception as exc:  # one broken stage must not lose the others' measurements
+            variant["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            variant["traceback"] = traceback.format_exc(limit=8)
+        if options.scan:
+            findings, why = stage_findings(pipeline, stage)
+            variant["findings"] = findings
+            if why:
+                variant["findings_note"] = why
+        variants.append(_finite(variant))
+        emit("done", module=stage.module, variant=variants[-1])
+
+    _add_comparisons(variants, _work_unit_name(pipeline.throughput_unit))
+    return {
+        "pipeline": pipeline.name,
+        "title": pipeline.title,
+        "description": pipeline.description,
+        "size": options.size,
+        "platform": machine.platform,
+        "device": machine.device if machine.platform != "cpu" else f"{machine.cpu_model} (CPU, {machine.cpu_count} cores)",
+        "jax_version": machine.jax_version,
+        "machine": machine.to_json(),
+        "throughput_unit": pipeline.throughput_unit,
+        "harness_overhead_s": harness_overhead(),
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "variants": variants,
+    }
+
+
+def _add_comparisons(variants: list[dict[str, Any]], unit: str) -> None:
+    """speedup vs stage 0 and vs the previous measured stage; break-even in work units."""
+    from .measure import break_even_calls, ceil_count
+
+    measured = [v for v in variants if "error" not in v]
+    stage0 = next((v for v in measured if v["stage"] == 0), None)
+    previous: dict[str, Any] | None = None
+    for variant in variants:
+        if "error" in variant:
+            variant.update(speedup_vs_stage0=None, speedup_vs_previous=None, break_even=None)
+            continue
+        median = variant["steady_s"]["median"]
+        base = stage0["steady_s"]["median"] if stage0 else None
+        variant["speedup_vs_stage0"] = base / median if base and median > 0 else None
+        if previous is None:
+            variant["speedup_vs_previous"] = None
+            variant["break_even"] = None
+        else:
+            prev_median = previous["steady_s"]["median"]
+            variant["speedup_vs_previous"] = prev_median / median if median > 0 else None
+            units = variant["work_units"]
+            # calls of run(workload) to pay back the extra start-up; times work units per call
+            calls = break_even_calls(variant["startup_s"], median, previous["startup_s"], prev_median)
+            if calls is None:
+                variant["break_even"] = None
+            else:
+                extra = variant["startup_s"] - previous["startup_s"]
+                saved_per_unit = (prev_median - median) / units
+                value = 0 if calls == 0 else ceil_count(extra / saved_per_unit)
+                variant["break_even"] = {"value": value, "unit": unit, "calls": calls,
+                                         "versus": previous["name"]}
+        previous = variant
+
+
+def _trace_stage(pipeline: Pipeline, stage: Stage, stage_workload: Any, trace_dir: Path) -> dict[str, Any]:
+    """Capture TRACE_STEPS steady-state calls with step markers; return where and the summary."""
+    import jax
+
+    from .trace import TraceCapture, open_command, step_marker
+
+    run = pipeline.stage_module(stage).run
+    log_dir = trace_dir / pipeline.name / stage.module
+    with TraceCapture(log_dir) as capture:
+        for step in range(TRACE_STEPS):
+            with step_marker(step, name=stage.module):
+                jax.block_until_ready(run(stage_workload))
+    summary = capture.summary()
+    return {"log_dir": str(log_dir), "path": str(capture.path), "open": open_command(log_dir),
+            "summary": summary.to_json(), "text": summary.render()}
+
+
+# ---------------------------------------------------------------- output
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write next to the target and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, allow_nan=False)
+            out.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} µs"
+
+
+def _fmt_x(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}x" if value < 100 else f"{value:.0f}x"
+
+
+def _fmt_rate(value: float | None) -> str:
+    if value is None:
+        return "—"
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.2f}{suffix}"
+    return f"{value:.1f}"
+
+
+def results_table(results: dict[str, Any]) -> Any:
+    """A rich Table of one pipeline's results."""
+    from rich.table import Table
+
+    table = Table(title=f"{results['pipeline']} ({results['size']}) on {results['platform']}: {results['device']}",
+                  caption=f"* measured on a prefix and extrapolated · JAX {results['jax_version']}")
+    for column in ("stage", "addresses", "compile", "steady (median)", "spread", "vs stage 0",
+                   "vs prev", f"throughput ({results['throughput_unit']})", "compiles/call",
+                   "transfers/call", "valid", "findings"):
+        table.add_column(column, justify="left" if column in ("stage", "addresses") else "right")
+    for v in results["variants"]:
+        if "error" in v:
+            table.add_row(f"{v['stage']} {v['name']}", ",".join(v["addresses"]),
+                          f"[red]error: {v['error']}[/red]", *([""] * 9))
+            continue
+        star = "*" if v["extrapolated"] else ""
+        validation = v["validation"]
+        findings = v.get("findings")
+        table.add_row(
+            f"{v['stage']} {v['name']}", ",".join(v["addresses"]) or "—",
+            _fmt_s(v["compile_s"]), _fmt_s(v["steady_s"]["median"]) + star,
+            f"{v['steady_s']['spread']:.0%}" if v["steady_s"].get("spread") is not None else "—",
+            _fmt_x(v["speedup_vs_stage0"]), _fmt_x(v["speedup_vs_previous"]),
+            _fmt_rate(v["throughput"]["value"]),
+            f"{v['compiles_per_call']:g}",
+            "?" if v["host_transfers_per_call"] is None else str(v["host_transfers_per_call"]),
+            ("[green]ok[/green]" if validation["ok"] else "[red]FAIL[/red]"),
+            "—" if findings is None else str(len(findings)),
+        )
+    return table
+
+
+def list_pipelines(fmt: str) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = []
+    for name in PIPELINE_NAMES:
+        try:
+            pipeline = load_pipeline(name)
+            rows.append({"name": name, "title": pipeline.title, "sizes": list(pipeline.sizes),
+                         "throughput_unit": pipeline.throughput_unit,
+                         "stages": [{"index": i, "module": s.module, "addresses": list(s.addresses),
+                                     "changes_math": s.changes_math,
+                                     "full_size_prefix": s.full_size_prefix}
+                                    for i, s in enumerate(pipeline.stages)]})
+        except Exception as exc:  # a pipeline still being written must not hide the others
+            rows.append({"name": name, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    table = Table(title="reference pipelines")
+    for column in ("pipeline", "stages (rules addressed)", "sizes", "throughput"):
+        table.add_column(column)
+    for row in rows:
+        if "error" in row:
+            table.add_row(row["name"], f"[red]unavailable: {row['error']}[/red]", "", "")
+            continue
+        stages = "\n".join(f"{s['index']} {s['module']}" + (f" ({', '.join(s['addresses'])})" if s["addresses"] else "")
+                           for s in row["stages"])
+        table.add_row(f"{row['name']}\n[dim]{row['title']}[/dim]", stages, ", ".join(row["sizes"]),
+                      row["throughput_unit"])
+    Console().print(table)
+    return EXIT_OK
+
+
+class _ProgressView:
+    """A rich progress bar on stderr, refreshed only between calls (never inside a measured window)."""
+
+    def __init__(self, pipeline: Pipeline, n_stages: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[phase]}"), TimeElapsedColumn(),
+                                 console=self.console, auto_refresh=False, transient=False)
+        self.task = self.progress.add_task(pipeline.name, total=n_stages, phase="")
+
+    def __enter__(self) -> _ProgressView:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "stage":
+            self.progress.update(self.task, phase=f"{info['module']}: starting")
+        elif kind == "progress":
+            total = info["total"]
+            count = f" {info['done']}/{total}" if total else (f" {info['done']}" if info["done"] else "")
+            self.progress.update(self.task, phase=f"{info['module']}: {info['phase']}{count}")
+        elif kind in ("validate", "reference"):
+            self.progress.update(self.task, phase=f"{info.get('module', info.get('stage'))}: {kind}")
+        elif kind == "trace":
+            self.progress.console.print(info["trace"]["text"], highlight=False, markup=False)
+        elif kind == "done":
+            variant = info["variant"]
+            if "error" in variant:
+                self.progress.console.print(f"[red]{variant['name']}: {variant['error']}[/red]")
+            self.progress.advance(self.task)
+        self.progress.refresh()
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """Entry point of `jaxopt-audit bench` (options are defined in cli.py)."""
+    try:
+        if args.list:
+            return list_pipelines(args.format)
+        if not args.pipeline:
+            raise UsageError("bench needs a pipeline name, `all`, or --list; "
+                             f"pipelines: {', '.join(PIPELINE_NAMES)}")
+        if args.repeats is not None and args.repeats < 1:
+            raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+        if args.budget is not None and args.budget < 0:
+            raise UsageError(f"--budget must be a number of seconds >= 0, got {args.budget}")
+        names = list(PIPELINE_NAMES) if args.pipeline == "all" else [args.pipeline]
+        pipelines = [resolve_pipeline(name) for name in names]
+        options = BenchOptions(size=args.size, repeats=args.repeats, budget_s=args.budget,
+                               trace_dir=Path(args.trace) if args.trace else None)
+        if len(pipelines) > 1 and args.stages:
+            raise UsageError("--stages selects stages of one pipeline; drop it with `bench all`")
+        selections = [(p, select_stages(p, args.stages)) for p in pipelines]
+        for pipeline, _ in selections:
+            if options.size not in pipeline.sizes:
+                raise UsageError(f"--size {options.size!r}: {pipeline.name} has sizes {', '.join(pipeline.sizes)}")
+    except UsageError as exc:
+        print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from rich.console import Console
+
+    all_results: list[dict[str, Any]] = []
+    failed = False
+    for pipeline, stages in selections:
+        try:
+            with _ProgressView(pipeline, len(stages)) as view:
+                results = run_pipeline(pipeline, stages, options, on_event=view)
+        except UsageError as exc:
+            print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        all_results.append(results)
+        failed |= any("error" in v or not v["validation"]["ok"] for v in results["variants"])
+        if args.out:
+            out = Path(args.out)
+            if len(selections) > 1:  # `bench all --out DIR`: one file per pipeline
+                out = out / f"{pipeline.name}-{options.size}-{results['platform']}.json"
+            write_json_atomic(out, results)
+            print(f"jaxopt-audit bench: wrote {out}", file=sys.stderr)
+        if args.format == "table":
+            Console().print(results_table(results))
+    if args.format == "json" and not args.out:
+        payload: Any = all_results[0] if len(all_results) == 1 else all_results
+        print(json.dumps(payload, indent=2, allow_nan=False))
+    if options.trace_dir is not None:
+        from .trace import open_command
+
+        print(f"jaxopt-audit bench: traces in {options.trace_dir}; open them with: "
+              f"{open_command(options.trace_dir)}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
