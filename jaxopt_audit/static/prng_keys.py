@@ -1,0 +1,455 @@
+"""Flow-sensitive tracking of PRNG key uses: which calls consume a key already consumed.
+
+A key is "consumed" by a `jax.random` sampler or `split`, or by a same-module function that
+consumes the parameter it is passed in (a per-function summary, computed to a fixpoint). The
+analysis walks each function's statements in order with the set of consumed key names, along
+every path: `if`/`else` branches are walked from the same state and merged (a key consumed on
+any path is consumed), a `return` or `raise` ends its path, and loop bodies (comprehensions
+included) are walked twice, so a key consumed in one iteration and never rebound in the loop is
+seen consumed again in the next. Rebinding a name (`key, sub = jax.random.split(key)`) makes it
+fresh; `keys[0]` and `keys[1]` are tracked as distinct keys, `keys[i]` not at all; `fold_in`
+derives a new key without consuming. In the body of `lax.scan` / `fori_loop` / `while_loop` /
+`lax.map`, consuming a key captured from the enclosing scope is a reuse on every iteration.
+
+Only names are tracked: keys in attributes or containers (`state.key`) and keys passed to
+functions of other modules (`model.init(key, x)`) are not uses, so the analysis stays quiet
+when it cannot know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import libcst as cst
+
+from . import apis
+from .model import Function, SemanticModel
+from .walk import int_value, target_names
+
+# jax.random functions that consume their key argument (the first one, or `key=`).
+CONSUMERS = frozenset(f"jax.random.{name}" for name in (
+    "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
+    "choice", "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma",
+    "generalized_normal", "geometric", "gumbel", "laplace", "loggamma", "logistic", "lognormal",
+    "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto",
+    "permutation", "poisson", "rademacher", "randint", "rayleigh", "shuffle", "split", "t",
+    "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
+))
+# Transforms that call their body once per iteration with the same closure.
+ITERATING_TRANSFORMS = apis.SCAN_LIKE
+_MAX_LOOP_DEPTH = 6  # deeper nests are walked once per enclosing pass (2^depth walks otherwise)
+
+
+@dataclass(frozen=True)
+class Use:
+    node: cst.Call  # the consuming call
+    loops: tuple[int, ...]  # ids of the loops (statements or comprehensions) it sits in
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """A call that consumes a key already consumed on some path to it."""
+
+    node: cst.Call
+    key: str  # `key`, `keys[0]`
+    previous: cst.Call | None  # the earlier consuming call (None: captured by a scan body)
+    kind: str  # "sequence" | "loop" | "iteration" (closure key in a scan body)
+    transform: str | None = None  # for "iteration": the transform that iterates the body
+
+
+@dataclass
+class _State:
+    used: dict[str, Use] = field(default_factory=dict)
+    aliases: dict[str, frozenset[str]] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)  # name -> the parameter it still holds
+
+    def copy(self) -> "_State":
+        return _State(dict(self.used), dict(self.aliases), dict(self.origin))
+
+
+def _merge(states: Iterable[_State | None]) -> _State | None:
+    live = [s for s in states if s is not None]
+    if not live:
+        return None
+    out = live[0].copy()
+    for other in live[1:]:
+        for key, use in other.used.items():
+            out.used.setdefault(key, use)
+        for name, group in list(out.aliases.items()):
+            if other.aliases.get(name) != group:
+                del out.aliases[name]  # aliased on one path only: unsure, drop the alias
+        for name, param in other.origin.items():
+            out.origin.setdefault(name, param)
+    return out
+
+
+class _LoopFrame:
+    def __init__(self, loop_id: int) -> None:
+        self.loop_id = loop_id
+        self.breaks: list[_State] = []
+        self.continues: list[_State] = []
+        self.second_pass = False
+
+
+class _FunctionFlow:
+    """One walk of one function's body."""
+
+    def __init__(self, analysis: "KeyAnalysis", fn: Function) -> None:
+        self.analysis = analysis
+        self.model = analysis.model
+        self.fn = fn
+        self.loops: list[_LoopFrame] = []
+        self.reuses: dict[int, Reuse] = {}
+        self.consumed_params: set[str] = set()
+        self.iterating = next((r for r in fn.transform_roots if r in ITERATING_TRANSFORMS), None)
+
+    def run(self) -> None:
+        node = self.fn.node
+        state = _State(origin={p: p for p in self.fn.params})
+        if isinstance(node, cst.Lambda):
+            self.expr(node.body, state)
+        elif isinstance(node, cst.Module):
+            self.block(node.body, state)
+        else:
+            self.suite(node.body, state)
+
+    # ------------------------------------------------------------------ statements
+    def suite(self, body: cst.BaseSuite, state: _State | None) -> _State | None:
+        if isinstance(body, cst.SimpleStatementSuite):
+            return self.small_statements(body.body, state)
+        return self.block(body.body, state)
+
+    def block(self, statements: Iterable[cst.CSTNode], state: _State | None) -> _State | None:
+        for stmt in statements:
+            if state is None:
+                return None
+            state = self.statement(stmt, state)
+        return state
+
+    def small_statements(self, statements: Iterable[cst.BaseSmallStatement], state: _State | None) -> _State | None:
+        for stmt in statements:
+            if state is None:
+                return None
+            state = self.small(stmt, state)
+        return state
+
+    def statement(self, stmt: cst.CSTNode, state: _State) -> _State | None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.small_statements(stmt.body, state)
+        if isinstance(stmt, cst.If):
+            self.expr(stmt.test, state)
+            taken = self.suite(stmt.body, state.copy())
+            if stmt.orelse is None:
+                other: _State | None = state
+            elif isinstance(stmt.orelse, cst.If):
+                other = self.statement(stmt.orelse, state.copy())
+            else:
+                other = self.suite(stmt.orelse.body, state.copy())
+            return _merge([taken, other])
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self.loop(stmt, state)
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            body_end = self.suite(stmt.body, state.copy())
+            anywhere = _merge([state, body_end])
+            ends = [self.suite(stmt.orelse.body, body_end) if stmt.orelse is not None and body_end else body_end]
+            for handler in stmt.handlers:
+                ends.append(self.suite(handler.body, anywhere.copy() if anywhere else None))
+            end = _merge(ends)
+            if stmt.finalbody is not None:
+                end = self.suite(stmt.finalbody.body, end if end is not None else anywhere)
+            return end
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                self.expr(item.item, state)
+                if item.asname is not None:
+                    for name in target_names(item.asname.name):
+                        self.bind(name, None, state)
+            return self.suite(stmt.body, state)
+        if isinstance(stmt, cst.Match):
+            self.expr(stmt.subject, state)
+            return _merge([state] + [self.suite(case.body, state.copy()) for case in stmt.cases])
+        if isinstance(stmt, cst.FunctionDef):
+            for decorator in stmt.decorators:
+                self.expr(decorator.decorator, state)
+            self.bind(stmt.name.value, None, state)
+            return state
+        if isinstance(stmt, cst.ClassDef):
+            self.bind(stmt.name.value, None, state)
+            return state
+        return state
+
+    def small(self, stmt: cst.BaseSmallStatement, state: _State) -> _State | None:
+        if isinstance(stmt, cst.Expr):
+            self.expr(stmt.value, state)
+        elif isinstance(stmt, cst.Assign):
+            self.expr(stmt.value, state)
+            for target in stmt.targets:
+                self.assign(target.target, stmt.value, state)
+        elif isinstance(stmt, (cst.AnnAssign, cst.AugAssign)):
+            if stmt.value is not None:
+                self.expr(stmt.value, state)
+                self.assign(stmt.target, stmt.value if isinstance(stmt, cst.AnnAssign) else None, state)
+        elif isinstance(stmt, cst.Return):
+            if stmt.value is not None:
+                self.expr(stmt.value, state)
+            return None
+        elif isinstance(stmt, cst.Raise):
+            if stmt.exc is not None:
+                self.expr(stmt.exc, state)
+            return None
+        elif isinstance(stmt, cst.Break):
+            if self.loops:
+                self.loops[-1].breaks.append(state.copy())
+            return None
+        elif isinstance(stmt, cst.Continue):
+            if self.loops:
+                self.loops[-1].continues.append(state.copy())
+            return None
+        elif isinstance(stmt, cst.Del):
+            for name in target_names(stmt.target):
+                self.bind(name, None, state)
+        elif isinstance(stmt, cst.Assert):
+            self.expr(stmt.test, state)
+        return state
+
+    def loop(self, stmt: cst.For | cst.While, state: _State) -> _State | None:
+        if isinstance(stmt, cst.For):
+            self.expr(stmt.iter, state)
+        frame = _LoopFrame(id(stmt))
+        self.loops.append(frame)
+        passes = 2 if len(self.loops) <= _MAX_LOOP_DEPTH else 1
+        entry = state
+        back: _State | None = None
+        for index in range(passes):
+            frame.second_pass = index == 1
+            current = _merge([entry, back])
+            assert current is not None
+            current = current.copy()
+            if isinstance(stmt, cst.For):
+                for name in target_names(stmt.target):
+                    self.bind(name, None, current)
+            else:
+                self.expr(stmt.test, current)
+            end = self.suite(stmt.body, current)
+            back = _merge([end, *frame.continues, back])
+        self.loops.pop()
+        after = _merge([entry, back])
+        if stmt.orelse is not None and after is not None:
+            after = self.suite(stmt.orelse.body, after.copy())
+        return _merge([after, *frame.breaks])
+
+    # ------------------------------------------------------------------ bindings
+    def assign(self, target: cst.BaseExpression, value: cst.BaseExpression | None, state: _State) -> None:
+        if isinstance(target, cst.Name):
+            self.bind(target.value, value, state)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for name in target_names(target):
+                self.bind(name, None, state)
+
+    def bind(self, name: str, value: cst.BaseExpression | None, state: _State) -> None:
+        prefix = name + "["
+        for key in [k for k in state.used if k == name or k.startswith(prefix)]:
+            del state.used[key]
+        group = state.aliases.pop(name, None)
+        if group:
+            for other in group - {name}:
+                remaining = state.aliases.get(other, frozenset()) - {name}
+                if len(remaining) > 1:
+                    state.aliases[other] = remaining
+                else:
+                    state.aliases.pop(other, None)
+        state.origin.pop(name, None)
+        source = _path(value) if value is not None else None
+        if source is None or source == name:
+            return
+        members = state.aliases.get(source, frozenset({source})) | {name}
+        for member in members:
+            state.aliases[member] = members
+        if source in state.used:
+            state.used[name] = state.used[source]
+        base = source.split("[")[0]
+        if base in state.origin:
+            state.origin[name] = state.origin[base]
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node: cst.CSTNode, state: _State) -> None:
+        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            return  # a separate function, analysed on its own
+        if isinstance(node, cst.Call):
+            self.expr(node.func, state)
+            for arg in node.args:
+                self.expr(arg.value, state)
+            self.call(node, state)
+            return
+        if isinstance(node, cst.IfExp):
+            self.expr(node.test, state)
+            body, orelse = state.copy(), state.copy()
+            self.expr(node.body, body)
+            self.expr(node.orelse, orelse)
+            _replace(state, _merge([body, orelse]))
+            return
+        if isinstance(node, cst.BooleanOperation):
+            self.expr(node.left, state)
+            right = state.copy()
+            self.expr(node.right, right)
+            _replace(state, _merge([state, right]))
+            return
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self.comprehension(node, state)
+            return
+        if isinstance(node, cst.NamedExpr):
+            self.expr(node.value, state)
+            self.assign(node.target, node.value, state)
+            return
+        from .walk import children
+        for child in children(node):
+            self.expr(child, state)
+
+    def comprehension(self, node: cst.CSTNode, state: _State) -> None:
+        first = node.for_in
+        self.expr(first.iter, state)
+        frame = _LoopFrame(id(node))
+        self.loops.append(frame)
+        entry = state.copy()
+        back: _State | None = None
+        for index in range(2):
+            frame.second_pass = index == 1
+            current = _merge([entry, back])
+            assert current is not None
+            current = current.copy()
+            comp: cst.CompFor | None = first
+            while comp is not None:
+                if comp is not first:
+                    self.expr(comp.iter, current)
+                for name in target_names(comp.target):
+                    self.bind(name, None, current)
+                for condition in comp.ifs:
+                    self.expr(condition.test, current)
+                comp = comp.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.expr(node.key, current)
+                self.expr(node.value, current)
+            else:
+                self.expr(node.elt, current)
+            back = _merge([current, back])
+        self.loops.pop()
+        merged = _merge([entry, back])
+        # names bound by the comprehension do not leak out of it
+        _replace(state, merged)
+
+    def call(self, call: cst.Call, state: _State) -> None:
+        for arg in self.analysis.consumed_arguments(call, self.fn):
+            path = _path(arg)
+            if path is not None:
+                self.consume(path, call, state)
+
+    def consume(self, path: str, call: cst.Call, state: _State) -> None:
+        base = path.split("[")[0]
+        origin = state.origin.get(path) or state.origin.get(base)
+        if origin is not None:
+            self.consumed_params.add(origin)
+        previous = state.used.get(path)
+        if previous is None and path != base:
+            previous = state.used.get(base)  # `keys` consumed whole, then `keys[0]`
+        if previous is None and path == base:
+            previous = next((u for k, u in state.used.items() if k.startswith(base + "[")), None)
+        if previous is not None and id(call) not in self.reuses:
+            looping = previous.node is call or (
+                previous.loops and any(f.second_pass and f.loop_id in previous.loops for f in self.loops))
+            self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
+        elif previous is None and self.iterating is not None and _captured(base, self.fn) \
+                and id(call) not in self.reuses:
+            self.reuses[id(call)] = Reuse(call, path, None, "iteration", self.iterating)
+        use = Use(call, tuple(f.loop_id for f in self.loops))
+        for member in state.aliases.get(path, frozenset({path})):
+            state.used[member] = use
+
+
+def _replace(state: _State, new: _State | None) -> None:
+    if new is None:
+        return
+    state.used, state.aliases, state.origin = new.used, new.aliases, new.origin
+
+
+def _path(expr: cst.BaseExpression | None) -> str | None:
+    """`key` -> "key"; `keys[0]` -> "keys[0]"; anything else is not tracked."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index):
+            value = int_value(index.value)
+            if value is not None:
+                return f"{expr.value.value}[{value}]"
+    return None
+
+
+def _captured(name: str, fn: Function) -> bool:
+    """Bound in an enclosing scope and never in `fn` itself."""
+    if name in fn.params or fn.bindings(name) or name in fn.global_names or name in fn.nonlocal_names:
+        return False
+    current = fn.parent
+    while current is not None:
+        if name in current.params or current.bindings(name):
+            return True
+        current = current.parent
+    return False
+
+
+class KeyAnalysis:
+    """Key reuse for every function of a file, with per-function consumption summaries."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.summaries: dict[int, set[str]] = {}
+        self.reuses: list[Reuse] = []
+        flows: list[_FunctionFlow] = []
+        for _ in range(6):  # summaries grow monotonically; call chains are short
+            flows = []
+            changed = False
+            for fn in model.functions:
+                flow = _FunctionFlow(self, fn)
+                flow.run()
+                flows.append(flow)
+                if flow.consumed_params - self.summaries.get(id(fn), set()):
+                    self.summaries.setdefault(id(fn), set()).update(flow.consumed_params)
+                    changed = True
+            if not changed:
+                break
+        for flow in flows:
+            self.reuses.extend(flow.reuses.values())
+
+    def consumed_arguments(self, call: cst.Call, scope: Function) -> list[cst.BaseExpression]:
+        """The argument expressions `call` consumes as keys."""
+        q = self.model.resolve(call.func)
+        if q in CONSUMERS:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "key":
+                    return [arg.value]
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            return positional[:1]
+        callee = self.model.callee(call, scope)
+        target = callee.function
+        if target is None or q in CONSUMERS:
+            return []
+        consumed = self.summaries.get(id(target))
+        if not consumed:
+            return []
+        params = target.params
+        func = call.func.func if isinstance(call.func, cst.Call) else call.func
+        if target.cls is not None and params[:1] in (["self"], ["cls"]) and isinstance(func, cst.Attribute):
+            params = params[1:]
+        out: list[cst.BaseExpression] = []
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                name: str | None = arg.keyword.value
+            else:
+                name = params[position] if position < len(params) else None
+                position += 1
+            if name is not None and name in consumed:
+                out.append(arg.value)
+        return out

@@ -1,0 +1,209 @@
+"""Which functions really run on tracers, and which values there are certainly JAX arrays.
+
+The model marks a function `traced` when any transform in `apis.TRACING_TRANSFORMS` takes it,
+which includes `jax.tree.map`: a lambda given to `jax.tree.map` in plain Python code runs on
+concrete arrays (`jax.tree.map(np.asarray, params)` is how checkpoints are written). Rules that
+report errors only tracers cause (JAX403, JAX404) need the narrower set computed here: functions
+that are jitted or given to a tracing transform, what they call and define, minus host callbacks
+(`jax.pure_callback(f, ...)`, `jax.debug.callback(f, ...)`), whose bodies get NumPy arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from .model import Function, SemanticModel
+
+# Transforms that only map over pytree structure: tracing comes from the caller, if any.
+STRUCTURE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
+                            "jax.tree.map_with_path", "jax.tree_util.tree_map_with_path"})
+
+# Calls whose function argument runs on the host with concrete NumPy values.
+HOST_CALLBACKS = frozenset({
+    "jax.pure_callback", "jax.debug.callback", "jax.experimental.io_callback",
+    "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_tap",
+    "jax.experimental.host_callback.id_print",
+})
+
+# jax.* namespaces whose calls return arrays (as opposed to pytree utilities or transforms).
+ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+ARRAY_METHODS = frozenset({"reshape", "astype", "transpose", "ravel", "flatten", "squeeze",
+                           "sum", "mean", "max", "min", "clip", "set", "add", "multiply", "get",
+                           "T", "swapaxes", "cumsum", "prod", "dot", "round", "conj"})
+# Attributes a traced parameter has only if it is an array (a dict or list has none of them).
+ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "reshape", "T"})
+
+
+def host_callback_functions(model: SemanticModel) -> set[int]:
+    """ids of the functions passed to a host callback: their bodies see concrete values."""
+    out: set[int] = set()
+    for fn in model.functions:
+        for site in fn.calls:
+            call = site.node
+            if model.resolve(call.func) in HOST_CALLBACKS and call.args:
+                target = model.function_ref(call.args[0].value, fn)
+                if target is not None:
+                    out.add(id(target))
+    return out
+
+
+def really_traced(model: SemanticModel) -> set[int]:
+    """ids of the functions JAX runs on tracers (see the module docstring)."""
+    cached = getattr(model, "_really_traced_cache", None)
+    if cached is not None:
+        return cached
+    callbacks = host_callback_functions(model)
+    traced: set[int] = set()
+    work: list[Function] = []
+    for fn in model.functions:
+        if id(fn) in callbacks or fn.is_module:
+            continue
+        if fn.jitted or any(root not in STRUCTURE_MAPS for root in fn.transform_roots):
+            traced.add(id(fn))
+            work.append(fn)
+    children: dict[int, list[Function]] = {}
+    for fn in model.functions:
+        if fn.parent is not None:
+            children.setdefault(id(fn.parent), []).append(fn)
+    while work:
+        fn = work.pop()
+        reached: list[Function] = []
+        for site in fn.calls:
+            target = model.callee(site.node, fn).function
+            if target is not None:
+                reached.append(target)
+        for inner in children.get(id(fn), []):
+            if inner.name == "<lambda>" or inner.transform_roots:
+                reached.append(inner)
+        for target in reached:
+            if id(target) not in traced and id(target) not in callbacks and not target.is_module:
+                traced.add(id(target))
+                work.append(target)
+    model._really_traced_cache = traced  # type: ignore[attr-defined]
+    return traced
+
+
+def traced_functions(model: SemanticModel) -> Iterable[Function]:
+    ids = really_traced(model)
+    return (fn for fn in model.functions if id(fn) in ids)
+
+
+def is_free(name: str, fn: Function) -> bool:
+    """`name` is read from an enclosing function or the module, not bound in `fn`."""
+    if name in fn.params or name in fn.global_names or name in fn.nonlocal_names:
+        return False
+    return not fn.bindings(name)
+
+
+def binding_scope(name: str, fn: Function) -> Function | None:
+    """The function (or module) whose binding of `name` `fn` sees."""
+    current: Function | None = fn
+    while current is not None:
+        if name in current.params or current.bindings(name):
+            return current
+        current = current.parent
+    return None
+
+
+class ArrayEvidence:
+    """Whether a name certainly holds a single JAX array (not a pytree, list or NumPy array).
+
+    The model's `is_array` counts pytrees of arrays as arrays, which is right for "does this
+    touch the device" but not for "does `x[i] = v` raise": a dict of arrays accepts item
+    assignment. Evidence here is a binding from a jnp/lax/random call or arithmetic on one, or,
+    for a traced parameter, its use as an operand of arithmetic, of `.at[...]` or of a jnp call.
+    """
+
+    def __init__(self, model: SemanticModel, traced_ids: set[int]) -> None:
+        self.model = model
+        self.traced_ids = traced_ids
+        self._operands: dict[int, set[str]] = {}
+
+    def name(self, name: str, fn: Function, depth: int = 0) -> bool:
+        if depth > 6:
+            return False
+        bindings = fn.bindings(name)
+        if name in fn.params and not bindings:
+            if _array_annotation(fn.param_annotations.get(name)):
+                return True
+            return (id(fn) in self.traced_ids and name not in fn.static_params
+                    and name not in ("self", "cls") and name in self._array_operands(fn))
+        if not bindings or any(a.value is None or a.augmented or len(a.targets) != 1 for a in bindings):
+            return False
+        return all(self.expr(a.value, fn, depth + 1) for a in bindings)
+
+    def expr(self, expr: cst.BaseExpression, fn: Function, depth: int = 0) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(expr, cst.Name):
+            return self.name(expr.value, fn, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.expr(expr.left, fn, depth + 1) or self.expr(expr.right, fn, depth + 1)
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self.expr(expr.expression, fn, depth + 1)
+        if isinstance(expr, cst.Call):
+            q = self.model.resolve(expr.func)
+            if q is not None:
+                return q.startswith(ARRAY_NAMESPACES) and not _returns_structure(q)
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS:
+                return self.expr(func.value, fn, depth + 1) or _is_at_update(func.value)
+        return False
+
+    def _array_operands(self, fn: Function) -> set[str]:
+        """Names `fn` uses where only an array works: arithmetic operands, `x.at`, jnp args."""
+        cached = self._operands.get(id(fn))
+        if cached is not None:
+            return cached
+        found: set[str] = set()
+        body = fn.node.body if not fn.is_module else fn.node
+        for node in _walk_own(body):
+            if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Modulo):
+                for side in (node.left, node.right):
+                    if isinstance(side, cst.Name):
+                        found.add(side.value)
+            elif isinstance(node, cst.Attribute) and node.attr.value in ARRAY_ONLY_ATTRIBUTES \
+                    and isinstance(node.value, cst.Name):
+                found.add(node.value.value)
+            elif isinstance(node, cst.Call):
+                q = self.model.resolve(node.func)
+                if q is not None and q.startswith(("jax.numpy.", "jax.lax.")) and node.args \
+                        and isinstance(node.args[0].value, cst.Name) and not _returns_structure(q):
+                    found.add(node.args[0].value.value)
+        self._operands[id(fn)] = found
+        return found
+
+
+def _array_annotation(annotation: str | None) -> bool:
+    if not annotation or annotation.startswith(("np.", "numpy.", "onp.")):
+        return False
+    return annotation.split(".")[-1] in ("Array", "ndarray") and (
+        annotation.startswith(("jax", "jnp", "chex")) or annotation == "Array")
+
+
+def _returns_structure(qualname: str) -> bool:
+    last = qualname.rsplit(".", 1)[-1]
+    return last in ("shape", "ndim", "size", "dtype", "result_type", "split", "array_split",
+                    "meshgrid", "broadcast_arrays", "unstack", "unique_all", "unique_counts",
+                    "unique_inverse", "nonzero", "linalg", "scan", "while_loop",
+                    "fori_loop", "cond", "switch", "map")
+
+
+def _is_at_update(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) \
+        and expr.value.attr.value == "at"
+
+
+def _walk_own(node: cst.CSTNode):
+    """Descendants of a function body, not entering nested defs, lambdas or classes."""
+    from .walk import children
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in children(current):
+            if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                continue
+            stack.append(child)

@@ -1,0 +1,261 @@
+"""JAX403 side-effect-in-jit."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxopt_audit.static.model import Function, SemanticModel
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, really_traced
+
+PRINT_FUNCTIONS = frozenset({"builtins.print"})
+LOGGING_PREFIXES = ("logging.", "absl.logging.")
+# Container methods that store their arguments in the container.
+STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault",
+                             "appendleft", "put", "put_nowait"})
+CONTAINER_FACTORIES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.deque",
+                                 "collections.defaultdict", "collections.OrderedDict", "queue.Queue"})
+
+
+class SideEffectInJit(Rule):
+    """
+    ## What it does
+    Finds Python side effects in code that JAX traces (a jitted function, the body of
+    `lax.scan` / `fori_loop` / `cond` / `vmap` / `grad`, and the same-module functions these
+    call): `print(x)` or logging of a traced value; storing a traced value in a list, dict or
+    set that lives outside the function (`history.append(loss)`, `cache[k] = x`,
+    `self.log.append(x)`); writing a traced value to a `global` or `nonlocal` name; and
+    in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code.
+
+    ## Why is this bad?
+    JAX runs the Python body once, at trace time, with abstract tracers; later calls run the
+    compiled program and skip the Python entirely. A `print` therefore prints
+    `Traced<ShapedArray(float32[3])>` once and never again (seed 002); a stored tracer leaks
+    out of its trace and raises `UnexpectedTracerError` when used; a global written under jit
+    keeps its trace-time value. JAX arrays are immutable: `x[i] = v` raises `TypeError`.
+
+    ## How to fix
+    Use `jax.debug.print("x={x}", x=x)` (runs every call, prints values), return values instead
+    of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
+    `x = x.at[i].set(v)`.
+
+    The rule stays quiet on prints and stores of static values (strings, shapes, Python
+    numbers: a deliberate trace-time log or trace counter), on containers created inside the
+    traced function, on host callbacks (`jax.debug.callback(f, ...)`), and on item assignment
+    into dicts, lists and NumPy arrays.
+    """
+
+    CODE = "JAX403"
+    NAME = "side-effect-in-jit"
+    SEVERITY = "warning"
+    SUMMARY = "Python side effect (print, outer mutation, in-place update) in traced code"
+    FIX = "Use jax.debug.print, return values instead of storing them, and x.at[i].set(v)."
+
+    INVALID = [
+        Invalid("""
+            import jax
+            import numpy as np
+
+            @jax.jit
+            def f(x, y):
+                print("Running f():")
+                print(f"  x = {x}")  # <- JAX403
+                print(f"  y = {y}")  # <- JAX403
+                result = jax.numpy.dot(x + 1, y + 1)
+                print(f"  result = {result}")  # <- JAX403
+                return result
+
+            x = np.random.randn(3, 4)
+            y = np.random.randn(4)
+            f(x, y)
+        """, note="seed 002: prints once, at trace time, showing tracers"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            losses = []
+            best = None
+
+            def loss_fn(params, batch):
+                global best
+                loss = jnp.mean((batch @ params) ** 2)
+                losses.append(loss)  # <- JAX403
+                best = loss  # <- JAX403
+                return loss
+
+            grad_fn = jax.jit(jax.grad(loss_fn))
+
+            @jax.jit
+            def zero_diagonal(m):
+                for i in range(m.shape[0]):
+                    m[i, i] = 0.0  # <- JAX403
+                return m
+        """),
+    ]
+    VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            trace_count = [0]
+
+            @jax.jit
+            def f(x, y):
+                print("compiling f for", x.shape)  # trace-time log of static values
+                trace_count[0] += 1
+                result = jnp.dot(x + 1, y + 1)
+                jax.debug.print("result = {r}", r=result)
+                x = x.at[0].set(0.0)
+                return result, x
+
+            def host_log(metrics):
+                print(metrics)
+
+            @jax.jit
+            def step(state):
+                metrics = {"norm": jnp.linalg.norm(state)}
+                metrics["max"] = jnp.max(state)  # a local dict
+                outputs = []
+                outputs.append(state * 2)  # a local list
+                jax.debug.callback(host_log, metrics)
+                return jnp.stack(outputs), metrics
+        """),
+        Valid("""
+            import jax.numpy as jnp
+            import numpy as np
+
+            history = []
+
+            def evaluate(params, x):
+                loss = jnp.mean((x @ params) ** 2)
+                history.append(loss)  # plain Python: not traced
+                table = np.zeros(4)
+                table[0] = 1.0  # NumPy arrays are mutable
+                return loss
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        traced_ids = really_traced(model)
+        evidence = ArrayEvidence(model, traced_ids)
+        for fn in model.functions:
+            traced = id(fn) in traced_ids
+            yield from self._item_assignments(model, fn, evidence)
+            if not traced:
+                continue
+            for site in fn.calls:
+                report = self._call(model, site.node, fn)
+                if report is not None:
+                    yield report
+            for assignment in fn.assignments:
+                yield from self._outer_write(model, assignment, fn)
+
+    def _call(self, model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
+        q = model.resolve(call.func)
+        if q in PRINT_FUNCTIONS or (q is not None and q.startswith(LOGGING_PREFIXES)):
+            traced = _traced_argument(model, call, fn)
+            if traced is None:
+                return None
+            return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs once at trace "
+                                f"time and shows a tracer for `{describe(traced)}`, not its values",
+                          fix="Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call.")
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in STORING_METHODS:
+            return None
+        container = _outer_container(model, func.value, fn)
+        if container is None:
+            return None
+        stored = next((a.value for a in call.args if model.is_array(a.value, fn)), None)
+        if stored is None:
+            return None
+        return Report(call, f"`{describe(call)}` stores the traced value `{describe(stored)}` in `{container}`, "
+                            f"which lives outside traced `{_name(fn)}`: it runs once at trace time and leaks a tracer",
+                      fix="Return the value (or stack it in the outputs of lax.scan) instead of storing it.")
+
+    def _outer_write(self, model: SemanticModel, assignment, fn: Function) -> Iterator[Report]:
+        node = assignment.site.node
+        value = assignment.value
+        if value is None or not model.is_array(value, fn):
+            return
+        declared = fn.global_names | fn.nonlocal_names
+        written = [t for t in assignment.targets if t in declared]
+        if written:
+            kind = "global" if written[0] in fn.global_names else "nonlocal"
+            yield Report(node, f"assigning traced `{describe(value)}` to {kind} `{written[0]}` in traced "
+                               f"`{_name(fn)}` runs once at trace time and leaks a tracer out of the trace",
+                         fix="Return the value from the function instead of writing it to an outer name.")
+            return
+        if isinstance(node, cst.Subscript):
+            container = _outer_container(model, node.value, fn)
+            if container is not None:
+                yield Report(node, f"`{describe(node)} = ...` stores the traced value `{describe(value)}` in "
+                                   f"`{container}`, which lives outside traced `{_name(fn)}`: it runs once at "
+                                   "trace time and leaks a tracer",
+                             fix="Return the value (or stack it in the outputs of lax.scan) instead of storing it.")
+
+    def _item_assignments(self, model: SemanticModel, fn: Function,
+                          evidence: ArrayEvidence) -> Iterator[Report]:
+        for assignment in fn.assignments:
+            node = assignment.site.node
+            if assignment.targets or not isinstance(node, cst.Subscript) or not isinstance(node.value, cst.Name):
+                continue
+            name = node.value.value
+            if name not in fn.params and not fn.bindings(name):
+                continue  # an outer container: handled as an outer write
+            if evidence.name(name, fn):
+                yield Report(node, f"`{describe(node)} = ...` assigns into JAX array `{name}` in place: JAX arrays "
+                                   "are immutable, so this raises TypeError",
+                             fix=f"Use `{name} = {name}.at[...].set(value)` (or `.add`, `.min`, ...).",
+                             severity="error")
+
+
+def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("sep", "end", "file", "flush"):
+            continue
+        value = arg.value
+        if isinstance(value, cst.FormattedString):
+            for part in value.parts:
+                if isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn):
+                    return part.expression
+        elif model.is_array(value, fn):
+            return value
+    return None
+
+
+def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> str | None:
+    """`history` bound to a list/dict/set outside `fn` (module or enclosing function), or
+    `self.log` set to one at construction."""
+    if isinstance(expr, cst.Name):
+        name = expr.value
+        if name in fn.params or fn.bindings(name):
+            return None
+        scope = binding_scope(name, fn)
+        if scope is None or scope is fn:
+            return None
+        values = [a.value for a in scope.bindings(name)]
+        return name if values and all(_is_container(model, v, scope) for v in values) else None
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        cls = fn.cls
+        current = fn
+        while cls is None and current.parent is not None:
+            current = current.parent
+            cls = current.cls
+        values = cls.attribute_values.get(expr.attr.value, []) if cls is not None else []
+        if values and all(_is_container(model, v, owner) for v, owner in values):
+            return f"self.{expr.attr.value}"
+    return None
+
+
+def _is_container(model: SemanticModel, value: cst.BaseExpression | None, scope: Function) -> bool:
+    if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return True
+    if isinstance(value, cst.Call):
+        return model.resolve(value.func) in CONTAINER_FACTORIES
+    return False
+
+
+def _name(fn: Function) -> str:
+    return "a traced lambda" if fn.name == "<lambda>" else fn.name

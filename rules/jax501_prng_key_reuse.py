@@ -1,0 +1,172 @@
+"""JAX501 prng-key-reuse."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from jaxopt_audit.static.model import SemanticModel
+from jaxopt_audit.static.prng_keys import KeyAnalysis, Reuse
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+
+
+class PrngKeyReuse(Rule):
+    """
+    ## What it does
+    Tracks each PRNG key (old-style `jax.random.PRNGKey` and new-style `jax.random.key`) along
+    every path through a function, loops included, and reports a call that consumes a key that
+    was already consumed: a second sampling call (`normal`, `uniform`, `bernoulli`,
+    `categorical`, `permutation`, ...) or `split` on the same key without a split or rebinding
+    in between; a key consumed in a loop body (or comprehension) that is never re-split in the
+    loop; a key captured from the enclosing scope and consumed in the body of `lax.scan`,
+    `fori_loop`, `while_loop` or `lax.map`. Passing a key to a function of the same module
+    that samples with it counts as consuming it.
+
+    ## Why is this bad?
+    JAX random functions are pure: the same key gives the same numbers. Two draws from one
+    key are identical (seed 002: `print(jax.random.normal(key))` twice prints the same value),
+    draws of different shapes or distributions from one key are correlated, and a key reused
+    on every iteration adds the same "noise" to every step. Nothing fails; results are
+    silently less random than they look.
+
+    ## How to fix
+    Split before each use and rebind the key you keep: `key, sub = jax.random.split(key)`,
+    then draw with `sub`. For a fixed number of draws split once (`k1, k2 = jax.random.split(key)`
+    or `keys = jax.random.split(key, n)` and use `keys[i]`). In loops, split in the loop body or
+    derive a per-iteration key with `jax.random.fold_in(key, step)`; in a `lax.scan`, carry the
+    key and split it in the body.
+
+    The rule stays quiet on keys rebound before each use, distinct elements of a split
+    (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, and keys it cannot follow: attributes
+    (`state.rng`) and keys passed to other libraries (`model.init(key, x)`).
+    """
+
+    CODE = "JAX501"
+    NAME = "prng-key-reuse"
+    SEVERITY = "error"
+    SUMMARY = "PRNG key used twice without being split"
+    FIX = "Split the key before each use: `key, sub = jax.random.split(key)`, then draw with `sub`."
+
+    INVALID = [
+        Invalid("""
+            import jax
+
+            key = jax.random.key(42)
+            print(jax.random.normal(key))
+            print(jax.random.normal(key))  # <- JAX501
+        """, note="seed 002: the same key gives the same number"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def add_noise(key, x):
+                return x + 0.1 * jax.random.normal(key, x.shape)
+
+            def augment(key, images):
+                flipped = jnp.where(jax.random.bernoulli(key, 0.5), images[:, ::-1], images)
+                return add_noise(key, flipped)  # <- JAX501
+
+            def rollout(key, policy_logits, steps):
+                actions = []
+                for _ in range(steps):
+                    actions.append(jax.random.categorical(key, policy_logits))  # <- JAX501
+                return jnp.stack(actions)
+        """),
+        Invalid("""
+            import jax
+            from jax import random
+
+            def simulate(key, x0, n):
+                def step(x, _):
+                    x = x + random.normal(key, x.shape)  # <- JAX501
+                    return x, x
+                return jax.lax.scan(step, x0, None, length=n)
+
+            def init(seed):
+                rng = random.PRNGKey(seed)
+                if seed > 0:
+                    w = random.normal(rng, (3, 3))
+                else:
+                    w = random.uniform(rng, (3, 3))
+                b = random.normal(rng, (3,))  # <- JAX501
+                return w, b
+        """),
+    ]
+    VALID = [
+        Valid("""
+            import jax
+
+            key = jax.random.key(42)
+            key, subkey = jax.random.split(key)
+            print(jax.random.normal(subkey))
+            key, subkey = jax.random.split(key)
+            print(jax.random.normal(subkey))
+        """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            def init_layer(key, n_in, n_out):
+                w_key, b_key = jax.random.split(key)
+                return jax.random.normal(w_key, (n_in, n_out)), jax.random.normal(b_key, (n_out,))
+
+            def init_mlp(key, sizes):
+                keys = jax.random.split(key, len(sizes))
+                first = init_layer(keys[0], sizes[0], sizes[1])
+                second = init_layer(keys[1], sizes[1], sizes[2])
+                rest = [init_layer(k, a, b) for k, a, b in zip(keys[2:], sizes[1:], sizes[2:])]
+                return [first, second, *rest]
+
+            def train(key, params, steps):
+                noise = []
+                for step in range(steps):
+                    step_key = jax.random.fold_in(key, step)
+                    noise.append(jax.random.normal(step_key, params.shape))
+                return jnp.stack(noise)
+
+            def make_env_step(key, x0, n):
+                def step(carry, _):
+                    k, x = carry
+                    k, sub = jax.random.split(k)
+                    x = x + jax.random.normal(sub, x.shape)
+                    return (k, x), x
+                return jax.lax.scan(step, (key, x0), None, length=n)
+        """),
+        Valid("""
+            import jax
+
+            def sample(key, n, kind):
+                if kind == "normal":
+                    return jax.random.normal(key, (n,))
+                elif kind == "uniform":
+                    return jax.random.uniform(key, (n,))
+                return jax.random.bernoulli(key, 0.5, (n,))
+
+            def epochs(key, params, data, n_epochs, train_epoch, save_checkpoint):
+                for epoch in range(n_epochs):
+                    key, perm_key = jax.random.split(key)
+                    order = jax.random.permutation(perm_key, data.shape[0])
+                    params = train_epoch(params, data[order])
+                    save_checkpoint(params, epoch)
+                return params
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        analysis = KeyAnalysis(model)
+        for reuse in analysis.reuses:
+            yield Report(reuse.node, _message(reuse))
+
+
+def _message(reuse: Reuse) -> str:
+    call = f"`{describe(reuse.node)}`"
+    key = f"`{reuse.key}`"
+    if reuse.kind == "iteration":
+        transform = (reuse.transform or "lax.scan").replace("jax.", "", 1)
+        return (f"{call} consumes {key}, captured from the enclosing scope, in the body of {transform}: "
+                f"every iteration draws the same numbers")
+    if reuse.kind == "loop":
+        return (f"{call} consumes {key} on every iteration of the loop and {key} is never re-split in the loop: "
+                f"every iteration draws the same numbers")
+    previous = f"`{describe(reuse.previous)}`" if reuse.previous is not None else "an earlier call"
+    return (f"{call} consumes {key}, which {previous} already consumed with no split in between: "
+            f"both draw the same (or correlated) random numbers")
