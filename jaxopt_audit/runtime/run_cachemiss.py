@@ -172,6 +172,10 @@ def _argument_from_path(path: str, positional_names: Sequence[str]) -> str:
         return positional_names[index] if index < len(positional_names) else f"argument {index}"
     if len(tokens) >= 2 and tokens[0] == "1" and tokens[1]:
         return tokens[1]
+    if tokens == ["0"]:
+        return "positional arguments"
+    if tokens == ["1"]:
+        return "keyword arguments"
     return path or "arguments"
 
 

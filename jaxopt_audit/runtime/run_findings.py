@@ -10,8 +10,9 @@ From the instruments' records:
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
   and again: as arguments of a jitted call, or through `jnp.asarray` / `jax.device_put`.
 
-"Again and again" is `REPEATED` or more times: once or twice (a final print, a warm-up) is not
-a per-step pattern. Then, when the static scan is available, each finding is marked
+"Again and again" is `REPEATED` or more separate occurrences: once or twice (a final print, a
+warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
+with nothing else in between (a comprehension moving a dict of arrays to the device once). Then, when the static scan is available, each finding is marked
 `confirmed_by_scan` if the scan reports the same code at that line.
 """
 
@@ -95,7 +96,7 @@ def _recompiling(record: FunctionRecord) -> Iterable[Finding]:
 
 def _transfers(instrument: Instrument) -> Iterable[Finding]:
     for key, count in instrument.transfers.items():
-        if count < REPEATED:
+        if instrument.transfer_occurrences[key] < REPEATED:
             continue
         functions = sorted(instrument.transfer_functions.get(key, {}))
         of = f" of {', '.join(functions)}'s output" if functions else ""

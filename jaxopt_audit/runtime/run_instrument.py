@@ -10,8 +10,9 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   are counted. Wrappers of the same Python function share one `FunctionRecord`, and the line
   that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up.
 - Compilations: `jax.monitoring` duration events (trace, lowering to MLIR, XLA compile) are
-  attributed to the top-level jitted call running in the same thread; one lowering is one new
-  executable. Events outside any jitted call belong to eager (op-by-op) work.
+  attributed to the top-level jitted call running in the same thread; one XLA compile is one
+  new executable (a `.lower()` done earlier leaves only the compile to the call). Events
+  outside any jitted call belong to eager (op-by-op) work and explicit `.lower()`.
 - Why it recompiled: `jax_explain_cache_misses` is switched on and JAX's explanations are taken
   from its logger (and not printed), parsed by `run_cachemiss`.
 - Execution time: the outputs of each top-level call are handed to one background thread that
@@ -121,12 +122,12 @@ class TransferKey:
 class _CallFrame:
     """Compilation work seen during one top-level jitted call."""
 
-    __slots__ = ("record", "compile_s", "lowerings", "misses")
+    __slots__ = ("record", "compile_s", "compiles", "misses")
 
     def __init__(self, record: FunctionRecord) -> None:
         self.record = record
         self.compile_s = 0.0
-        self.lowerings = 0
+        self.compiles = 0
         self.misses: list[CacheMiss] = []
 
 
@@ -191,6 +192,10 @@ class Instrument:
         self.active = False
         self.functions: dict[tuple[str, int, str], FunctionRecord] = {}
         self.transfers: Counter[TransferKey] = Counter()
+        # separate occurrences: a run of events at one line with nothing else in between (a
+        # comprehension converting a dict of arrays) is one; a line hit once per step is many
+        self.transfer_occurrences: Counter[TransferKey] = Counter()
+        self._last_transfer: TransferKey | None = None
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0
@@ -287,6 +292,7 @@ class Instrument:
         stack = self._stack()
         host_leaves, host_arrays = self._count_host_leaves(wrapper, args, kwargs)
         frame = _CallFrame(record)
+        self._last_transfer = None  # a jitted call separates occurrences of transfers
         stack.append(frame)
         start = time.perf_counter()
         try:
@@ -361,11 +367,11 @@ class Instrument:
         if stack:
             frame = stack[0]  # the outermost top-level call in this thread owns the work
             frame.compile_s += duration
-            if event == LOWER_EVENT:
-                frame.lowerings += 1
+            if event == COMPILE_EVENT:
+                frame.compiles += 1
         else:
             self.eager_compile_s += duration
-            if event == LOWER_EVENT:
+            if event == COMPILE_EVENT:
                 self.eager_compiles += 1
 
     def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
@@ -373,7 +379,7 @@ class Instrument:
         if nested:  # a top-level call inside another (a host callback): the outer frame has it
             return
         record.compile_s += frame.compile_s
-        for _ in range(frame.lowerings):
+        for _ in range(frame.compiles):
             record.compiles += 1
             if record.compiles == 1:
                 continue
@@ -590,6 +596,9 @@ class Instrument:
     def _count_transfer(self, key: TransferKey, function: str | None, count: int = 1) -> None:
         with self._lock:
             self.transfers[key] += count
+            if key != self._last_transfer:
+                self.transfer_occurrences[key] += 1
+                self._last_transfer = key
             if function is not None:
                 self.transfer_functions.setdefault(key, Counter())[function] += count
 

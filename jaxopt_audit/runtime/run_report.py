@@ -56,7 +56,8 @@ class TransferReport:
     direction: str  # "h2d", "d2h", or "sync" (block_until_ready: a wait, no data moved)
     path: str
     line: int
-    count: int
+    count: int  # arrays moved (or syncs)
+    occurrences: int  # separate times it happened (a burst of consecutive events is one)
     via: str
     functions: tuple[str, ...]  # the jitted functions whose outputs were read, if known
 
@@ -128,7 +129,8 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
     functions = tuple(sorted((_function(r) for r in instrument.functions.values() if r.calls or r.compiles),
                              key=lambda f: (-f.compile_s - f.exec_s - f.dispatch_s, f.path, f.line, f.name)))
     transfers = tuple(sorted(
-        (TransferReport(key.direction, display_path(key.path), key.line, count, key.via,
+        (TransferReport(key.direction, display_path(key.path), key.line, count,
+                        instrument.transfer_occurrences[key], key.via,
                         tuple(sorted(instrument.transfer_functions.get(key, {}))))
          for key, count in instrument.transfers.items()),
         key=lambda t: (-t.count, t.path, t.line, t.direction, t.via)))

@@ -1,0 +1,254 @@
+"""`jaxopt-audit run`: small scripts with known behaviour, checked by the report's exact counts.
+
+Most scripts run in this process through the CLI entry point (as `jaxopt-audit run` does, one
+JAX import for all of them); one runs as a subprocess to check what only a real process shows
+(exit status, stdout left to the program, the report on stderr). The cache-miss parser is
+tested on JAX's own messages, without JAX.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jaxopt_audit.runtime.run_cachemiss import parse_cache_miss
+
+SCRIPTS = Path(__file__).parent / "run_scripts"
+SCHEMA = json.loads((Path(__file__).parent / "schemas" / "run.schema.json").read_text())
+
+
+def audit(tmp_path: Path, *argv: str, scan: bool = False) -> tuple[int, dict[str, Any]]:
+    """Run `jaxopt-audit run --json ... argv` in-process; (exit status, validated JSON report)."""
+    import jsonschema
+
+    from jaxopt_audit.cli import main
+
+    out = tmp_path / "report.json"
+    options = ["--json", str(out)] + ([] if scan else ["--no-scan"])
+    status = main(["run", *options, *argv])
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, SCHEMA)
+    return status, report
+
+
+def function(report: dict[str, Any], name: str) -> dict[str, Any]:
+    matches = [f for f in report["functions"] if f["name"] == name]
+    assert len(matches) == 1, [f["name"] for f in report["functions"]]
+    return matches[0]
+
+
+def transfers(report: dict[str, Any], direction: str) -> list[tuple[str, int, int, str]]:
+    return sorted((os.path.basename(t["path"]), t["line"], t["count"], t["via"])
+                  for t in report["transfers"] if t["direction"] == direction)
+
+
+def findings(report: dict[str, Any]) -> list[tuple[str, str, int]]:
+    return [(f["code"], os.path.basename(f["path"]), f["line"]) for f in report["findings"]]
+
+
+# ---------------------------------------------------------------- scripts with known behaviour
+
+@pytest.mark.slow
+def test_recompiling_on_varying_shapes_names_the_argument(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "recompile_shapes.py"))
+    assert status == 0
+    total = function(report, "total")
+    assert (total["calls"], total["compiles"]) == (5, 5)
+    assert [r["arguments"] for r in total["recompiles"]] == [["batch"]] * 4
+    assert {kind for r in total["recompiles"] for kind in r["kinds"]} == {"shape"}
+    assert all(r["line"] == 14 for r in total["recompiles"])  # the call in the comprehension
+    assert findings(report) == [("JAX102", "recompile_shapes.py", 14)]
+    assert "batch changed (shape)" in report["findings"][0]["message"]
+    assert report["compile_s"] >= total["compile_s"] > 0
+
+
+@pytest.mark.slow
+def test_jit_rebuilt_in_a_loop(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "jit_in_loop.py"))
+    assert status == 0
+    rebuilt = function(report, "main.<locals>.<lambda>")
+    assert (rebuilt["calls"], rebuilt["compiles"], rebuilt["jit_wrappers"]) == (4, 4, 4)
+    assert all(r["kinds"] == ["redefined"] for r in rebuilt["recompiles"])
+    assert len(rebuilt["recompiles"]) == 3
+    assert findings(report) == [("JAX102", "jit_in_loop.py", 10)]  # the jax.jit line
+    assert report["findings"][0]["count"] == 4
+
+
+@pytest.mark.slow
+def test_k_syncs_per_step_and_exit_status_passed_through(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    script = SCRIPTS / "syncs_per_step.py"
+    proc = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "run", "--json", str(out), str(script), "3"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "final 2.7894\n"  # the program's stdout is only the program's
+    assert "jaxopt-audit run" in proc.stderr and "JAX301" in proc.stderr
+    report = json.loads(out.read_text())
+    import jsonschema
+
+    jsonschema.validate(report, SCHEMA)
+    assert report["exit_status"] == 3 and report["argv"] == [str(script), "3"]
+    step = function(report, "step")
+    assert (step["calls"], step["compiles"], step["d2h_transfers"], step["h2d_transfers"]) == (6, 1, 12, 0)
+    assert step["d2h_per_call"] == 2
+    assert transfers(report, "d2h") == [("syncs_per_step.py", 22, 6, "float()"),
+                                        ("syncs_per_step.py", 23, 6, ".item()")]
+    assert findings(report) == [("JAX301", "syncs_per_step.py", 22), ("JAX301", "syncs_per_step.py", 23)]
+    # the static scan reports the same two reads: confirmed at runtime
+    assert [f["confirmed_by_scan"] for f in report["findings"]] == [True, True]
+    assert report["scan"] == "ok"
+
+
+@pytest.mark.slow
+def test_host_array_fed_every_step(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "host_array_per_step.py"))
+    assert status == 0
+    update = function(report, "update")
+    assert (update["calls"], update["h2d_transfers"], update["host_array_args"]) == (7, 7, 7)
+    assert transfers(report, "h2d") == [("host_array_per_step.py", 20, 7, "jit argument")]
+    assert findings(report) == [("JAX302", "host_array_per_step.py", 20)]
+
+
+@pytest.mark.slow
+def test_script_that_raises_half_way_is_still_reported(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "raises_half_way.py"))
+    assert status == 1
+    assert report["exit_status"] == 1
+    assert report["error"] == "RuntimeError: data loader broke at step 3"
+    assert function(report, "step")["calls"] == 3
+    err = capfd.readouterr().err
+    # Python's traceback first (without runpy or this tool's frames), then the report
+    assert err.index("Traceback (most recent call last)") < err.index("jaxopt-audit run")
+    assert 'raises_half_way.py", line 16, in main' in err
+    assert "runpy" not in err and "run_program.py" not in err
+
+
+@pytest.mark.slow
+def test_jit_api_keeps_working_and_traced_uses_are_not_calls(tmp_path: Path,
+                                                            capfd: pytest.CaptureFixture[str]) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "jit_api.py"))
+    assert status == 0
+    assert capfd.readouterr().out == "outer inner\n"
+    counts = {f["name"]: (f["calls"], f["compiles"], f["h2d_transfers"]) for f in report["functions"]}
+    # inner only runs traced (inside outer, vmap) and outer also under grad: not counted as calls
+    assert counts == {"outer": (2, 1, 0), "raise_to": (3, 2, 0), "Model.apply": (2, 1, 0)}
+    recompile = function(report, "raise_to")["recompiles"]
+    assert [(r["kinds"], r["arguments"], r["reason"]) for r in recompile] == \
+        [(["static"], ["power"], "power: static value 2 -> 3")]
+    assert report["findings"] == []
+
+
+@pytest.mark.slow
+def test_module_mode_runs_as_main(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SCRIPTS)
+    status, report = audit(tmp_path, "-m", "syncs_per_step")
+    assert status == 0
+    assert report["argv"] == ["-m syncs_per_step"]
+    assert function(report, "step")["d2h_transfers"] == 12
+    assert {t["path"] for t in report["transfers"]} == {"syncs_per_step.py"}
+
+
+# ---------------------------------------------------------------- reference pipeline, small size
+
+@pytest.mark.slow
+def test_first_and_last_stage_of_a_pipeline_show_the_rewrite(tmp_path: Path) -> None:
+    pytest.importorskip("optax")
+    driver = str(SCRIPTS / "drive_stage.py")
+    _, before = audit(tmp_path, driver, "training_loop", "stage0_original", "1")
+    _, after = audit(tmp_path, driver, "training_loop", "stage5_scan", "1")
+    steps = 3 * 94  # small workload: 3 epochs of 3,000 samples in batches of 32
+    # stage 0: op by op (nothing jitted), a NumPy batch copied in (x and y) and noise read back per step
+    assert before["functions"] == []
+    assert transfers(before, "h2d")[-1:] == [("stage0_original.py", 56, 2 * steps, "jnp.array")]
+    assert ("stage0_original.py", 37, steps, "np.asarray") in transfers(before, "d2h")
+    assert sorted(code for code, _, _ in findings(before)) == ["JAX301", "JAX302"]
+    # stage 5: one compiled scan per epoch, data moved once, nothing per step
+    epoch = function(after, "train_epoch")
+    assert (epoch["calls"], epoch["compiles"], epoch["h2d_transfers"], epoch["d2h_transfers"]) == (3, 1, 0, 0)
+    assert after["findings"] == []
+    moved_before = sum(t["count"] for t in before["transfers"] if t["direction"] != "sync")
+    moved_after = sum(t["count"] for t in after["transfers"] if t["direction"] != "sync")
+    assert moved_after < steps < moved_before
+    assert after["device_s"] > 0 and before["device_s"] == 0  # no jitted call in stage 0 to time
+
+
+# ---------------------------------------------------------------- trace and usage errors
+
+@pytest.mark.slow
+def test_trace_steps_captures_a_trace(tmp_path: Path) -> None:
+    trace_dir = tmp_path / "trace"
+    status, report = audit(tmp_path, "--trace", str(trace_dir), "--trace-steps", "2:3",
+                           str(SCRIPTS / "syncs_per_step.py"))
+    assert status == 0
+    assert report["trace"]["steps"] == "2:3" and report["trace"]["followed"] == "step"
+    assert Path(report["trace"]["path"]).is_file() and report["trace"]["path"].endswith(".xplane.pb")
+    # the trace's own reads are not the program's: still 12 reads of step's outputs
+    assert function(report, "step")["d2h_transfers"] == 12
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "no_such_script.py"], "no_such_script.py: no such file"),
+    (["run", "-m", "no_such_module_xyz"], "-m no_such_module_xyz: no module of that name"),
+    (["run"], "nothing to run"),
+    (["run", "--trace-steps", "3:2", "--trace", "t", str(SCRIPTS / "jit_in_loop.py")], "need 1 <= N <= M"),
+    (["run", "--trace-steps", "2:3", str(SCRIPTS / "jit_in_loop.py")], "--trace-steps needs --trace DIR"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv: list[str], message: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxopt_audit.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- JAX's cache-miss explanations
+
+SHAPE_MISS = """TRACING CACHE MISS at /src/train.py:18:19 (<module>):
+  for f defined at /src/train.py:14
+  all previously seen cache keys differ. For the closest previous key:
+  different input types:
+  * at x, now f32[4] and before f32[3]"""
+
+WEAK_MISS = """TRACING CACHE MISS at /src/train.py:20:18 (<module>):
+  for f defined at /src/train.py:14
+  all previously seen cache keys differ. For the closest previous key:
+  different input types:
+  * at y, now f32[]{weak_type=False} and before f32[]{weak_type=True}https://docs.jax.dev/en/latest/type_promotion.html#weak-types"""
+
+STATIC_MISS = """TRACING CACHE MISS at /src/train.py:24:41 (<module>):
+  for g defined at /src/train.py:21
+  all previously seen cache keys differ. For the closest previous key:
+  different input pytree:
+  * at input path [0][1], now <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=3) and before <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=2), so the pytree node metadata does not match"""
+
+REDEFINED_MISS = """TRACING CACHE MISS at /src/train.py:11:12 (main):
+  never seen function:
+    <lambda> id=140001 defined at /src/train.py:10
+  but seen another function defined on the same line; maybe the function is
+  being re-defined repeatedly, preventing caching?"""
+
+
+def test_cache_miss_explanations_are_parsed() -> None:
+    shape = parse_cache_miss(SHAPE_MISS)
+    assert shape is not None
+    assert (shape.function, shape.defined_line, shape.call_path, shape.call_line) == ("f", 14, "/src/train.py", 18)
+    assert (shape.kinds, shape.arguments, shape.reason) == (("shape",), ("x",), "x: shape f32[3] -> f32[4]")
+    dtype = parse_cache_miss(SHAPE_MISS.replace("now f32[4]", "now i32[3]"))
+    assert dtype is not None and dtype.kinds == ("dtype",)
+    weak = parse_cache_miss(WEAK_MISS)
+    assert weak is not None and (weak.kinds, weak.arguments) == (("weak-type",), ("y",))
+    static = parse_cache_miss(STATIC_MISS, positional_names=("x", "n"))
+    assert static is not None
+    assert (static.kinds, static.arguments, static.reason) == (("static",), ("n",), "n: static value 2 -> 3")
+    redefined = parse_cache_miss(REDEFINED_MISS)
+    assert redefined is not None and redefined.kinds == ("redefined",) and not redefined.is_first_trace
+    first = parse_cache_miss(REDEFINED_MISS.split("\n  but")[0])
+    assert first is not None and first.is_first_trace and first.function == "<lambda>"
+    assert parse_cache_miss("PERSISTENT COMPILATION CACHE MISS for 'jit_f'") is None
