@@ -6,9 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static import apis
 from jaxopt_audit.static.model import Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, really_traced
+from jaxopt_audit.static.walk import walk
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
 LOGGING_PREFIXES = ("logging.", "absl.logging.")
@@ -24,7 +26,8 @@ class SideEffectInJit(Rule):
     ## What it does
     Finds Python side effects in code that JAX traces (a jitted function, the body of
     `lax.scan` / `fori_loop` / `cond` / `vmap` / `grad`, and the same-module functions these
-    call): `print(x)` or logging of a traced value; storing a traced value in a list, dict or
+    call): `print(...)` (of a traced value, or of a constant message) and logging of a traced
+    value; storing a traced value in a list, dict or
     set that lives outside the function (`history.append(loss)`, `cache[k] = x`,
     `self.log.append(x)`); writing a traced value to a `global` or `nonlocal` name; and
     in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code.
@@ -41,8 +44,9 @@ class SideEffectInJit(Rule):
     of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
     `x = x.at[i].set(v)`.
 
-    The rule stays quiet on prints and stores of static values (strings, shapes, Python
-    numbers: a deliberate trace-time log or trace counter), on containers created inside the
+    The rule stays quiet on prints that show shapes or dtypes (`print("compiling", x.shape)`:
+    a deliberate trace-time log), on stores of static values (a trace counter), on containers
+    created inside the
     traced function, on host callbacks (`jax.debug.callback(f, ...)`), and on item assignment
     into dicts, lists and NumPy arrays.
     """
@@ -60,7 +64,7 @@ class SideEffectInJit(Rule):
 
             @jax.jit
             def f(x, y):
-                print("Running f():")
+                print("Running f():")  # <- JAX403
                 print(f"  x = {x}")  # <- JAX403
                 print(f"  y = {y}")  # <- JAX403
                 result = jax.numpy.dot(x + 1, y + 1)
@@ -111,7 +115,7 @@ class SideEffectInJit(Rule):
                 return result, x
 
             def host_log(metrics):
-                print(metrics)
+                print(metrics)  # runs on the host, on every call
 
             @jax.jit
             def step(state):
@@ -156,11 +160,14 @@ class SideEffectInJit(Rule):
         q = model.resolve(call.func)
         if q in PRINT_FUNCTIONS or (q is not None and q.startswith(LOGGING_PREFIXES)):
             traced = _traced_argument(model, call, fn)
-            if traced is None:
-                return None
-            return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs once at trace "
-                                f"time and shows a tracer for `{describe(traced)}`, not its values",
-                          fix="Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call.")
+            fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
+            if traced is not None:
+                return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs once at trace "
+                                    f"time and shows a tracer for `{describe(traced)}`, not its values", fix=fix)
+            if q in PRINT_FUNCTIONS and not _mentions_static_metadata(call):
+                return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
+                                    "traces it, not on every call: compiled calls skip it", fix=fix)
+            return None
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in STORING_METHODS:
             return None
@@ -223,6 +230,16 @@ def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.
         elif model.is_array(value, fn):
             return value
     return None
+
+
+def _mentions_static_metadata(call: cst.Call) -> bool:
+    """`print("compiling", x.shape)`: a deliberate trace-time log of shapes or dtypes."""
+    for node in walk(call):
+        if isinstance(node, cst.Attribute) and node.attr.value in apis.STATIC_ATTRIBUTES:
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len":
+            return True
+    return False
 
 
 def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> str | None:
