@@ -11,7 +11,8 @@ from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import runs_every_step, where
-from jaxopt_audit.static.walk import names_in, walk
+from jaxopt_audit.static.reads import read_names
+from jaxopt_audit.static.walk import walk
 
 # Methods that run once per object: jitting there is the recommended place.
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})
@@ -290,7 +291,7 @@ def _factory_of_varying_values(model: SemanticModel, target: cst.BaseExpression,
     if q == "functools.partial" or q in apis.TRACING_TRANSFORMS or q in apis.JIT_WRAPPERS:
         return False
     varying = _varying_names(site)
-    return any(name in varying for arg in target.args for name in names_in(arg.value))
+    return any(name in varying for arg in target.args for name in read_names(arg.value))
 
 
 def _returned_per_configuration(model: SemanticModel, site: Site, step_call: Site | None) -> bool:
@@ -305,7 +306,7 @@ def _returned_per_configuration(model: SemanticModel, site: Site, step_call: Sit
             isinstance(r, cst.Name) and r.value in names for r in fn.returns):
         return False
     varying = _varying_names(step_call)
-    return any(name in varying for arg in step_call.node.args for name in names_in(arg.value))
+    return any(name in varying for arg in step_call.node.args for name in read_names(arg.value))
 
 
 def _fresh_function(model: SemanticModel, target: cst.BaseExpression, site: Site) -> bool:

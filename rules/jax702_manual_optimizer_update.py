@@ -10,7 +10,8 @@ import libcst as cst
 from jaxopt_audit.static.model import Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import enclosing_functions, runs_every_step
-from jaxopt_audit.static.walk import children, names_in, target_names
+from jaxopt_audit.static.reads import read_names
+from jaxopt_audit.static.walk import children, target_names
 
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
                        "jax.tree_multimap", "jax.tree_util.tree_multimap"})
@@ -303,7 +304,7 @@ def _comprehension_update(node: cst.CSTNode, fn: Function,
         if not _is_gradient(step, gradient_names):
             return None
         # both sides are per-item: indexed by, or bound by, the comprehension
-        if not (set(names_in(base)) & comp_names and set(names_in(step)) & comp_names):
+        if not (read_names(base) & comp_names and read_names(step) & comp_names):
             return None
         if _root(base) == _root(step):
             return None
