@@ -264,7 +264,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
         "description": pipeline.description,
         "size": options.size,
         "platform": machine.platform,
-        "device": machine.device if machine.platform != "cpu" else f"{machine.cpu_model} (CPU, {machine.cpu_count} cores)",
+        "device": machine.device if machine.platform != "cpu" else f"{machine.cpu_model}, {machine.cpu_count} cores",
         "jax_version": machine.jax_version,
         "machine": machine.to_json(),
         "throughput_unit": pipeline.throughput_unit,

@@ -1,0 +1,424 @@
+"""`jaxopt-audit report`: a markdown case study (in the spirit of seed 001) from bench results JSON.
+
+One or more results files of the same pipeline (e.g. a CPU run and a GPU run) become one report:
+the problem (stage 0 and what the scanner finds in it), a before/after table per run (time,
+speedup per stage and cumulative, throughput, compile time, break-even), the runs side by side,
+each stage with what changed (rules addressed, findings on its file, findings removed), the
+validation, the machines and the method, and two PNG plots written next to the markdown.
+The report is rebuilt from the JSON alone when bench recorded the findings (it does by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import markdown as md
+
+EXIT_OK, EXIT_ERROR = 0, 2
+REQUIRED_KEYS = ("pipeline", "size", "platform", "device", "jax_version", "variants")
+
+
+class ReportError(Exception):
+    """Bad input: printed as one line, exit status 2."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One results file."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.data['platform'].upper()}: {self.data['device']}"
+
+    @property
+    def variants(self) -> list[dict[str, Any]]:
+        return self.data["variants"]
+
+    def measured(self) -> list[dict[str, Any]]:
+        return [v for v in self.variants if "error" not in v]
+
+
+def load_runs(paths: Sequence[str]) -> list[Run]:
+    runs = []
+    for name in paths:
+        path = Path(name)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ReportError(f"cannot read {path}: {exc.strerror}; pass a file written by "
+                              "`jaxopt-audit bench PIPELINE --out FILE`") from exc
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path} is not JSON (line {exc.lineno}: {exc.msg}); pass a file written by "
+                              "`jaxopt-audit bench PIPELINE --out FILE`") from exc
+        if isinstance(data, list) and len(data) == 1:
+            data = data[0]
+        missing = [k for k in REQUIRED_KEYS if not isinstance(data, dict) or k not in data]
+        if missing:
+            raise ReportError(f"{path} is not a bench result (missing {', '.join(missing)}); pass a file "
+                              "written by `jaxopt-audit bench PIPELINE --out FILE`")
+        runs.append(Run(path, data))
+    pipelines = sorted({r.data["pipeline"] for r in runs})
+    if len(pipelines) > 1:
+        raise ReportError(f"the results are of different pipelines ({', '.join(pipelines)}); "
+                          "write one report per pipeline")
+    return runs
+
+
+# ---------------------------------------------------------------- findings
+
+def rule_names() -> dict[str, str]:
+    """Rule code -> name from the rule registry (empty if the static half is unavailable)."""
+    try:
+        from jaxopt_audit.static.registry import load_rules
+
+        return {rule.CODE: rule.NAME for rule in load_rules()}
+    except Exception:  # the report must render without the scanner
+        return {}
+
+
+def findings_at_report_time(pipeline: str, module: str) -> tuple[list[dict[str, Any]] | None, str]:
+    """Scan a built-in stage file now, for results written without findings."""
+    try:
+        from jaxopt_audit.static.engine import scan_paths
+    except ImportError:
+        return None, "the static scanner is unavailable"
+    try:
+        spec = importlib.util.find_spec(f"jaxopt_audit.reference_pipelines.{pipeline}.{module}")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return None, f"the source of {module} is not available here"
+    result = scan_paths([spec.origin], jobs=1)
+    return [{"code": f.code, "name": f.name, "line": f.line, "severity": f.severity, "message": f.message}
+            for f in result.findings], ""
+
+
+def stage_findings(run: Run) -> dict[int, tuple[list[dict[str, Any]] | None, str]]:
+    out = {}
+    for variant in run.variants:
+        findings = variant.get("findings")
+        if findings is None:
+            note = variant.get("findings_note", "")
+            findings, why = findings_at_report_time(run.data["pipeline"], variant["name"])
+            out[variant["stage"]] = (findings, why or note)
+        else:
+            out[variant["stage"]] = (findings, "")
+    return out
+
+
+def _codes(findings: list[dict[str, Any]] | None) -> Counter[str]:
+    return Counter(f["code"] for f in findings or [])
+
+
+def _code_list(codes: Counter[str], names: dict[str, str]) -> str:
+    parts = []
+    for code in sorted(codes):
+        label = f"{code} {names[code]}" if code in names else code
+        parts.append(label + (f" ×{codes[code]}" if codes[code] > 1 else ""))
+    return ", ".join(parts) if parts else "none"
+
+
+# ---------------------------------------------------------------- sections
+
+def _paragraph(text: str) -> str:
+    """A docstring line as a paragraph: a leading '+' or '-' would otherwise start a list."""
+    return "\\" + text if text[:1] in "+-*#>" and text else text
+
+
+def _results_table(run: Run) -> str:
+    unit = run.data.get("throughput_unit", "")
+    rows = []
+    for v in run.variants:
+        if "error" in v:
+            rows.append([v["stage"], f"`{v['name']}`", ", ".join(v["addresses"]) or "—",
+                         f"failed: {v['error']}"] + [""] * 10)
+            continue
+        star = "\\*" if v.get("extrapolated") else ""
+        break_even = v.get("break_even")
+        if break_even is None:
+            be = "—" if v.get("speedup_vs_previous") is None or v["stage"] == 0 else "never"
+        elif break_even["value"] == 0:
+            be = "immediate"
+        else:
+            be = f"{md.quantity(break_even['value'])} {break_even['unit']}"
+        rows.append([
+            v["stage"], f"`{v['name']}`", ", ".join(v["addresses"]) or "—",
+            md.seconds(v["steady_s"]["median"]) + star, md.percent(v["steady_s"].get("spread")),
+            md.speedup(v.get("speedup_vs_previous")), md.speedup(v.get("speedup_vs_stage0")),
+            md.quantity(v["throughput"]["value"]), md.seconds(v["compile_s"]),
+            md.seconds(v.get("first_call_s")), be, md.count(v["compiles_per_call"]),
+            md.count(v["host_transfers_per_call"]),
+            "ok" if v["validation"]["ok"] else "**FAIL**",
+        ])
+    headers = ["#", "stage", "rules", "time / run", "spread", "speedup", "cumulative",
+               f"throughput ({unit})", "compile", "first call", "break-even", "compiles / call",
+               "transfers / call", "valid"]
+    return md.table(headers, rows, "rllrrrrrrrrrrc")
+
+
+def _side_by_side(runs: list[Run]) -> str:
+    stages: dict[int, str] = {}
+    for run in runs:
+        for v in run.variants:
+            stages.setdefault(v["stage"], v["name"])
+    headers = ["#", "stage"]
+    for run in runs:
+        headers += [f"time: {run.label}", f"cumulative: {run.label}"]
+    rows = []
+    for stage, name in sorted(stages.items()):
+        row: list[object] = [stage, f"`{name}`"]
+        for run in runs:
+            v = next((x for x in run.measured() if x["stage"] == stage), None)
+            row += ["—", "—"] if v is None else [
+                md.seconds(v["steady_s"]["median"]) + ("\\*" if v.get("extrapolated") else ""),
+                md.speedup(v.get("speedup_vs_stage0"))]
+        rows.append(row)
+    return md.table(headers, rows, "rl" + "rr" * len(runs))
+
+
+def _summary(runs: list[Run]) -> list[str]:
+    lines = []
+    for run in runs:
+        measured = run.measured()
+        first = next((v for v in measured if v["stage"] == 0), None)
+        last = measured[-1] if measured else None
+        if first is None or last is None or last is first:
+            lines.append(f"- **{run.label}**: not enough measured stages to compare.")
+            continue
+        unit = run.data.get("throughput_unit", "")
+        failed = [v["name"] for v in run.variants if "error" in v or not v["validation"]["ok"]]
+        lines.append(
+            f"- **{run.label}**, `{run.data['size']}` workload: the last stage (`{last['name']}`) takes "
+            f"{md.seconds(last['steady_s']['median'])} per run against {md.seconds(first['steady_s']['median'])} "
+            f"for the original, **{md.speedup(last.get('speedup_vs_stage0'))} faster** "
+            f"({md.quantity(first['throughput']['value'])} → {md.quantity(last['throughput']['value'])} {unit}). "
+            + ("Every stage passed validation." if not failed else
+               f"**Not valid or failed: {', '.join(failed)}.**"))
+    return lines
+
+
+def _problem(run: Run, findings: dict[int, tuple[list[dict[str, Any]] | None, str]]) -> list[str]:
+    stage0 = next((v for v in run.variants if v["stage"] == 0), None)
+    if stage0 is None:
+        return ["Stage 0 was not part of these results."]
+    lines = [f"The original code is `{stage0['name']}.py`: {stage0.get('title', '')}".rstrip(": "), ""]
+    found, why = findings.get(0, (None, "not recorded"))
+    if found is None:
+        lines.append(f"_Static findings unavailable: {why}._")
+    elif not found:
+        lines.append("`jaxopt-audit scan` reports no findings on it.")
+    else:
+        lines.append(f"`jaxopt-audit scan` reports {len(found)} finding(s) on it:")
+        lines.append("")
+        lines.append(md.table(["line", "rule", "severity", "what"],
+                              [[f["line"], f"{f['code']} {f.get('name', '')}".strip(), f.get("severity", ""),
+                                f.get("message", "")] for f in found], "rlll"))
+    return lines
+
+
+def _stage_sections(runs: list[Run], findings: dict[int, tuple[list[dict[str, Any]] | None, str]],
+                    names: dict[str, str]) -> list[str]:
+    base = runs[0]
+    lines: list[str] = []
+    previous_codes: Counter[str] | None = None
+    for v in base.variants:
+        stage = v["stage"]
+        lines += [f"### Stage {stage}: `{v['name']}`", "", _paragraph(v.get("title", "")), ""]
+        if v["addresses"]:
+            lines.append(f"- **Addresses:** {_code_list(Counter(v['addresses']), names)}")
+        if v.get("changes_math"):
+            lines.append(f"- **Changes the math:** {v.get('math_note') or 'yes'}")
+        found, why = findings.get(stage, (None, ""))
+        if found is None:
+            lines.append(f"- **Scanner findings:** unavailable ({why})")
+            previous_codes = None
+        else:
+            codes = _codes(found)
+            lines.append(f"- **Scanner findings on this file:** {len(found)} ({_code_list(codes, names)})")
+            if previous_codes is not None:
+                removed, added = previous_codes - codes, codes - previous_codes
+                lines.append(f"- **Removed since the previous stage:** {_code_list(removed, names)}"
+                             + (f"; new: {_code_list(added, names)}" if added else ""))
+            previous_codes = codes
+        for run in runs:
+            r = next((x for x in run.variants if x["stage"] == stage), None)
+            prefix = f"{run.label}: " if len(runs) > 1 else ""
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(f"- **{prefix}failed:** {r['error']}")
+                continue
+            compile_parts = r.get("compile") or {}
+            extrapolated = (f", measured on {r['prefix_fraction']:.0%} of the work and extrapolated"
+                            if r.get("extrapolated") else "")
+            lines.append(
+                f"- **{prefix}Measured:** {md.seconds(r['steady_s']['median'])} per run "
+                f"(min {md.seconds(r['steady_s']['min'])}, max {md.seconds(r['steady_s']['max'])}, "
+                f"{r['steady_s']['repeats']} runs{extrapolated}); {md.speedup(r.get('speedup_vs_previous'))} "
+                f"vs the previous stage, {md.speedup(r.get('speedup_vs_stage0'))} vs stage 0; compilation "
+                f"{md.seconds(r['compile_s'])} (trace {md.seconds(compile_parts.get('trace_s'))}, lower "
+                f"{md.seconds(compile_parts.get('lower_s'))}, XLA {md.seconds(compile_parts.get('backend_compile_s'))}, "
+                f"{compile_parts.get('compiles', '?')} programs); {md.count(r['compiles_per_call'])} compilations "
+                f"and {md.count(r['host_transfers_per_call'])} host transfers per steady-state run "
+                f"({md.count(r.get('h2d_transfers_per_call'))} to the device, "
+                f"{md.count(r.get('d2h_transfers_per_call'))} back).")
+            if r.get("recompiled"):
+                lines.append(f"  Recompiles in steady state: {', '.join(r['recompiled'])}.")
+            validation = r["validation"]
+            lines.append(
+                f"- **{prefix}Validation:** {validation['metric']} = {md.quantity(validation['value'])} "
+                f"(tolerance {md.quantity(validation['tolerance'])}): "
+                f"{'ok' if validation['ok'] else '**FAILED**'}"
+                + (f"; {validation['detail']}" if validation.get("detail") else ""))
+            if r.get("flops_per_s"):
+                bound = "at least " if (r.get("cost") or {}).get("lower_bound") else ""
+                lines.append(f"- **{prefix}Achieved:** {bound}{md.quantity(r['flops_per_s'])}FLOP/s, "
+                             f"{bound}{md.quantity(r.get('bytes_per_s'))}B/s (XLA cost analysis).")
+            trace = r.get("trace")
+            if trace:
+                top = trace["summary"]["top_ops"][:5]
+                ops = ", ".join(f"`{op['name']}` {md.seconds(op['total_s'])}" for op in top) or "none"
+                lines.append(f"- **{prefix}Trace:** `{trace['path']}`; top XLA ops: {ops}.")
+        lines.append("")
+    return lines
+
+
+def _validation_table(runs: list[Run]) -> str:
+    rows = []
+    for run in runs:
+        for v in run.variants:
+            if "error" in v:
+                rows.append([run.label, f"`{v['name']}`", "—", "—", "—", "failed", v["error"]])
+                continue
+            val = v["validation"]
+            rows.append([run.label, f"`{v['name']}`", val["metric"], md.quantity(val["value"]),
+                         md.quantity(val["tolerance"]), "ok" if val["ok"] else "**FAIL**", val.get("detail", "")])
+    return md.table(["run", "stage", "metric", "value", "tolerance", "result", "detail"], rows, "lllrrcl")
+
+
+def _machines(runs: list[Run]) -> list[str]:
+    lines = []
+    for run in runs:
+        m = run.data.get("machine", {})
+        lines.append(
+            f"- **{run.label}** (`{run.path.name}`, {run.data.get('created', 'date unknown')}): "
+            f"{m.get('platform', run.data['platform'])} device `{m.get('device', run.data['device'])}`"
+            f" ×{m.get('device_count', 1)}; CPU {m.get('cpu_model', '?')} ({m.get('cpu_count', '?')} cores); "
+            f"JAX {run.data['jax_version']}, jaxlib {m.get('jaxlib_version', '?')}; Python "
+            f"{m.get('python_version', '?')}; {m.get('os', '')}. Harness overhead "
+            f"{md.seconds(run.data.get('harness_overhead_s'))} per timed call.")
+    return lines
+
+
+METHOD = """\
+Each stage's `run(workload)` does the whole job and is called by `jaxopt-audit bench`, never timed by
+itself. The first call is timed on its own; the trace, lowering and XLA compilation inside it are the
+durations JAX reports through `jax.monitoring`. A warm-up call then counts host transfers: host-to-device
+from jaxlib's transfer-guard log, device-to-host from the Python entry points that read a `jax.Array`
+on the host. Steady state is the median of repeated calls, each synchronised with
+`jax.block_until_ready` before the clock is read; a compilation during those calls is reported as a
+recompilation. *Speedup* is the previous stage's median over this one's, *cumulative* stage 0's over
+this one's, on the same workload. *Break-even* is how much work (in the throughput unit) this stage must
+do before its extra first-call cost (mostly compilation) is paid back by its faster steady state against
+the previous stage. Times marked \\* were measured on a prefix of the work and scaled linearly by the
+work done; their validation compares with stage 0 on the same prefix. FLOP/s come from XLA's compiled
+cost analysis and exist only for stages whose `run` is itself one jitted program; XLA counts a loop body
+once, so with `scan`/`fori_loop` they are lower bounds."""
+
+
+def render(runs: list[Run], plot_files: dict[str, str]) -> str:
+    base = runs[0].data
+    names = rule_names()
+    findings = stage_findings(runs[0])
+    for run in runs[1:]:  # findings are per file: any run that recorded them fills gaps
+        for stage, (found, why) in stage_findings(run).items():
+            if findings.get(stage, (None, ""))[0] is None and found is not None:
+                findings[stage] = (found, why)
+    for f_list, _ in findings.values():
+        for f in f_list or []:
+            names.setdefault(f["code"], f.get("name", ""))
+
+    sources = ", ".join(f"`{r.path.name}`" for r in runs)
+    out = [f"# {base.get('title', base['pipeline'])}", "",
+           f"_Pipeline `{base['pipeline']}`, generated by `jaxopt-audit report` from {sources}._", ""]
+    if base.get("description"):
+        out += [base["description"], ""]
+    out += ["## Summary", "", *_summary(runs), ""]
+    out += ["## The problem", "", *_problem(runs[0], findings), ""]
+    for run in runs:
+        heading = f"## Results: {run.label}" if len(runs) > 1 else "## Results"
+        out += [heading, "", f"Workload `{run.data['size']}`; times are per run of the whole workload "
+                f"(median of synchronised calls).", "", _results_table(run), ""]
+        if any(v.get("extrapolated") for v in run.variants):
+            out += ["\\* measured on a prefix of the work and extrapolated linearly.", ""]
+    if len(runs) > 1:
+        out += ["## Side by side", "", _side_by_side(runs), ""]
+    out += ["## Plots", ""]
+    for title, key in (("Time per stage (log scale)", "time"), ("Throughput per stage", "throughput")):
+        if key in plot_files:
+            out += [f"![{title}]({plot_files[key]})", ""]
+    out += ["## Stage by stage", "", *_stage_sections(runs, findings, names)]
+    out += ["## Validation", "", _validation_table(runs), ""]
+    out += ["## Machines", "", *_machines(runs), ""]
+    out += ["## How this was measured", "", METHOD, ""]
+    sizes = sorted({r.data["size"] for r in runs})
+    out += ["## Reproduce", "", "```sh"]
+    for size in sizes:
+        out.append(f"jaxopt-audit bench {base['pipeline']} --size {size} --out {base['pipeline']}-{size}.json")
+    out.append(f"jaxopt-audit report {' '.join(r.path.name for r in runs)} -o {base['pipeline']}.md")
+    out += ["```", ""]
+    return "\n".join(out)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_report(result_paths: Sequence[str], output: str | None = None) -> tuple[Path, list[Path]]:
+    """Write the markdown and its plots; return their paths."""
+    from . import plots
+
+    runs = load_runs(result_paths)
+    pipeline = runs[0].data["pipeline"]
+    md_path = Path(output) if output else Path("reports") / f"{pipeline}.md"
+    labels = [r.label for r in runs]
+    plot_paths = {
+        "time": plots.time_plot([r.data for r in runs], labels, md_path.with_name(f"{md_path.stem}-time.png")),
+        "throughput": plots.throughput_plot([r.data for r in runs], labels,
+                                            md_path.with_name(f"{md_path.stem}-throughput.png")),
+    }
+    text = render(runs, {k: p.name for k, p in plot_paths.items()})
+    write_text_atomic(md_path, text)
+    return md_path, list(plot_paths.values())
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Entry point of `jaxopt-audit report` (options are defined in cli.py)."""
+    try:
+        md_path, pngs = write_report(args.results, args.output)
+    except ReportError as exc:
+        print(f"jaxopt-audit report: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"jaxopt-audit report: wrote {md_path} and {', '.join(str(p) for p in pngs)}", file=sys.stderr)
+    return EXIT_OK

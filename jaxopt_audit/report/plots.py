@@ -1,0 +1,116 @@
+"""PNG plots for the case study: time per stage (log scale) and throughput, one bar group per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on CI or over ssh
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+
+def _stage_labels(runs: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
+    seen: dict[int, str] = {}
+    for run in runs:
+        for variant in run["variants"]:
+            seen.setdefault(variant["stage"], variant["name"])
+    return sorted(seen.items())
+
+
+def _value(run: dict[str, Any], stage: int, key: str) -> tuple[float | None, bool]:
+    for variant in run["variants"]:
+        if variant["stage"] == stage and "error" not in variant:
+            if key == "time":
+                return variant["steady_s"]["median"], bool(variant.get("extrapolated"))
+            return variant["throughput"]["value"], bool(variant.get("extrapolated"))
+    return None, False
+
+
+def _speedup(run: dict[str, Any], stage: int) -> float | None:
+    for variant in run["variants"]:
+        if variant["stage"] == stage and "error" not in variant:
+            return variant.get("speedup_vs_stage0")
+    return None
+
+
+def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabel: str, title: str,
+          path: Path) -> Path:
+    stages = _stage_labels(runs)
+    width = 0.8 / max(len(runs), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(stages) + 2), 4.2), dpi=120)
+    positions = np.arange(len(stages))
+    all_values: list[float] = []
+    for r, (run, label) in enumerate(zip(runs, labels)):
+        values, hatches, speedups = [], [], []
+        for stage, _ in stages:
+            value, extrapolated = _value(run, stage, key)
+            values.append(np.nan if value is None else value)
+            hatches.append("//" if extrapolated else "")
+            speedups.append(_speedup(run, stage) if stage else None)
+        offsets = positions - 0.4 + width * (r + 0.5)
+        bars = ax.bar(offsets, values, width, label=label)
+        all_values += [v for v in values if np.isfinite(v)]
+        for bar, hatch, value, speedup in zip(bars, hatches, values, speedups):
+            bar.set_hatch(hatch)
+            if np.isfinite(value):
+                text = _short(value, key) + (f"\n{speedup:.3g}x" if speedup is not None else "")
+                ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom",
+                            fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.set_yscale("log")
+    if all_values:  # room above the tallest bar for its two-line label
+        ax.set_ylim(min(all_values) / 1.5, max(all_values) * 2.2)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _short(v, key)))
+    ax.yaxis.set_minor_formatter(NullFormatter())  # minor log ticks unlabelled: no "4x10^0" clutter
+    ax.set_xticks(positions, [f"{i}\n{name.split('_', 1)[-1]}" for i, name in stages], fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    if len(runs) > 1:
+        ax.legend(fontsize=8)
+    if any(v.get("extrapolated") for run in runs for v in run["variants"]):
+        ax.text(0.99, 0.98, "hatched: measured on a prefix, extrapolated", transform=ax.transAxes,
+                ha="right", va="top", fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(path)  # atomic: a reader never sees half a PNG
+    return path
+
+
+def _three_digits(value: float) -> str:
+    """123.4 -> '123', 12.34 -> '12.3', 1.234 -> '1.23' (never scientific notation)."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _short(value: float, key: str) -> str:
+    if key == "time":
+        for scale, suffix in ((1.0, " s"), (1e-3, " ms"), (1e-6, " µs")):
+            if value >= scale:
+                return _three_digits(value / scale) + suffix
+        return f"{_three_digits(value * 1e9)} ns"
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return _three_digits(value / scale) + suffix
+    return _three_digits(value)
+
+
+def time_plot(runs: Sequence[dict[str, Any]], labels: Sequence[str], path: Path) -> Path:
+    """Steady-state time of the whole workload per stage, log scale."""
+    pipeline = runs[0]["pipeline"]
+    return _bars(runs, labels, "time", "seconds per run (median, log scale)",
+                 f"{pipeline}: time per stage ({runs[0]['size']} workload)", path)
+
+
+def throughput_plot(runs: Sequence[dict[str, Any]], labels: Sequence[str], path: Path) -> Path:
+    """Throughput per stage in the pipeline's unit, log scale."""
+    unit = runs[0].get("throughput_unit") or runs[0]["variants"][0]["throughput"]["unit"]
+    return _bars(runs, labels, "throughput", f"{unit} (log scale)",
+                 f"{runs[0]['pipeline']}: throughput per stage", path)
