@@ -82,7 +82,7 @@ class PrngKeyReuse(Rule):
                 return jax.lax.scan(step, x0, None, length=n)
 
             def init(seed):
-                rng = random.PRNGKey(seed)
+                rng = random.key(seed)
                 if seed > 0:
                     w = random.normal(rng, (3, 3))
                 else:

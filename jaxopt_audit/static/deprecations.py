@@ -1,0 +1,210 @@
+"""Deprecated and removed JAX APIs, each with its replacement: the data behind JAX601.
+
+Two parts. `CURATED`: the API changes users meet in real code and tutorials (RULES.md's list:
+the `jax.tree_*` aliases, typed keys, `pmap`, `pjit`, `xmap`, `host_callback`, `DeviceArray`,
+...). `JAX_TABLES`: a snapshot of the `_deprecations` tables that JAX modules keep for
+`__getattr__` (jax 0.10.2), where an entry whose function is None raises AttributeError
+("removed") and the others warn ("deprecated"). `tests/test_rules_jax601.py` checks both
+against the installed JAX, so the list cannot silently rot: every table entry of the installed
+JAX must be here with the same status, every "removed" name must fail to resolve, every
+"deprecated" or "legacy" one must still resolve, and every replacement must exist.
+
+Statuses: "removed" (AttributeError/ImportError on current JAX: reported as a warning),
+"deprecated" (still works, warns), "legacy" (works without a warning, but JAX recommends the
+replacement: reported once per file, as advice). Data only: `scan` never imports JAX.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Deprecation(NamedTuple):
+    name: str  # fully qualified: a module, a function, a class or a constant
+    replacement: str  # what to use instead; "" when JAX plans none
+    status: str  # "removed" | "deprecated" | "legacy"
+
+
+STATUSES = ("removed", "deprecated", "legacy")
+
+CURATED: tuple[Deprecation, ...] = (
+    # pytree utilities: the top-level aliases are gone; jax.tree.* is the current API
+    Deprecation("jax.tree_map", "jax.tree.map", "removed"),
+    Deprecation("jax.tree_multimap", "jax.tree.map", "removed"),
+    Deprecation("jax.tree_util.tree_multimap", "jax.tree.map", "removed"),
+    Deprecation("jax.tree_flatten", "jax.tree.flatten", "removed"),
+    Deprecation("jax.tree_unflatten", "jax.tree.unflatten", "removed"),
+    Deprecation("jax.tree_leaves", "jax.tree.leaves", "removed"),
+    Deprecation("jax.tree_structure", "jax.tree.structure", "removed"),
+    Deprecation("jax.tree_transpose", "jax.tree.transpose", "removed"),
+    Deprecation("jax.tree_reduce", "jax.tree.reduce", "removed"),
+    Deprecation("jax.tree_all", "jax.tree.all", "removed"),
+    # keys: raw uint32 keys still work; typed keys carry their implementation and catch misuse
+    Deprecation("jax.random.PRNGKey", "jax.random.key", "legacy"),
+    Deprecation("jax.random.KeyArray", "jax.Array", "removed"),
+    Deprecation("jax.random.PRNGKeyArray", "jax.Array", "removed"),
+    Deprecation("jax.random.threefry_2x32", "jax.random.key(seed, impl='threefry2x32')", "removed"),
+    Deprecation("jax.random.default_prng_impl", "jax.random.key_impl", "removed"),
+    # parallelism
+    Deprecation("jax.pmap", "jax.jit with shardings, or jax.shard_map", "legacy"),
+    Deprecation("jax.experimental.maps", "jax.shard_map, or jax.jit with shardings", "removed"),
+    Deprecation("jax.experimental.PartitionSpec", "jax.sharding.PartitionSpec", "removed"),
+    Deprecation("jax.experimental.global_device_array", "jax.Array", "removed"),
+    # host callbacks
+    Deprecation("jax.experimental.host_callback", "jax.debug.callback, jax.pure_callback or jax.experimental.io_callback", "removed"),
+    # array types
+    Deprecation("jax.abstract_arrays", "jax.core.ShapedArray", "removed"),
+    Deprecation("jax.ShapedArray", "jax.core.ShapedArray", "removed"),
+    Deprecation("jax.numpy.DeviceArray", "jax.Array", "removed"),
+    Deprecation("jax.interpreters.xla.DeviceArray", "jax.Array", "removed"),
+    Deprecation("jaxlib.xla_extension.DeviceArray", "jax.Array", "removed"),
+    Deprecation("jax.interpreters.pxla.ShardedDeviceArray", "jax.Array", "removed"),
+    # indexed updates and other long-gone helpers
+    Deprecation("jax.ops.index", "x.at[idx]", "removed"),
+    Deprecation("jax.ops.index_update", "x.at[idx].set(y)", "removed"),
+    Deprecation("jax.ops.index_add", "x.at[idx].add(y)", "removed"),
+    Deprecation("jax.ops.index_mul", "x.at[idx].multiply(y)", "removed"),
+    Deprecation("jax.ops.index_min", "x.at[idx].min(y)", "removed"),
+    Deprecation("jax.ops.index_max", "x.at[idx].max(y)", "removed"),
+    Deprecation("jax.lax.tie_in", "nothing: drop the call, it has been a no-op since omnistaging", "removed"),
+    Deprecation("jax.experimental.optimizers", "optax", "removed"),
+    Deprecation("jax.experimental.stax", "flax or equinox", "removed"),
+    Deprecation("jax.experimental.enable_x64", "jax.enable_x64", "removed"),
+    Deprecation("jax.experimental.disable_x64", "jax.enable_x64(False)", "removed"),
+    Deprecation("jax.linear_util", "jax.extend.linear_util", "removed"),
+    Deprecation("jax.api", "the same names at the top level of jax", "removed"),
+    Deprecation("jax.xla_computation", "jax.jit(f).lower(*args)", "removed"),
+    Deprecation("jax.lib.xla_bridge", "jax.extend.backend", "removed"),
+    Deprecation("jax.lib.xla_client", "jax.extend or the public jax APIs", "removed"),
+    Deprecation("jax.dlpack.to_dlpack", "pass the array itself to the consumer's from_dlpack", "removed"),
+    # NumPy aliases NumPy 2 removed, and jnp with it
+    Deprecation("jax.numpy.in1d", "jax.numpy.isin", "removed"),
+    Deprecation("jax.numpy.trapz", "jax.numpy.trapezoid", "removed"),
+    Deprecation("jax.numpy.round_", "jax.numpy.round", "removed"),
+    Deprecation("jax.numpy.row_stack", "jax.numpy.vstack", "removed"),
+    Deprecation("jax.numpy.product", "jax.numpy.prod", "removed"),
+    Deprecation("jax.numpy.cumproduct", "jax.numpy.cumprod", "removed"),
+    Deprecation("jax.numpy.alltrue", "jax.numpy.all", "removed"),
+    Deprecation("jax.numpy.sometrue", "jax.numpy.any", "removed"),
+    Deprecation("jax.numpy.msort", "jax.numpy.sort(x, axis=0)", "removed"),
+    Deprecation("jax.numpy.asfarray", "jax.numpy.asarray(x, dtype=float)", "removed"),
+    Deprecation("jax.numpy.NINF", "-jax.numpy.inf", "removed"),
+    Deprecation("jax.numpy.PINF", "jax.numpy.inf", "removed"),
+    Deprecation("jax.numpy.NZERO", "-0.0", "removed"),
+    Deprecation("jax.numpy.Inf", "jax.numpy.inf", "removed"),
+    Deprecation("jax.numpy.NaN", "jax.numpy.nan", "removed"),
+)
+
+# Snapshot of the `_deprecations` tables of jax 0.10.2 (public modules), replacements taken
+# from their messages.
+JAX_TABLES: tuple[Deprecation, ...] = (
+    Deprecation("jax.device_put_replicated", "jax.device_put", "removed"),
+    Deprecation("jax.device_put_sharded", "jax.device_put", "removed"),
+    Deprecation("jax.ad_checkpoint.checkpoint", "jax.checkpoint", "removed"),
+    Deprecation("jax.ad_checkpoint.remat", "jax.remat", "removed"),
+    Deprecation("jax.cloud_tpu_init.cloud_tpu_init", "nothing: JAX calls it automatically", "removed"),
+    Deprecation("jax.core.get_aval", "jax.typeof", "removed"),
+    Deprecation("jax.core.mapped_aval", "jax.extend.core.mapped_aval", "removed"),
+    Deprecation("jax.core.unmapped_aval", "jax.extend.core.unmapped_aval", "removed"),
+    Deprecation("jax.core.set_current_trace", "jax.extend.core.set_current_trace", "removed"),
+    Deprecation("jax.core.take_current_trace", "jax.extend.core.take_current_trace", "removed"),
+    Deprecation("jax.core.traverse_jaxpr_params", "", "removed"),
+    Deprecation("jax.core.TraceTag", "jax.extend.core.TraceTag", "removed"),
+    Deprecation("jax.core.call_impl", "jax.extend.core.call_impl", "removed"),
+    Deprecation("jax.core.subjaxprs", "jax.extend.core.subjaxprs", "removed"),
+    Deprecation("jax.core.AbstractToken", "jax.extend.core.AbstractToken", "removed"),
+    Deprecation("jax.core.CallPrimitive", "jax.extend.core.CallPrimitive", "deprecated"),
+    Deprecation("jax.core.DebugInfo", "jax.extend.core.DebugInfo", "deprecated"),
+    Deprecation("jax.core.DropVar", "jax.extend.core.DropVar", "deprecated"),
+    Deprecation("jax.core.Effect", "jax.extend.core.Effect", "deprecated"),
+    Deprecation("jax.core.Effects", "jax.extend.core.Effects", "deprecated"),
+    Deprecation("jax.core.InconclusiveDimensionOperation", "jax.errors.InconclusiveDimensionOperation", "deprecated"),
+    Deprecation("jax.core.JaxprTypeError", "jax.errors.JaxprTypeError", "deprecated"),
+    Deprecation("jax.core.check_jaxpr", "jax.extend.core.check_jaxpr", "deprecated"),
+    Deprecation("jax.core.concrete_or_error", "jax.extend.core.concrete_or_error", "deprecated"),
+    Deprecation("jax.core.find_top_trace", "jax.extend.core.find_top_trace", "deprecated"),
+    Deprecation("jax.core.gensym", "jax.extend.core.gensym", "deprecated"),
+    Deprecation("jax.core.get_opaque_trace_state", "jax.extend.core.get_opaque_trace_state", "deprecated"),
+    Deprecation("jax.core.jaxprs_in_params", "jax.extend.core.jaxprs_in_params", "deprecated"),
+    Deprecation("jax.core.new_jaxpr_eqn", "jax.extend.core.new_jaxpr_eqn", "deprecated"),
+    Deprecation("jax.core.no_effects", "jax.extend.core.no_effects", "deprecated"),
+    Deprecation("jax.core.nonempty_axis_env_DO_NOT_USE", "", "deprecated"),
+    Deprecation("jax.core.primal_dtype_to_tangent_dtype", "jax.extend.core.primal_dtype_to_tangent_dtype", "deprecated"),
+    Deprecation("jax.core.unsafe_am_i_under_a_jit_DO_NOT_USE", "", "deprecated"),
+    Deprecation("jax.core.unsafe_am_i_under_a_vmap_DO_NOT_USE", "", "deprecated"),
+    Deprecation("jax.core.unsafe_get_axis_names_DO_NOT_USE", "", "deprecated"),
+    Deprecation("jax.core.valid_jaxtype", "jax.extend.core.valid_jaxtype", "deprecated"),
+    Deprecation("jax.core.JaxprPpContext", "", "deprecated"),
+    Deprecation("jax.core.JaxprPpSettings", "", "deprecated"),
+    Deprecation("jax.core.OutputType", "", "deprecated"),
+    Deprecation("jax.core.abstract_token", "", "deprecated"),
+    Deprecation("jax.core.aval_mapping_handlers", "", "deprecated"),
+    Deprecation("jax.core.call", "", "deprecated"),
+    Deprecation("jax.core.concretization_function_error", "", "deprecated"),
+    Deprecation("jax.core.custom_typechecks", "", "deprecated"),
+    Deprecation("jax.core.is_concrete", "", "deprecated"),
+    Deprecation("jax.core.is_constant_dim", "", "deprecated"),
+    Deprecation("jax.core.is_constant_shape", "", "deprecated"),
+    Deprecation("jax.core.literalable_types", "", "deprecated"),
+    Deprecation("jax.core.no_axis_name", "", "deprecated"),
+    Deprecation("jax.core.pytype_aval_mappings", "", "deprecated"),
+    Deprecation("jax.core.trace_ctx", "", "deprecated"),
+    Deprecation("jax.experimental.pallas.dot", "jax.experimental.pallas.triton.dot (or jax.numpy.dot in a TPU/MGPU kernel)", "deprecated"),
+    Deprecation("jax.experimental.pallas.debug_checks_enabled", "jax.experimental.pallas.enable_debug_checks.value", "deprecated"),
+    Deprecation("jax.experimental.pallas.tpu.HOST", "jax.experimental.pallas.HOST", "deprecated"),
+    Deprecation("jax.experimental.pallas.tpu.semaphore", "jax.experimental.pallas.semaphore", "deprecated"),
+    Deprecation("jax.experimental.pallas.tpu.DeviceIdType", "jax.experimental.pallas.DeviceIdType", "deprecated"),
+    Deprecation("jax.experimental.pallas.tpu.semaphore_read", "jax.experimental.pallas.semaphore_read", "deprecated"),
+    Deprecation("jax.experimental.pallas.tpu.semaphore_signal", "jax.experimental.pallas.semaphore_signal", "deprecated"),
+    Deprecation("jax.experimental.pallas.tpu.semaphore_wait", "jax.experimental.pallas.semaphore_wait", "deprecated"),
+    Deprecation("jax.experimental.pjit.pjit", "jax.jit", "deprecated"),
+    Deprecation("jax.experimental.shard_map.shard_map", "jax.shard_map", "deprecated"),
+    Deprecation("jax.interpreters.ad.reducing_transposes", "", "removed"),
+    Deprecation("jax.interpreters.batching.NotMapped", "", "removed"),
+    Deprecation("jax.interpreters.pxla.Index", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.MeshAxisName", "jax.sharding.Mesh axis names", "deprecated"),
+    Deprecation("jax.interpreters.pxla.MeshComputation", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.MeshExecutable", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.global_aval_to_result_handler", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.global_avals_to_results_handler", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.global_result_handlers", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.thread_resources", "jax.set_mesh(mesh) and jax.sharding.get_abstract_mesh()", "deprecated"),
+    Deprecation("jax.interpreters.pxla.are_hlo_shardings_equal", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.is_hlo_sharding_replicated", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.op_sharding_to_indices", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.ArrayMapping", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla._UNSPECIFIED", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.array_mapping_to_axis_resources", "", "deprecated"),
+    Deprecation("jax.interpreters.pxla.MapTracer", "", "removed"),
+    Deprecation("jax.interpreters.pxla.PmapExecutable", "", "removed"),
+    Deprecation("jax.interpreters.pxla.parallel_callable", "", "removed"),
+    Deprecation("jax.interpreters.pxla.shard_args", "", "removed"),
+    Deprecation("jax.interpreters.pxla.Chunked", "jax.shard_map", "removed"),
+    Deprecation("jax.interpreters.pxla.NoSharding", "jax.shard_map", "removed"),
+    Deprecation("jax.interpreters.pxla.Replicated", "jax.shard_map", "removed"),
+    Deprecation("jax.interpreters.pxla.ShardedAxis", "jax.shard_map", "removed"),
+    Deprecation("jax.interpreters.pxla.ShardingSpec", "jax.shard_map", "removed"),
+    Deprecation("jax.interpreters.pxla.Unstacked", "jax.shard_map", "removed"),
+    Deprecation("jax.interpreters.pxla.spec_to_indices", "jax.shard_map", "removed"),
+    Deprecation("jax.lax.pvary", "jax.lax.pcast(..., to='varying')", "removed"),
+    Deprecation("jax.numpy.fix", "jax.numpy.trunc", "removed"),
+    Deprecation("jax.scipy.special.lpmn", "", "deprecated"),
+    Deprecation("jax.scipy.special.lpmn_values", "", "deprecated"),
+    Deprecation("jax.scipy.special.sph_harm", "jax.scipy.special.sph_harm_y", "removed"),
+)
+
+DEPRECATIONS: tuple[Deprecation, ...] = CURATED + JAX_TABLES
+BY_NAME: dict[str, Deprecation] = {d.name: d for d in DEPRECATIONS}
+
+
+def lookup(qualname: str) -> Deprecation | None:
+    """The entry for `qualname` or for the module or class it lies in (`jax.experimental.maps.xmap`)."""
+    found = BY_NAME.get(qualname)
+    if found is not None:
+        return found
+    parts = qualname.split(".")
+    for end in range(len(parts) - 1, 1, -1):
+        found = BY_NAME.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None

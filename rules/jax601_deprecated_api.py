@@ -1,0 +1,184 @@
+"""JAX601 deprecated-api."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from jaxopt_audit.static.deprecations import Deprecation, lookup
+from jaxopt_audit.static.model import SemanticModel
+from jaxopt_audit.static.names import canonical, dotted
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
+from jaxopt_audit.static.walk import children
+
+
+class DeprecatedApi(Rule):
+    """
+    ## What it does
+    Finds uses of JAX APIs that current JAX removed or deprecates, and names the replacement:
+    the `jax.tree_map` family (→ `jax.tree.map`, `jax.tree.leaves`, ...), `jax.random.PRNGKey`
+    (→ typed keys from `jax.random.key`), `jax.pmap` (→ `jax.jit` with shardings or
+    `jax.shard_map`), `jax.experimental.pjit.pjit` (→ `jax.jit`), `jax.experimental.maps.xmap`,
+    `jax.experimental.host_callback` (→ `jax.debug.callback` / `jax.pure_callback`),
+    `jax.abstract_arrays`, `jax.ShapedArray`, `DeviceArray` (→ `jax.Array`), the `jax.ops.index_*`
+    updates, and every entry of the `_deprecations` tables JAX itself keeps. Reported where the
+    name is spelled: at the import (`from jax import tree_map`) or the attribute
+    (`jax.tree_map(...)`).
+
+    ## Why is this bad?
+    A removed API fails with `AttributeError` or `ImportError` on current JAX, so the code does
+    not run after an upgrade (reported as a warning). A deprecated one warns today and will be
+    removed (info). Legacy APIs still work but miss what replaced them: raw `uint32` keys from
+    `PRNGKey` carry no implementation and are easy to misuse as numbers; `pmap` compiles one
+    program per device instead of one sharded program (info, once per file).
+
+    ## How to fix
+    Use the replacement the message names. The list is data (`jaxopt_audit/static/deprecations.py`)
+    and is checked against the installed JAX in the test suite.
+    """
+
+    CODE = "JAX601"
+    NAME = "deprecated-api"
+    SEVERITY = "info"
+    SUMMARY = "Use of a JAX API that is deprecated or removed"
+    FIX = "Use the replacement API named in the message."
+
+    INVALID = [
+        Invalid("""
+            import jax
+            from jax import tree_map  # <- JAX601
+            from jax.experimental import host_callback as hcb  # <- JAX601
+
+            def scale(params, factor):
+                return jax.tree_map(lambda p: p * factor, params)  # <- JAX601
+
+            def report(x):
+                hcb.id_print(x)
+                return tree_map(lambda v: v + 1, x)
+
+            key = jax.random.PRNGKey(0)  # <- JAX601
+            other = jax.random.PRNGKey(1)
+            leaves = jax.tree_util.tree_multimap(lambda a, b: a + b, key, other)  # <- JAX601
+        """),
+        Invalid("""
+            import jax.numpy as jnp
+            from jax.experimental.pjit import pjit  # <- JAX601
+
+            def is_array(x):
+                return isinstance(x, jnp.DeviceArray)  # <- JAX601
+
+            step = pjit(lambda x: jnp.trapz(x))  # <- JAX601
+        """),
+    ]
+    VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+            from jax import tree_util
+            from jax.sharding import Mesh, PartitionSpec
+
+            key = jax.random.key(0)
+            params = {"w": jnp.ones(3)}
+            scaled = jax.tree.map(lambda p: p * 2, params)
+            leaves = tree_util.tree_leaves(scaled)
+            total = jax.tree_util.tree_reduce(lambda a, b: a + b, scaled)
+            checked = isinstance(scaled["w"], jax.Array)
+            area = jnp.trapezoid(jnp.arange(4.0))
+            spec = PartitionSpec("data")
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        first_legacy: dict[str, list[cst.CSTNode]] = {}
+        found: list[tuple[cst.CSTNode, Deprecation, str]] = []
+        self._visit(model, model.module, found)
+        for node, entry, spelled in found:
+            if entry.status == "legacy":
+                first_legacy.setdefault(entry.name, []).append(node)
+                continue
+            yield Report(node, _message(entry, spelled), fix=_fix(entry),
+                         severity="warning" if entry.status == "removed" else "info")
+        for name, nodes in first_legacy.items():
+            entry = lookup(name)
+            assert entry is not None
+            more = f" ({len(nodes)} uses in this file)" if len(nodes) > 1 else ""
+            yield Report(nodes[0], _message(entry, name) + more, fix=_fix(entry), severity="info")
+
+    def _visit(self, model: SemanticModel, node: cst.CSTNode,
+               found: list[tuple[cst.CSTNode, Deprecation, str]]) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                name = canonical(dotted(alias.name) or "")
+                entry = lookup(name)
+                if entry is not None:
+                    found.append((alias, entry, name))
+            return
+        if isinstance(node, cst.ImportFrom):
+            if node.relative or node.module is None:
+                return
+            module = canonical(dotted(node.module) or "")
+            module_entry = lookup(module)
+            if module_entry is not None:
+                found.append((node, module_entry, module))
+                return
+            if isinstance(node.names, cst.ImportStar):
+                return
+            for alias in node.names:
+                name = canonical(f"{module}.{dotted(alias.name)}")
+                entry = lookup(name)
+                if entry is not None:
+                    found.append((alias, entry, name))
+            return
+        if isinstance(node, cst.Attribute):
+            q = model.resolve(node)
+            entry = lookup(q) if q is not None else None
+            # report where the deprecated name is spelled; an imported alias is reported at its import
+            if entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(node):
+                found.append((node, entry, q))
+                return
+        for child in children(node):
+            self._visit(model, child, found)
+
+
+def _attribute_names(node: cst.Attribute) -> set[str]:
+    names: set[str] = set()
+    current: cst.BaseExpression = node
+    while isinstance(current, cst.Attribute):
+        names.add(current.attr.value)
+        current = current.value
+    return names
+
+
+def _message(entry: Deprecation, spelled: str) -> str:
+    subject = f"`{entry.name}`" if spelled == entry.name else f"`{spelled}` (from `{entry.name}`)"
+    if entry.status == "removed":
+        what = "was removed from JAX: it fails with AttributeError or ImportError on current versions"
+    elif entry.status == "deprecated":
+        what = "is deprecated in JAX and will be removed"
+    else:
+        what = "is a legacy API that JAX recommends replacing"
+    if not entry.replacement:
+        return f"{subject} {what}; JAX plans no replacement"
+    return f"{subject} {what}; use {_code(entry.replacement)} instead"
+
+
+def _code(replacement: str) -> str:
+    """Backticks around API names, not around prose ("nothing: drop the call")."""
+    if replacement.startswith(("nothing", "the same", "pass ")):
+        return replacement
+    parts = replacement.split(", or ") if ", or " in replacement else replacement.split(" or ")
+    if len(parts) > 1:
+        return " or ".join(_code(p) for p in parts)
+    if "," in replacement and "(" not in replacement:
+        return ", ".join(_code(p.strip()) for p in replacement.split(","))
+    if replacement.startswith(("jax", "x.", "-", "optax", "flax")) and " with " not in replacement \
+            and " and " not in replacement and " in " not in replacement:
+        return f"`{replacement}`"
+    return replacement
+
+
+def _fix(entry: Deprecation) -> str:
+    if not entry.replacement:
+        return f"Remove the use of `{entry.name}`; JAX offers no replacement."
+    return f"Replace `{entry.name}` with {_code(entry.replacement)}."

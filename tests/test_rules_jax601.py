@@ -1,0 +1,200 @@
+"""JAX601 deprecated-api: the data checked against the installed JAX (so the list cannot
+silently rot), and the rule's matching beyond its embedded examples."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from jaxopt_audit.static.deprecations import BY_NAME, CURATED, DEPRECATIONS, JAX_TABLES, STATUSES
+from jaxopt_audit.static.registry import load_rules
+
+from conftest import scan_text
+
+RULE = [r for r in load_rules() if r.CODE == "JAX601"]
+MISSING, PRESENT, WARNS, UNKNOWN = "missing", "present", "warns", "unknown"
+
+
+def _resolve(name: str) -> str:
+    """How `name` fares in the installed JAX: missing, present, warns (DeprecationWarning), or
+    unknown (a module failed to import for another reason, e.g. an optional dependency)."""
+    parts = name.split(".")
+    module = None
+    end = len(parts)
+    while end > 0:
+        dotted = ".".join(parts[:end])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                module = importlib.import_module(dotted)
+            break
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not dotted.startswith(exc.name) and not exc.name.startswith(dotted):
+                return UNKNOWN  # a third-party dependency is missing, not the JAX module
+            end -= 1
+        except ImportError:
+            return UNKNOWN
+    if module is None:
+        return MISSING
+    obj = module
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for attribute in parts[end:]:
+            try:
+                obj = getattr(obj, attribute)
+            except AttributeError:
+                return MISSING
+    return WARNS if any(issubclass(w.category, DeprecationWarning) for w in caught) else PRESENT
+
+
+def _jax_tables() -> dict[str, str]:
+    """name -> "removed"/"deprecated" for every `_deprecations` entry of the installed JAX."""
+    jax = pytest.importorskip("jax")
+    out: dict[str, str] = {}
+    names = ["jax"] + [info.name for info in pkgutil.walk_packages(jax.__path__, "jax.", onerror=lambda name: None)]
+    for module_name in names:
+        if module_name.startswith("jax._src") or ".tests" in module_name:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                module = importlib.import_module(module_name)
+        except Exception:  # noqa: BLE001 - optional dependencies (tensorflow, triton) may be absent
+            continue
+        table = getattr(module, "_deprecations", None)
+        if isinstance(table, dict):
+            for name, (_message, replacement) in table.items():
+                out[f"{module_name}.{name}"] = "removed" if replacement is None else "deprecated"
+    return out
+
+
+def test_data_is_well_formed():
+    assert len(BY_NAME) == len(DEPRECATIONS), "an API is listed twice"
+    for entry in DEPRECATIONS:
+        assert entry.status in STATUSES, entry
+        assert entry.name.startswith(("jax.", "jaxlib.")), entry
+        assert entry.replacement != entry.name, entry
+
+
+@pytest.mark.slow
+def test_every_deprecation_table_of_installed_jax_is_in_the_data():
+    tables = _jax_tables()
+    assert tables, "found no _deprecations tables: has JAX changed its mechanism?"
+    missing = sorted(f"{name} ({status})" for name, status in tables.items() if name not in BY_NAME)
+    assert not missing, "add these to jaxopt_audit/static/deprecations.py: " + ", ".join(missing)
+    wrong = sorted(f"{name}: JAX says {status}, data says {BY_NAME[name].status}"
+                   for name, status in tables.items() if BY_NAME[name].status != status)
+    assert not wrong, "; ".join(wrong)
+
+
+@pytest.mark.slow
+def test_statuses_match_the_installed_jax():
+    pytest.importorskip("jax")
+    problems = []
+    for entry in DEPRECATIONS:
+        outcome = _resolve(entry.name)
+        if outcome == UNKNOWN:
+            continue
+        if entry.status == "removed" and outcome != MISSING:
+            problems.append(f"{entry.name} is listed as removed but resolves ({outcome})")
+        elif entry.status == "deprecated" and outcome == MISSING:
+            problems.append(f"{entry.name} is listed as deprecated but is gone: mark it removed")
+        elif entry.status == "legacy" and outcome != PRESENT:
+            problems.append(f"{entry.name} is listed as legacy but {outcome}: update its status")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_replacements_exist_in_the_installed_jax():
+    pytest.importorskip("jax")
+    names = {e.replacement for e in DEPRECATIONS if re.fullmatch(r"jax(\.\w+)+", e.replacement)}
+    assert "jax.tree.map" in names and "jax.random.key" in names
+    broken = sorted(n for n in names if _resolve(n) not in (PRESENT, UNKNOWN) or n in BY_NAME)
+    assert not broken, "replacements that do not exist or are themselves deprecated: " + ", ".join(broken)
+
+
+def test_curated_list_covers_rules_md():
+    for name in ("jax.tree_map", "jax.tree_util.tree_multimap", "jax.random.PRNGKey", "jax.pmap",
+                 "jax.experimental.pjit.pjit", "jax.experimental.maps", "jax.experimental.host_callback",
+                 "jax.abstract_arrays", "jax.ShapedArray", "jax.numpy.DeviceArray"):
+        assert name in BY_NAME, name
+    assert {e.name for e in CURATED}.isdisjoint(e.name for e in JAX_TABLES)
+
+
+def test_scan_side_does_not_import_jax():
+    code = ("import sys; import jaxopt_audit.rules.jax601_deprecated_api, jaxopt_audit.static.deprecations; "
+            "assert 'jax' not in sys.modules, 'the JAX601 rule imported jax'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _findings(source: str):
+    return [(f.line, f.severity, f.message) for f in scan_text(source, RULE)]
+
+
+def test_resolves_aliases_and_reports_where_the_name_is_spelled():
+    found = _findings("""
+        import jax as J
+        import jax.numpy as np
+        from jax import random, tree_util
+        from jax.experimental import maps
+
+        a = J.tree_leaves({"a": 1})
+        b = isinstance(a, np.DeviceArray)
+        c = tree_util.tree_multimap(lambda x, y: x, a, a)
+        mesh = maps.Mesh(None, ("x",))
+        d = random.KeyArray
+    """)
+    assert [(line, severity) for line, severity, _ in found] == [
+        (4, "warning"), (6, "warning"), (7, "warning"), (8, "warning"), (10, "warning")]
+    assert "`jax.tree.leaves`" in found[1][2]
+
+
+def test_legacy_apis_are_advice_once_per_file():
+    found = _findings("""
+        import jax
+
+        keys = [jax.random.PRNGKey(i) for i in range(3)]
+        more = jax.random.PRNGKey(7)
+        f = jax.pmap(lambda x: x * 2)
+        g = jax.pmap(lambda x: x + 1)
+    """)
+    assert [(line, severity) for line, severity, _ in found] == [(3, "info"), (5, "info")]
+    assert "(2 uses in this file)" in found[0][2] and "jax.random.key" in found[0][2]
+
+
+def test_deprecated_is_info_removed_is_warning():
+    found = _findings("""
+        from jax.experimental.shard_map import shard_map
+        from jax.experimental.host_callback import id_tap
+        import jax.core
+
+        aval = jax.core.get_aval(1.0)
+    """)
+    assert [(line, severity) for line, severity, _ in found] == [(1, "info"), (2, "warning"), (5, "warning")]
+    assert "jax.typeof" in found[2][2]
+
+
+def test_quiet_on_current_apis_and_look_alikes():
+    assert _findings("""
+        import numpy as np
+        import jax
+        from jax import tree_util
+        from .utils import tree_map
+        from mylib.jax_compat import pmap
+
+        def tree_leaves(tree):
+            return tree_util.tree_leaves(tree)
+
+        x = np.trapz([1.0, 2.0])
+        y = jax.tree_util.tree_map(lambda v: v, {"a": 1})
+        z = tree_map(lambda v: v, y)
+        key = jax.random.key(0)
+        f = pmap(lambda v: v)
+        mesh = jax.make_mesh((1,), ("x",))
+    """) == []
