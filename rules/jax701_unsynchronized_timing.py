@@ -1,0 +1,295 @@
+"""JAX701 unsynchronized-timing."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from jaxopt_audit.static import apis
+from jaxopt_audit.static.model import Function, SemanticModel
+from jaxopt_audit.static.reads import read_names
+from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static.timing import (TimedRegion, calls_in_order, is_sync, syncing_functions,
+                                        timed_regions)
+from jaxopt_audit.static.walk import string_value, walk
+
+TIMEIT_RUNNERS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
+# Words that say a measurement knowingly includes compilation.
+_SAYS_COMPILE = re.compile(r"compil|first|warm|cold|trac|startup|lower", re.IGNORECASE)
+
+
+class UnsynchronizedTiming(Rule):
+    """
+    ## What it does
+    Finds timers (`time.time`, `time.perf_counter`, `time.monotonic`, `timeit`) around JAX work
+    whose result is not waited for before the second reading: no `.block_until_ready()`,
+    `jax.block_until_ready(...)`, or host conversion (`float(x)`, `np.asarray(x)`, `x.item()`)
+    after the last JAX call of the timed region. Also finds timed regions that contain the first
+    call of a function jitted in the same scope without saying so (the number then includes
+    tracing and compilation).
+
+    ## Why is this bad?
+    JAX dispatches asynchronously: a call returns as soon as the work is queued, and the device
+    computes in the background. A timer read right after the call measures the dispatch — often
+    microseconds — not the computation (seed 002: `%time jnp.dot(x, x.T)` versus `%timeit
+    jnp.dot(x, x.T).block_until_ready()`). The first call of a jitted function traces and
+    compiles it, which can take seconds; mixed into a steady-state figure it makes the compiled
+    code look slow.
+
+    ## How to fix
+    Wait for the result before reading the timer: `out = f(x); out.block_until_ready()` or
+    `jax.block_until_ready(out)` for a pytree. Call the function once before starting the timer
+    (a warm-up) and report compile time separately — or name the number for what it is
+    (`compile_and_run_s`).
+
+    The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
+    call before the second reading, when a function called in between may sync (an unknown
+    function given the result), when the timed function syncs itself, and on a first call whose
+    measurement says it includes compilation (`compile_s`, "first call", "warm-up").
+
+    ## Measured
+    `jit_basics` pipeline (seed 002): the async-dispatch benchmark times the same call with and
+    without `block_until_ready`.
+    """
+
+    CODE = "JAX701"
+    NAME = "unsynchronized-timing"
+    SEVERITY = "warning"
+    SUMMARY = "Timer around JAX work without block_until_ready, or including the first (compiling) call"
+    FIX = ("Call `.block_until_ready()` on the result (or `jax.block_until_ready(out)`) before reading "
+           "the timer, and time a warm-up call separately.")
+
+    INVALID = [
+        Invalid("""
+            import time
+            import jax
+            import jax.numpy as jnp
+
+            x = jax.random.normal(jax.random.key(0), (3000, 3000))
+            start = time.time()
+            y = jnp.dot(x, x.T)
+            print("dot:", time.time() - start)  # <- JAX701
+
+            selu = jax.jit(lambda v: 1.05 * jnp.where(v > 0, v, 1.67 * jnp.exp(v) - 1.67))
+            t0 = time.perf_counter()
+            selu(x).block_until_ready()
+            elapsed = time.perf_counter() - t0  # <- JAX701
+            print(f"selu: {elapsed * 1e3:.2f} ms")
+        """, note="seed 002: dispatch timed, not compute; a first call timed as steady state"),
+        Invalid("""
+            import time
+            import timeit
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def train_step(w, x):
+                return w - 0.1 * jnp.mean(x @ w) * w
+
+            def benchmark(w, x, steps=100):
+                w = train_step(w, x).block_until_ready()  # warm-up
+                start = time.perf_counter()
+                for _ in range(steps):
+                    out = train_step(w, x)
+                end = time.perf_counter()  # <- JAX701
+                per_call = timeit.timeit(lambda: train_step(w, x), number=steps)  # <- JAX701
+                return (end - start) / steps, per_call
+        """),
+    ]
+    VALID = [
+        Valid("""
+            import time
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def train_step(w, x):
+                return w - 0.1 * jnp.mean(x @ w) * w
+
+            def benchmark(w, x, steps=100):
+                t0 = time.perf_counter()
+                w = train_step(w, x).block_until_ready()
+                compile_s = time.perf_counter() - t0
+                start = time.perf_counter()
+                for _ in range(steps):
+                    out = train_step(w, x)
+                out.block_until_ready()
+                steady_s = (time.perf_counter() - start) / steps
+                return compile_s, steady_s
+
+            def timed_loss(w, x):
+                start = time.perf_counter()
+                loss = float(jnp.mean(train_step(w, x)))
+                return loss, time.perf_counter() - start
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        syncing = syncing_functions(model)
+        for fn in model.functions:
+            if fn.traced:
+                continue
+            results = _work_results(model, fn)
+            order: list[cst.Call] | None = None
+            for region in timed_regions(model, fn):
+                pending = _unsynchronized_work(model, fn, region.calls, results, syncing)
+                if pending is not None:
+                    yield Report(region.end, f"`{describe(region.end)}` is read after `{describe(pending)}` "
+                                             "without waiting for its result: JAX dispatches asynchronously, "
+                                             "so this times the dispatch, not the computation")
+                    continue
+                if order is None:
+                    order = calls_in_order(fn)
+                first = None if region.in_loop else _first_jitted_call(model, fn, region, order)
+                if first is not None and not _says_compile(model, fn, region):
+                    yield Report(region.end, f"the timed region ending at `{describe(region.end)}` contains the "
+                                             f"first call of `{describe(first.func)}`, so it includes tracing and "
+                                             "compilation; warm up before starting the timer or report it as "
+                                             "compile time")
+            for site in fn.calls:
+                call: cst.Call = site.node
+                if model.resolve(call.func) in TIMEIT_RUNNERS:
+                    pending = _timeit_statement_pending(model, fn, call, syncing)
+                    if pending is not None:
+                        yield Report(call, f"`{describe(call.func)}` times `{pending}` without "
+                                           "`.block_until_ready()`: JAX dispatches asynchronously, so this "
+                                           "times the dispatch, not the computation")
+
+
+def _work_results(model: SemanticModel, fn: Function) -> set[str]:
+    """Names bound from JAX work in `fn` (`out = f(x)`): converting them waits for the device."""
+    out: set[str] = set()
+    for a in fn.assignments:
+        if a.value is not None and any(isinstance(n, cst.Call) and model.call_work(n, fn) is not None
+                                       for n in walk(a.value)):
+            out.update(a.targets)
+    return out
+
+
+def _unsynchronized_work(model: SemanticModel, fn: Function, calls, results: set[str],
+                         syncing) -> cst.Call | None:
+    """The last JAX call in `calls` when nothing after it waits for the device; None when the
+    work is synced, when there is none, or when a call after it might sync (unknown function)."""
+    pending: cst.Call | None = None
+    for call in calls:
+        callee = model.callee(call, fn)
+        if callee.function is not None and callee.function in syncing:
+            pending = None  # the function waits for its own results
+            continue
+        if is_sync(model, call, fn, results):
+            pending = None
+            continue
+        if model.call_work(call, fn) is not None:
+            q = model.resolve(call.func) or ""
+            if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
+                continue  # building a wrapper is not device work
+            pending = call
+            continue
+        if pending is not None and _may_sync(model, fn, call, results):
+            return None
+    return pending
+
+
+def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[str]) -> bool:
+    """An unknown function given a device result might read it (a logger, a metrics writer)."""
+    callee = model.callee(call, fn)
+    if callee.function is not None:
+        return False  # same-module functions are known: `syncing_functions` covers them
+    q = callee.qualname or ""
+    if q.startswith("builtins.") and q not in ("builtins.print", "builtins.repr", "builtins.str"):
+        return False
+    return any(read_names(a.value) & results or model.is_array(a.value, fn) for a in call.args) or (
+        isinstance(call.func, cst.Attribute) and bool(read_names(call.func.value) & results))
+
+
+def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.BaseExpression]:
+    """Names bound in `fn` to a jit wrapper (`f = jax.jit(g)`); at module level also the
+    module's jit-decorated functions."""
+    out: dict[str, cst.BaseExpression] = {}
+    for a in fn.assignments:
+        value = a.value
+        if isinstance(value, cst.Call) and len(a.targets) == 1:
+            q = model.resolve(value.func)
+            inner = model.resolve(value.func.func) if isinstance(value.func, cst.Call) else None
+            if q in apis.JIT_WRAPPERS or (inner == "functools.partial" and value.func.args
+                                          and model.resolve(value.func.args[0].value) in apis.JIT_WRAPPERS):
+                out[a.targets[0]] = value
+    if fn.is_module:
+        for other in model.functions:
+            if other.parent is fn and other.jitted and isinstance(other.node, cst.FunctionDef):
+                out.setdefault(other.name, other.node)
+    return out
+
+
+def _first_jitted_call(model: SemanticModel, fn: Function, region: TimedRegion,
+                       order: list[cst.Call]) -> cst.Call | None:
+    """A call in the region of a callable jitted in this scope that was not called before."""
+    jitted = _jitted_here(model, fn)
+    if not jitted:
+        return None
+    position = {id(c): i for i, c in enumerate(order)}
+    start = position.get(id(region.start))
+    if start is None:
+        return None
+    called_before = {c.func.value for c in order[:start] if isinstance(c.func, cst.Name)}
+    for call in region.calls:
+        if isinstance(call.func, cst.Name) and call.func.value in jitted \
+                and call.func.value not in called_before:
+            return call
+    return None
+
+
+def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bool:
+    """The measurement is labelled as including compilation: its variable name or the text
+    printed with it mentions compile / first / warm-up."""
+    labels: set[str] = set()
+    for a in fn.assignments:
+        if a.value is not None and any(n is region.end for n in walk(a.value)):
+            labels.update(a.targets)
+    if any(_SAYS_COMPILE.search(name) for name in labels):
+        return True
+    for site in fn.calls:
+        call = site.node
+        uses = any(read_names(arg.value) & labels or any(n is region.end for n in walk(arg.value))
+                   for arg in call.args)
+        if not uses:
+            continue
+        for node in walk(call):
+            text = string_value(node) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else (
+                "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+                if isinstance(node, cst.FormattedString) else None)
+            if text and _SAYS_COMPILE.search(text):
+                return True
+    return False
+
+
+def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call, syncing) -> str | None:
+    """`timeit.timeit(lambda: f(x), ...)`: the statement does JAX work and never waits for it."""
+    stmt = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "stmt"), None)
+    if stmt is None:
+        return None
+    if isinstance(stmt, cst.Lambda):
+        body = model.lambdas.get(stmt)
+        if body is None:
+            return None
+        pending = _unsynchronized_work(model, body, calls_in_order(body), set(), syncing)
+        return describe(pending) if pending is not None else None
+    text = string_value(stmt)
+    if text is None:
+        return None
+    try:
+        parsed = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return None
+    if "block_until_ready" in text:
+        return None
+    for node in walk(parsed):
+        if isinstance(node, cst.Call):
+            q = model.resolve(node.func)
+            target = model.lookup_function(node.func.value, fn) if isinstance(node.func, cst.Name) else None
+            if (q or "").startswith(("jax.numpy.", "jax.lax.", "jax.random.")) or (
+                    target is not None and target.jitted and target not in syncing):
+                return describe(node)
+    return None
