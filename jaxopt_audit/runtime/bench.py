@@ -372,10 +372,10 @@ def results_table(results: dict[str, Any]) -> Any:
 
     table = Table(title=f"{results['pipeline']} ({results['size']}) on {results['platform']}: {results['device']}",
                   caption=f"* measured on a prefix and extrapolated · JAX {results['jax_version']}")
-    for column in ("stage", "addresses", "compile", "steady (median)", "spread", "vs stage 0",
-                   "vs prev", f"throughput ({results['throughput_unit']})", "compiles/call",
-                   "transfers/call", "valid", "findings"):
-        table.add_column(column, justify="left" if column in ("stage", "addresses") else "right")
+    for column in ("stage", "rules", "compile", "time/run", "spread", "x stage0", "x prev",
+                   results["throughput_unit"], "compiles/call", "transfers/call", "valid", "findings"):
+        table.add_column(column, justify="left" if column in ("stage", "rules") else "right",
+                         no_wrap=column in ("stage", "time/run"))
     for v in results["variants"]:
         if "error" in v:
             table.add_row(f"{v['stage']} {v['name']}", ",".join(v["addresses"]),
@@ -517,7 +517,10 @@ def bench_command(args: argparse.Namespace) -> int:
             write_json_atomic(out, results)
             print(f"jaxopt-audit bench: wrote {out}", file=sys.stderr)
         if args.format == "table":
-            Console().print(results_table(results))
+            console = Console()
+            if not console.is_terminal:  # a file or a pipe: no terminal width to respect
+                console = Console(width=170)
+            console.print(results_table(results))
     if args.format == "json" and not args.out:
         payload: Any = all_results[0] if len(all_results) == 1 else all_results
         print(json.dumps(payload, indent=2, allow_nan=False))
