@@ -15,10 +15,13 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   outside any jitted call belong to eager (op-by-op) work and explicit `.lower()`.
 - Why it recompiled: `jax_explain_cache_misses` is switched on and JAX's explanations are taken
   from its logger (and not printed), parsed by `run_cachemiss`.
-- Execution time: the outputs of each top-level call are handed to one background thread that
-  waits for them (`block_until_ready` releases the GIL) and stamps the completion time; device
-  busy time of a call is `done - max(start, previous done)`. The GIL switch interval is lowered
-  for the run so the stamp is late by at most ~0.5 ms.
+- Execution time: for a sample of the top-level calls (the first `TIME_FIRST` of each function,
+  then every `TIME_EVERY`-th), one background thread waits (`block_until_ready` releases the
+  GIL) for the outputs of the call just before it and then for its own, and stamps both
+  completions: the call's device time is `done - max(start, previous done)`. A function's
+  device time is its sampled mean times its calls. Sampling keeps the thread's wake-ups (GIL
+  hand-overs) rare in a fast loop; the GIL switch interval is lowered for the run so a stamp is
+  late by at most ~0.5 ms.
 - Device-to-host reads and syncs: the host entry points of `jax.Array` (`float`, `int`, `bool`,
   `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
   `numpy.asarray`/`array`/`asanyarray` (the CPU buffer-protocol path) and `jax.device_get` /
@@ -34,8 +37,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import os
+import itertools
 import logging
+import os
 import queue
 import sys
 import threading
@@ -64,9 +68,12 @@ CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
 _QUIETED_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
 _SWITCH_INTERVAL_S = 0.0005
 _PRODUCERS_LIMIT = 16384
+TIME_FIRST = 8  # calls of each function always timed (the first ones vary most)
+TIME_EVERY = 16  # afterwards, one call in TIME_EVERY
 _HOST_SCALARS = (int, float, bool, complex)
 
 ArrayImpl: type = type(jnp.zeros(()))
+_DEVICE_ONLY = frozenset({ArrayImpl})
 
 
 @dataclass
@@ -93,8 +100,8 @@ class FunctionRecord:
     compiles: int = 0
     compile_s: float = 0.0
     call_s: float = 0.0  # time inside top-level calls, compilation excluded (dispatch)
-    exec_s: float = 0.0
-    exec_measured: int = 0
+    exec_s: float = 0.0  # device time summed over the timed calls
+    exec_measured: int = 0  # how many calls were timed
     h2d_transfers: int = 0  # host leaves copied to the device as arguments
     host_array_args: int = 0  # of which NumPy arrays
     calls_with_host_arrays: int = 0
@@ -107,6 +114,11 @@ class FunctionRecord:
     @property
     def wrappers_created(self) -> int:
         return sum(self.jit_sites.values())
+
+    @property
+    def exec_estimate_s(self) -> float:
+        """Device time of all calls: the timed calls' mean times the number of calls."""
+        return self.exec_s * self.calls / self.exec_measured if self.exec_measured else 0.0
 
 
 @dataclass(frozen=True)
@@ -200,7 +212,6 @@ class Instrument:
         self.eager_compiles = 0
         self.eager_compile_s = 0.0
         self.compile_s_by_kind: Counter[str] = Counter()
-        self.device_busy_s = 0.0
         self.exec_unmeasured = 0
         self.on_call = on_call  # e.g. the trace's step counter
         self._local = threading.local()
@@ -210,7 +221,7 @@ class Instrument:
         self._restore: list[Callable[[], None]] = []
         self._done: queue.SimpleQueue = queue.SimpleQueue()
         self._watcher: threading.Thread | None = None
-        self._last_done = 0.0
+        self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._original_block = ArrayImpl.block_until_ready
 
     # ------------------------------------------------------------ install / uninstall
@@ -313,10 +324,14 @@ class Instrument:
                     record.call_sites_with_host_arrays[site] += 1
                     self._count_transfer(TransferKey("h2d", site.path, site.line, "jit argument"), record.name,
                                          host_arrays)
-        leaves = [leaf for leaf in jax.tree_util.tree_leaves(out) if type(leaf) is ArrayImpl]
+        leaves = jax.tree_util.tree_leaves(out)
+        if not set(map(type, leaves)) <= _DEVICE_ONLY:
+            leaves = [leaf for leaf in leaves if type(leaf) is ArrayImpl]
         if leaves:
             self._remember_producer(leaves, record)
-            self._done.put((record, start + frame.compile_s, leaves))
+            if record.calls <= TIME_FIRST or record.calls % TIME_EVERY == 0:
+                self._done.put((record, start + frame.compile_s, self._previous_leaves, leaves))
+            self._previous_leaves = leaves
         if self.on_call is not None:
             self.on_call(record, out)
         return out
@@ -327,9 +342,12 @@ class Instrument:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
         if names:
             kwargs = {k: v for k, v in kwargs.items() if k not in names}
+        all_leaves = jax.tree_util.tree_leaves((args, kwargs))
+        if set(map(type, all_leaves)) <= _DEVICE_ONLY:  # the common case, checked in C
+            return 0, 0
         leaves = 0
         arrays = 0
-        for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        for leaf in all_leaves:
             kind = type(leaf)
             if kind is ArrayImpl:
                 continue
@@ -429,28 +447,17 @@ class Instrument:
             item = self._done.get()
             if item is None:
                 return
-            record, start, leaves = item
-            waited = False
-            for leaf in leaves:
-                try:
-                    if leaf.is_deleted():  # donated to a later call already
-                        continue
-                    block(leaf)
-                    waited = True
-                    break
-                except Exception:  # deleted between the check and the wait
-                    continue
-            done = time.perf_counter()
-            del leaves, item
-            if not waited:
-                # outputs all donated onward: their completion is covered by a later call's
+            record, start, before, leaves = item
+            before_done = _completion(before, block)
+            done = _completion(leaves, block)
+            del before, leaves, item
+            if done is None:
+                # outputs all donated onward before they could be waited for: not timed
                 self.exec_unmeasured += 1
                 continue
-            busy = max(0.0, done - max(start, self._last_done))
-            self._last_done = done
-            record.exec_s += busy
+            begin = start if before_done is None else max(start, before_done)
+            record.exec_s += max(0.0, done - begin)
             record.exec_measured += 1
-            self.device_busy_s += busy
 
     def wait(self, outputs: Any) -> None:
         """Block until `outputs` are computed, without counting it as the program's sync."""
@@ -462,8 +469,8 @@ class Instrument:
 
     def _remember_producer(self, leaves: list[Any], record: FunctionRecord) -> None:
         producers = self._producers
-        for leaf in leaves:
-            producers[id(leaf)] = (weakref.ref(leaf), record)
+        # map/zip keep the per-leaf work in C: outputs can have hundreds of leaves
+        producers.update(zip(map(id, leaves), zip(map(weakref.ref, leaves), itertools.repeat(record))))
         if len(producers) > _PRODUCERS_LIMIT:
             # drop the oldest half: reads of very old outputs lose their attribution, nothing else
             for key in list(producers)[: _PRODUCERS_LIMIT // 2]:
@@ -628,6 +635,19 @@ class Instrument:
                 instrument._exit_hook()
 
         return put
+
+
+def _completion(leaves: list[Any], block: Callable[[Any], Any]) -> float | None:
+    """When the computation that produced `leaves` finished; None if all were donated away."""
+    for leaf in leaves:
+        try:
+            if leaf.is_deleted():  # donated to a later call already
+                continue
+            block(leaf)
+            return time.perf_counter()
+        except Exception:  # deleted between the check and the wait
+            continue
+    return None
 
 
 def _host_array_count(obj: Any) -> int:

@@ -33,7 +33,7 @@ class FunctionReport:
     calls: int
     compiles: int
     compile_s: float
-    exec_s: float  # device busy time of its calls (measured on `exec_measured` of them)
+    exec_s: float  # device time of its calls (the mean of `exec_measured` timed calls x calls)
     dispatch_s: float  # host time inside its calls, compilation excluded
     h2d_transfers: int
     d2h_transfers: int
@@ -135,12 +135,13 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
          for key, count in instrument.transfers.items()),
         key=lambda t: (-t.count, t.path, t.line, t.direction, t.via)))
     compile_s = sum(instrument.compile_s_by_kind.values())
-    device_s = min(instrument.device_busy_s, max(0.0, wall_s - compile_s))
+    busy_s = sum(record.exec_estimate_s for record in instrument.functions.values())
+    device_s = min(busy_s, max(0.0, wall_s - compile_s))
     host_s = max(0.0, wall_s - compile_s - device_s)
     notes = []
     if instrument.exec_unmeasured:
-        notes.append(f"{instrument.exec_unmeasured} calls had all outputs donated before they could be "
-                     "timed; their device time is counted in the next call's")
+        notes.append(f"{instrument.exec_unmeasured} sampled calls had all outputs donated before they "
+                     "could be timed; device times are estimated from the other sampled calls")
     return RunReport(tuple(argv), exit_status, error, _r(wall_s), _r(compile_s), _r(device_s), _r(host_s),
                      instrument.eager_compiles, _r(instrument.eager_compile_s), functions, transfers,
                      notes=tuple(notes))
@@ -151,7 +152,7 @@ def _function(record: FunctionRecord) -> FunctionReport:
                                        display_path(r.site.path) if r.site else None,
                                        r.site.line if r.site else None) for r in record.recompiles)
     return FunctionReport(record.name, display_path(record.path), record.line, record.calls, record.compiles,
-                          _r(record.compile_s), _r(record.exec_s), _r(record.call_s), record.h2d_transfers,
+                          _r(record.compile_s), _r(record.exec_estimate_s), _r(record.call_s), record.h2d_transfers,
                           record.d2h_transfers, record.host_array_args, record.wrappers_created,
                           record.exec_measured, recompiles)
 

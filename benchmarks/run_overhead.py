@@ -1,0 +1,169 @@
+"""What `jaxopt-audit run`'s instruments cost: the same loops timed without and with them.
+
+    python benchmarks/run_overhead.py [--calls 2000] [--repeats 7] [--out results.json]
+
+Workloads, each a loop a user might write, timed end to end (block at the end) after a warm-up:
+
+- tiny_call: a jitted elementwise op on 8 floats: pure per-call overhead (the worst case).
+- params_100: a jitted update over a dict of 100 parameter arrays (the leaves are walked twice
+  per call under `run`: host-leaf counting and output bookkeeping).
+- read_per_step: a jitted call plus a `float()` of its result every step (hook + stack walk).
+- mlp_step: a 64-256-256-1 MLP SGD step on a batch of 32 (a realistic small step).
+
+Reports the median time per step without and with the instruments, the added microseconds per
+step and the relative overhead. Timings on a shared machine are noisy: compare medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxopt_audit.runtime.run_instrument import Instrument
+from jaxopt_audit.runtime.run_sites import UserFiles
+
+
+@dataclass(frozen=True)
+class Overhead:
+    workload: str
+    steps: int
+    plain_us_per_step: float
+    instrumented_us_per_step: float
+
+    @property
+    def added_us_per_step(self) -> float:
+        return self.instrumented_us_per_step - self.plain_us_per_step
+
+    @property
+    def relative(self) -> float:
+        return self.added_us_per_step / self.plain_us_per_step
+
+
+def _workloads() -> dict[str, Callable[[int], Callable[[], None]]]:
+    """name -> make(steps) -> loop; `make` builds (and jits) under whatever jax.jit is current."""
+
+    def tiny_call(steps: int) -> Callable[[], None]:
+        f = jax.jit(lambda x: x * 1.0001 + 1.0)
+        x0 = jnp.ones(8)
+
+        def loop() -> None:
+            x = x0
+            for _ in range(steps):
+                x = f(x)
+            x.block_until_ready()
+        return loop
+
+    def params_100(steps: int) -> Callable[[], None]:
+        update = jax.jit(lambda p, lr: jax.tree.map(lambda w: w * (1.0 - lr), p))
+        p0 = {f"w{i}": jnp.ones(16) for i in range(100)}
+        lr = jnp.float32(1e-3)
+
+        def loop() -> None:
+            p = p0
+            for _ in range(steps):
+                p = update(p, lr)
+            jax.block_until_ready(p)
+        return loop
+
+    def read_per_step(steps: int) -> Callable[[], None]:
+        f = jax.jit(lambda x: (x * 0.999, jnp.sum(x)))
+        x0 = jnp.ones(64)
+
+        def loop() -> None:
+            x, total = x0, 0.0
+            for _ in range(steps):
+                x, s = f(x)
+                total += float(s)
+        return loop
+
+    def mlp_step(steps: int) -> Callable[[], None]:
+        rng = np.random.default_rng(0)
+        dims = (64, 256, 256, 1)
+        params0 = {f"w{i}": jnp.asarray(rng.standard_normal((a, b)) / np.sqrt(a), jnp.float32)
+                   for i, (a, b) in enumerate(zip(dims[:-1], dims[1:]))}
+        x = jnp.asarray(rng.standard_normal((32, 64)), jnp.float32)
+        y = jnp.asarray(rng.standard_normal((32, 1)), jnp.float32)
+
+        def loss(params, x, y):
+            h = x
+            for i in range(len(dims) - 1):
+                h = h @ params[f"w{i}"]
+                if i < len(dims) - 2:
+                    h = jnp.tanh(h)
+            return jnp.mean((h - y) ** 2)
+
+        step = jax.jit(lambda p, x, y: jax.tree.map(lambda w, g: w - 0.01 * g, p, jax.grad(loss)(p, x, y)))
+
+        def loop() -> None:
+            p = params0
+            for _ in range(steps):
+                p = step(p, x, y)
+            jax.block_until_ready(p)
+        return loop
+
+    return {"tiny_call": tiny_call, "params_100": params_100, "read_per_step": read_per_step,
+            "mlp_step": mlp_step}
+
+
+def _median_seconds(loop: Callable[[], None], repeats: int) -> float:
+    loop()  # warm-up: compile, caches
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        loop()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(steps: int, repeats: int) -> list[Overhead]:
+    results = []
+    for name, make in _workloads().items():
+        plain = _median_seconds(make(steps), repeats)
+        instrument = Instrument(UserFiles((os.path.abspath(__file__),)))
+        instrument.install()
+        try:
+            instrumented = _median_seconds(make(steps), repeats)  # jitted under the recording jit
+        finally:
+            instrument.uninstall()
+        results.append(Overhead(name, steps, plain / steps * 1e6, instrumented / steps * 1e6))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000, help="steps per timed loop")
+    parser.add_argument("--repeats", type=int, default=7, help="timed loops per configuration")
+    parser.add_argument("--out", default=None, help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+    results = measure(args.calls, args.repeats)
+    print(f"jaxopt-audit run overhead on {jax.devices()[0].platform} (jax {jax.__version__}), "
+          f"{args.calls} steps x {args.repeats} repeats, medians")
+    print(f"{'workload':<14} {'plain us/step':>14} {'run us/step':>12} {'added us':>9} {'overhead':>9}")
+    for r in results:
+        print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.instrumented_us_per_step:>12.1f} "
+              f"{r.added_us_per_step:>9.1f} {r.relative:>8.0%}")
+    if args.out:
+        rows = [asdict(r) | {"added_us_per_step": r.added_us_per_step, "relative": r.relative} for r in results]
+        payload = {"platform": jax.devices()[0].platform, "jax_version": jax.__version__,
+                   "calls": args.calls, "repeats": args.repeats, "results": rows}
+        directory = os.path.dirname(os.path.abspath(args.out))
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".json")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(payload, handle, indent=2)
+        os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
