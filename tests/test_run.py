@@ -188,8 +188,28 @@ def test_trace_steps_captures_a_trace(tmp_path: Path) -> None:
     assert status == 0
     assert report["trace"]["steps"] == "2:3" and report["trace"]["followed"] == "step"
     assert Path(report["trace"]["path"]).is_file() and report["trace"]["path"].endswith(".xplane.pb")
+    assert "steps (step): 2: " in report["trace"]["summary"] and ", 3: " in report["trace"]["summary"]
+    assert ", 4: " not in report["trace"]["summary"]  # calls 2 and 3 are marked as steps, no more
     # the trace's own reads are not the program's: still 12 reads of step's outputs
     assert function(report, "step")["d2h_transfers"] == 12
+
+
+@pytest.mark.slow
+def test_instruments_are_removed_after_the_run(tmp_path: Path) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    array_type = type(jnp.zeros(()))
+    before = (jax.jit, jax.device_put, jax.device_get, jax.block_until_ready, jnp.asarray, np.asarray,
+              array_type.__float__, array_type.block_until_ready, array_type._value,
+              jax.config.jax_explain_cache_misses, sys.getswitchinterval())
+    status, _ = audit(tmp_path, str(SCRIPTS / "jit_in_loop.py"))
+    assert status == 0
+    after = (jax.jit, jax.device_put, jax.device_get, jax.block_until_ready, jnp.asarray, np.asarray,
+             array_type.__float__, array_type.block_until_ready, array_type._value,
+             jax.config.jax_explain_cache_misses, sys.getswitchinterval())
+    assert after == before
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -147,4 +147,5 @@ def _print_trace(console: Console, report: RunReport) -> None:
             console.print(f"  {key}: {value}", markup=False)
     elif summary:
         console.print(f"  {summary}", markup=False)
-    console.print(f"  open with: xprof --logdir {trace.get('dir')}  (or tensorboard --logdir ...)", style="dim")
+    if trace.get("open"):
+        console.print(f"  open with: {trace['open']}", style="dim", markup=False)

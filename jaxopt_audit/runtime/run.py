@@ -62,6 +62,7 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
     if args.trace:
         tracer = RunTrace(args.trace, steps, instrument.wait)
         instrument.on_call = tracer.on_call
+        instrument.annotate = tracer.annotate
     instrument.install()
     start = time.perf_counter()
     if tracer is not None:

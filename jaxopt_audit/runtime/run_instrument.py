@@ -214,6 +214,8 @@ class Instrument:
         self.compile_s_by_kind: Counter[str] = Counter()
         self.exec_unmeasured = 0
         self.on_call = on_call  # e.g. the trace's step counter
+        # wraps each top-level call (record, call number) -> context manager: trace step markers
+        self.annotate: Callable[[FunctionRecord, int], Any] | None = None
         self._local = threading.local()
         self._producers: dict[int, tuple[weakref.ref, FunctionRecord]] = {}
         self._read_arrays: dict[int, weakref.ref] = {}
@@ -307,7 +309,11 @@ class Instrument:
         stack.append(frame)
         start = time.perf_counter()
         try:
-            out = wrapper._jitted(*args, **kwargs)
+            if self.annotate is None:
+                out = wrapper._jitted(*args, **kwargs)
+            else:
+                with self.annotate(record, record.calls + 1):
+                    out = wrapper._jitted(*args, **kwargs)
         finally:
             end = time.perf_counter()
             stack.pop()

@@ -3,16 +3,18 @@
 The whole run by default; with `--trace-steps N:M`, calls N..M (1-based, inclusive) of the
 hottest jitted function: the first function to reach N-1 calls is followed (the one called
 most often so far), tracing starts after its call N-1 and stops once its call M has finished
-on the device. Capture and summary are the harness's (`runtime.trace`), so `run` and `bench`
+on the device. Each traced call is marked as a step (`runtime.trace.step_marker`, named after
+the function). Capture and summary are the harness's (`runtime.trace`), so `run` and `bench`
 traces read the same way.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, ContextManager
 
 from .run_instrument import FunctionRecord
-from .trace import TraceCapture, open_command
+from .trace import TraceCapture, open_command, step_marker
 
 
 class TraceStepsError(ValueError):
@@ -49,6 +51,17 @@ class RunTrace:
         """At program start: begin now unless waiting for step N."""
         if self.steps is None or self.steps[0] == 1:
             self._begin()
+
+    def annotate(self, record: FunctionRecord, call_number: int) -> ContextManager[Any]:
+        """A step marker around a call while capturing: the followed function's calls with
+        --trace-steps (XProf and the summary then show them as steps), every function's otherwise."""
+        if self._capture is None:
+            return contextlib.nullcontext()
+        if self.steps is None:
+            return step_marker(call_number, name=record.name)
+        if self._followed is None or record is self._followed:
+            return step_marker(call_number, name=record.name)
+        return contextlib.nullcontext()
 
     def on_call(self, record: FunctionRecord, outputs: Any) -> None:
         """After each top-level jitted call."""
