@@ -95,7 +95,8 @@ def _print_recompiles(console: Console, report: RunReport) -> None:
     for f in report.functions:
         if not f.recompiles:
             continue
-        console.print(f"[bold]{f.name}[/bold] recompiled {len(f.recompiles)} times:")
+        count = f.compiles - 1
+        console.print(f"[bold]{f.name}[/bold] recompiled {count} time{'s' if count != 1 else ''}:")
         shown = f.recompiles[:5]
         for r in shown:
             where = f" (call at {r.path}:{r.line})" if r.path else ""

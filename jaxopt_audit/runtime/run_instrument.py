@@ -70,6 +70,7 @@ _SWITCH_INTERVAL_S = 0.0005
 _PRODUCERS_LIMIT = 16384
 TIME_FIRST = 8  # calls of each function always timed (the first ones vary most)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY
+MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
 
 ArrayImpl: type = type(jnp.zeros(()))
@@ -108,8 +109,7 @@ class FunctionRecord:
     d2h_transfers: int = 0  # reads of this function's outputs on the host
     jit_sites: Counter[Site] = field(default_factory=Counter)  # where wrappers were created
     call_sites_with_host_arrays: Counter[Site] = field(default_factory=Counter)
-    recompiles: list[Recompile] = field(default_factory=list)
-    misses: list[CacheMiss] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)  # the first MAX_RECOMPILES_KEPT
 
     @property
     def wrappers_created(self) -> int:
@@ -405,7 +405,7 @@ class Instrument:
         record.compile_s += frame.compile_s
         for _ in range(frame.compiles):
             record.compiles += 1
-            if record.compiles == 1:
+            if record.compiles == 1 or len(record.recompiles) >= MAX_RECOMPILES_KEPT:
                 continue
             miss = _own_miss(frame.misses, record)
             if miss is None:
@@ -415,7 +415,6 @@ class Instrument:
             else:
                 site = Site(miss.call_path, miss.call_line) if miss.call_path and miss.call_line else None
                 record.recompiles.append(Recompile(miss.reason, miss.arguments, miss.kinds, site))
-        record.misses.extend(frame.misses)
 
     def _install_cache_miss_capture(self) -> None:
         already = bool(jax.config.jax_explain_cache_misses)
