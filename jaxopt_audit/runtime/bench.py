@@ -398,8 +398,15 @@ def results_table(results: dict[str, Any]) -> Any:
     return table
 
 
-def list_pipelines(fmt: str) -> int:
+def _stdout_console() -> Any:
     from rich.console import Console
+
+    console = Console()
+    # a file or a pipe has no terminal width to respect: do not squeeze the table into 80 columns
+    return console if console.is_terminal else Console(width=170)
+
+
+def list_pipelines(fmt: str) -> int:
     from rich.table import Table
 
     rows = []
@@ -428,7 +435,7 @@ def list_pipelines(fmt: str) -> int:
                            for s in row["stages"])
         table.add_row(f"{row['name']}\n[dim]{row['title']}[/dim]", stages, ", ".join(row["sizes"]),
                       row["throughput_unit"])
-    Console().print(table)
+    _stdout_console().print(table)
     return EXIT_OK
 
 
@@ -497,8 +504,6 @@ def bench_command(args: argparse.Namespace) -> int:
         print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    from rich.console import Console
-
     all_results: list[dict[str, Any]] = []
     failed = False
     for pipeline, stages in selections:
@@ -517,10 +522,7 @@ def bench_command(args: argparse.Namespace) -> int:
             write_json_atomic(out, results)
             print(f"jaxopt-audit bench: wrote {out}", file=sys.stderr)
         if args.format == "table":
-            console = Console()
-            if not console.is_terminal:  # a file or a pipe: no terminal width to respect
-                console = Console(width=170)
-            console.print(results_table(results))
+            _stdout_console().print(results_table(results))
     if args.format == "json" and not args.out:
         payload: Any = all_results[0] if len(all_results) == 1 else all_results
         print(json.dumps(payload, indent=2, allow_nan=False))
