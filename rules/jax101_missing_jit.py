@@ -51,7 +51,7 @@ class MissingJit(Rule):
                 def loss_fn(p):
                     return jnp.mean((model_forward(p, batch["x"]) - batch["y"]) ** 2)
                 grads = grad(loss_fn)(params)
-                return {k: params[k] - 0.001 * grads[k] for k in params}
+                return {k: params[k] - 0.001 * grads[k] for k in params}  # <- JAX702
 
             def train(params, batches):
                 for epoch in range(10):
@@ -82,23 +82,28 @@ class MissingJit(Rule):
             from functools import partial
             import jax
             import jax.numpy as jnp
+            import optax
+
+            optimizer = optax.sgd(0.001)
 
             def model_forward(params, x):  # only called from jitted code
                 return jnp.tanh(x @ params["w"]) @ params["v"]
 
-            @partial(jax.jit, static_argnames=("lr",))
-            def train_step(params, batch, lr=0.001):
+            @partial(jax.jit, static_argnames=("clip",))
+            def train_step(params, opt_state, batch, clip=False):
                 def loss_fn(p):
                     return jnp.mean((model_forward(p, batch["x"]) - batch["y"]) ** 2)
                 grads = jax.grad(loss_fn)(params)
-                return jax.tree.map(lambda p, g: p - lr * g, params, grads)
+                updates, opt_state = optimizer.update(grads, opt_state, params)
+                return optax.apply_updates(params, updates), opt_state
 
             def evaluate(params, x):  # called once, outside any loop
                 return jnp.mean(model_forward(params, x))
 
             def train(params, batches):
+                opt_state = optimizer.init(params)
                 for batch in batches:
-                    params = train_step(params, batch)
+                    params, opt_state = train_step(params, opt_state, batch)
                 return params, evaluate(params, batches[0]["x"])
         """),
         Valid("""

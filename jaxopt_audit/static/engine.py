@@ -98,16 +98,16 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     ignored = tuple(ignored_codes)
     findings: set[Finding] = set()
     for rule, report in raw:
-        code_range = positions.get(report.node)
-        if code_range is None:
+        span = positions.get(report.node)
+        if span is None:
             continue
-        line = code_range.start.line
+        line = span.line
         if any(rule.CODE.startswith(c) for c in ignored):
             continue
         if 0 < line <= len(lines) and suppressed(rule.CODE, lines[line - 1]):
             continue
-        findings.add(Finding(path, line, code_range.start.column + 1, rule.CODE, code_range.end.line,
-                             code_range.end.column + 1, rule.NAME, report.severity or rule.SEVERITY,
+        findings.add(Finding(path, line, span.column + 1, rule.CODE, span.end_line,
+                             span.end_column + 1, rule.NAME, report.severity or rule.SEVERITY,
                              report.message, report.fix or rule.FIX))
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 

@@ -11,13 +11,16 @@ JAX arrays, which loops are step loops, and which functions run once per step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import TYPE_CHECKING, Iterator, Union
 
 import libcst as cst
 
 from . import apis
 from .names import ImportTable, dotted
 from .walk import children, int_value, names_in, string_value, target_names
+
+if TYPE_CHECKING:
+    from .positions import Positions
 
 FunctionNode = Union[cst.FunctionDef, cst.Lambda, cst.Module]
 LoopNode = Union[cst.For, cst.While]
@@ -101,6 +104,8 @@ class Function:
     contains_step_loop: bool = False
     per_step: bool = False
     step_call_sites: list[Site] = field(default_factory=list)
+    _binding_index: dict[str, list[Assignment]] | None = field(default=None, repr=False)
+    _indexed_count: int = field(default=0, repr=False)
 
     @property
     def is_module(self) -> bool:
@@ -111,7 +116,14 @@ class Function:
         return bool(self.jit_sites)
 
     def bindings(self, name: str) -> list[Assignment]:
-        return [a for a in self.assignments if name in a.targets]
+        index = self._binding_index
+        if index is None or self._indexed_count != len(self.assignments):
+            index = {}
+            for a in self.assignments:
+                for target in a.targets:
+                    index.setdefault(target, []).append(a)
+            self._binding_index, self._indexed_count = index, len(self.assignments)
+        return index.get(name, [])
 
 
 @dataclass(eq=False)
@@ -372,6 +384,7 @@ class SemanticModel:
         self.lambdas: dict[cst.Lambda, Function] = {}
         self._positions = None
         self._module_values_static = False
+        self._kind_cache: dict[tuple[int, int, bool], str | None] = {}
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -541,9 +554,23 @@ class SemanticModel:
     # ----------------------------------------------------------------- value kinds
     def value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int = 0) -> str | None:
         """"array" for JAX arrays (or pytrees of them), "object" for models, optimizers and
-        jitted callables, None when the file does not say (silence when unsure)."""
+        jitted callables, None when the file does not say (silence when unsure).
+
+        Memoised per (expression, scope) until the dataflow facts grow; a recursive query that
+        comes back to an expression being computed sees None (unknown)."""
         if depth > 12:
             return None
+        key = (id(expr), id(scope), self._module_values_static)
+        cache = self._kind_cache
+        if key in cache:
+            return cache[key]
+        cache[key] = None
+        result = self._value_kind(expr, scope, depth)
+        if cache is self._kind_cache:
+            cache[key] = result
+        return result
+
+    def _value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int) -> str | None:
         t = type(expr)
         if t is cst.Name:
             return "array" if self.is_array_name(expr.value, scope) else self._object_name(expr.value, scope, depth)
@@ -836,6 +863,7 @@ class SemanticModel:
                         scan = True
                 if (work, array_work, scan) != (fn.does_jax_work, fn.does_array_work, fn.uses_scan):
                     fn.does_jax_work, fn.does_array_work, fn.uses_scan = work, array_work, scan
+                    self._kind_cache = {}
                     changed = True
 
     def call_work(self, call: cst.Call, scope: Function) -> str | None:
@@ -886,7 +914,9 @@ class SemanticModel:
             changed = False
             for fn in self.functions:
                 before = len(fn.array_names)
-                fn.array_names |= fn.array_params
+                if not fn.array_params <= fn.array_names:
+                    fn.array_names |= fn.array_params
+                    self._kind_cache = {}
                 for _ in range(4):  # local flow-insensitive closure
                     grew = False
                     for a in fn.assignments:
@@ -896,12 +926,14 @@ class SemanticModel:
                             continue
                         if self._binding_is_array(a, fn):
                             fn.array_names.update(a.targets)
+                            self._kind_cache = {}
                             grew = True
                     for a in fn.assignments:  # loop targets iterate over arrays
                         if a.value is None and isinstance(a.site.node, cst.For):
                             if self.value_kind(a.site.node.iter, fn) == "array":
                                 if not set(a.targets) <= fn.array_names:
                                     fn.array_names.update(a.targets)
+                                    self._kind_cache = {}
                                     grew = True
                     if not grew:
                         break
@@ -925,6 +957,7 @@ class SemanticModel:
                             continue
                         if self.is_array(arg.value, fn):
                             target.array_params.add(name)
+                            self._kind_cache = {}
                             changed = True
             if not changed:
                 break
@@ -992,16 +1025,16 @@ class SemanticModel:
 
     # ----------------------------------------------------------------- queries for rules
     @property
-    def positions(self):
-        """libcst positions, computed on first use only (costs about one parse)."""
+    def positions(self) -> "Positions":
+        """Node positions, computed on first use and only for the statements asked about."""
         if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            from .positions import Positions
+            self._positions = Positions(self.module)
         return self._positions
 
     def line_of(self, node: cst.CSTNode) -> int:
-        code_range = self.positions.get(node)
-        return code_range.start.line if code_range is not None else 0
+        span = self.positions.get(node)
+        return span.line if span is not None else 0
 
     def runs_per_step(self, site: Site) -> bool:
         """The site runs once per step: in a leaf step loop (unguarded), or in a per-step

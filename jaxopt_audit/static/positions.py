@@ -1,0 +1,115 @@
+"""Source positions of libcst nodes, computed only where findings are.
+
+libcst's PositionProvider re-generates the code of the whole module, which costs about as much
+as parsing it. Here the stdlib `ast` parser (written in C, several times faster) gives the
+absolute line and indentation of the innermost statement that holds a node, and the provider
+runs on that statement alone. Results equal the provider's (tests compare them on real files).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import NamedTuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .walk import children
+
+# Compound statements whose indented body is descended into (`ast` has the same `.body`).
+_DESCEND = (cst.FunctionDef, cst.ClassDef, cst.For, cst.While, cst.With, cst.If, cst.Try)
+
+
+class Span(NamedTuple):
+    line: int  # 1-based
+    column: int  # 0-based, as libcst
+    end_line: int
+    end_column: int
+
+
+class Positions:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._parents: dict[int, cst.CSTNode] | None = None
+        self._tree: ast.Module | None = None
+        self._whole: object = None  # fallback: the full PositionProvider mapping
+        self._rendered: dict[int, tuple[dict, cst.CSTNode, int, int]] = {}
+
+    def get(self, node: cst.CSTNode) -> Span | None:
+        try:
+            return self._local(node)
+        except (SyntaxError, ValueError, RecursionError, KeyError, IndexError):
+            return self._fallback(node)
+
+    # ------------------------------------------------------------------ internals
+    def _fallback(self, node: cst.CSTNode) -> Span | None:
+        if self._whole is None:
+            self._whole = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        code_range = self._whole.get(node)
+        if code_range is None:
+            return None
+        return Span(code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+
+    def _parent_map(self) -> dict[int, cst.CSTNode]:
+        if self._parents is None:
+            parents: dict[int, cst.CSTNode] = {}
+            stack: list[cst.CSTNode] = [self.module]
+            while stack:
+                current = stack.pop()
+                for child in children(current):
+                    parents[id(child)] = current
+                    stack.append(child)
+            self._parents = parents
+        return self._parents
+
+    def _ast(self) -> ast.Module:
+        if self._tree is None:
+            self._tree = ast.parse(self.module.code)
+        return self._tree
+
+    def _statement_of(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ast.stmt]:
+        """The innermost statement holding `node` that ast and libcst both index, with its ast twin."""
+        parents = self._parent_map()
+        path = [node]
+        while path[-1] is not self.module:
+            path.append(parents[id(path[-1])])
+        path.reverse()  # module ... node
+        cst_list: list = list(self.module.body)
+        ast_list: list[ast.stmt] = self._ast().body
+        depth = 1
+        while True:
+            statement = path[depth]
+            index = next(i for i, s in enumerate(cst_list) if s is statement)
+            ast_index = sum(len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1 for s in cst_list[:index])
+            twin = ast_list[ast_index]
+            if isinstance(statement, cst.SimpleStatementLine) or not isinstance(statement, _DESCEND):
+                return statement, twin
+            body = statement.body
+            if depth + 2 < len(path) and path[depth + 1] is body and isinstance(body, cst.IndentedBlock):
+                cst_list, ast_list = list(body.body), twin.body
+                depth += 2
+                continue
+            return statement, twin
+
+    def _local(self, node: cst.CSTNode) -> Span | None:
+        if node is self.module:
+            return self._fallback(node)
+        statement, twin = self._statement_of(node)
+        key = id(statement)
+        if key not in self._rendered:
+            stripped = statement.with_changes(leading_lines=()) if hasattr(statement, "leading_lines") else statement
+            module = cst.Module(body=[stripped], default_indent=self.module.default_indent,
+                                default_newline=self.module.default_newline)
+            mapping = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            first_line = twin.lineno
+            for decorator in getattr(twin, "decorator_list", ()):
+                first_line = min(first_line, decorator.lineno)
+            self._rendered[key] = (mapping, stripped, first_line, twin.col_offset)
+        mapping, stripped, first_line, indent = self._rendered[key]
+        code_range = mapping.get(stripped if node is statement else node)
+        if code_range is None:
+            return None
+        # Every line of a block's statement carries the block's indentation, which the
+        # standalone rendering leaves out.
+        return Span(first_line + code_range.start.line - 1, code_range.start.column + indent,
+                    first_line + code_range.end.line - 1, code_range.end.column + indent)
