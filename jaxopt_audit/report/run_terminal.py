@@ -70,6 +70,10 @@ def _summary(report: RunReport) -> Text:
                 f" + host {_seconds(report.host_s)} ({_share(report.host_s, wall)})\n")
     text.append("device = time the device was busy with jitted calls; host = Python, dispatch, "
                 "eager ops and waits\n", style="dim")
+    if report.h2d_total is not None:
+        on_lines = sum(t.count for t in report.transfers if t.direction == "h2d")
+        text.append(f"{report.h2d_total} host-to-device transfers in all (jaxlib's count, Python scalars "
+                    f"of eager ops included); {on_lines} of them traced to source lines below\n", style="dim")
     if report.eager_compiles:
         text.append(f"{report.eager_compiles} compilations outside jitted functions (eager ops), "
                     f"{_seconds(report.eager_compile_s)}\n", style="dim")

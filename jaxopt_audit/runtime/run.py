@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 from dataclasses import replace
+from typing import Any
 
 from .run_program import Program, ProgramNotFound, check, run as run_program
 
@@ -63,7 +64,8 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
         tracer = RunTrace(args.trace, steps, instrument.wait)
         instrument.on_call = tracer.on_call
         instrument.annotate = tracer.annotate
-    instrument.install()
+    jaxlib_transfers = _open_transfer_monitor()
+    instrument.install()  # after the monitor: its host-read hooks are restored last
     start = time.perf_counter()
     if tracer is not None:
         tracer.start()
@@ -72,9 +74,11 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
     finally:
         trace_info = tracer.finish() if tracer is not None else None
         instrument.uninstall()
+        h2d_total = _close_transfer_monitor(jaxlib_transfers)
     wall_s = time.perf_counter() - start
 
     report = build_report(instrument, program.argv, outcome.exit_status, outcome.error, wall_s)
+    report = replace(report, h2d_total=h2d_total)
     findings = derive_findings(instrument)
     scan = "skipped (--no-scan)"
     if not args.no_scan and findings:
@@ -83,12 +87,42 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
     elif not findings:
         scan = "not needed (no runtime findings)"
     report = replace(report, findings=tuple(findings), scan=scan, trace=trace_info)
-    render(report)
-    if args.json:
+    status = outcome.exit_status
+    if args.json:  # before the terminal report: a closed stderr must not lose the file
         try:
             write_json(report, args.json)
         except OSError as exc:
             print(f"jaxopt-audit run: cannot write --json {args.json}: {exc.strerror}; choose a writable path",
                   file=sys.stderr)
-            return outcome.exit_status or EXIT_USAGE
-    return outcome.exit_status
+            status = status or EXIT_USAGE
+    try:
+        render(report)
+    except BrokenPipeError:  # `... 2>&1 | head`: the reader left; the exit status still counts
+        pass
+    return status
+
+
+def _open_transfer_monitor() -> Any:
+    """The harness's exact host-to-device count (jaxlib's transfer-guard log), if it can run.
+
+    It counts what the Python hooks cannot see (the Python scalars of eager ops, for one), but
+    not where they came from, so it gives the run's total; the per-line view is the instrument's.
+    """
+    try:
+        from .monitors import TransferMonitor
+
+        monitor = TransferMonitor(forward_interval=0.1)  # the program's stderr keeps flowing
+        monitor.__enter__()
+        return monitor
+    except Exception:  # the total is a bonus: the audit runs without it
+        return None
+
+
+def _close_transfer_monitor(monitor: Any) -> int | None:
+    if monitor is None:
+        return None
+    try:
+        monitor.__exit__(None, None, None)
+        return monitor.counts().h2d
+    except Exception:
+        return None

@@ -89,6 +89,7 @@ class RunReport:
     functions: tuple[FunctionReport, ...]
     transfers: tuple[TransferReport, ...]
     findings: tuple[Finding, ...] = ()
+    h2d_total: int | None = None  # every host-to-device transfer jaxlib made (None: not observable)
     scan: str = "skipped"  # "ok", "skipped", or why it could not run
     trace: dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
@@ -114,6 +115,7 @@ class RunReport:
             "host_s": self.host_s,
             "eager_compiles": self.eager_compiles,
             "eager_compile_s": self.eager_compile_s,
+            "h2d_total": self.h2d_total,
             "functions": functions,
             "transfers": [asdict(t) | {"functions": list(t.functions)} for t in self.transfers],
             "findings": [asdict(f) for f in self.findings],
