@@ -10,8 +10,12 @@ Workloads, each a loop a user might write, timed end to end (block at the end) a
 - read_per_step: a jitted call plus a `float()` of its result every step (hook + stack walk).
 - mlp_step: a 64-256-256-1 MLP SGD step on a batch of 32 (a realistic small step).
 
-Reports the median time per step without and with the instruments, the added microseconds per
-step and the relative overhead. Timings on a shared machine are noisy: compare medians.
+Three configurations: plain; `instrument` (the jit wrapper, compile attribution, sampled
+execution timing, host-read and host-copy hooks: what gives the per-function and per-line
+report); `run` (that plus `runtime.monitors.TransferMonitor`, jaxlib's transfer-guard log for the
+exact host-to-device total), which is what `jaxopt-audit run` switches on. Reports the median
+time per step and the added microseconds per step. Timings on a shared machine are noisy:
+compare medians, and rerun on a quiet machine for numbers to quote.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxopt_audit.runtime.monitors import TransferMonitor
 from jaxopt_audit.runtime.run_instrument import Instrument
 from jaxopt_audit.runtime.run_sites import UserFiles
 
@@ -39,11 +44,13 @@ class Overhead:
     workload: str
     steps: int
     plain_us_per_step: float
-    instrumented_us_per_step: float
+    instrument_us_per_step: float
+    run_us_per_step: float
 
     @property
     def added_us_per_step(self) -> float:
-        return self.instrumented_us_per_step - self.plain_us_per_step
+        """What `jaxopt-audit run` adds per step."""
+        return self.run_us_per_step - self.plain_us_per_step
 
     @property
     def relative(self) -> float:
@@ -126,17 +133,31 @@ def _median_seconds(loop: Callable[[], None], repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(steps: int, repeats: int) -> list[Overhead]:
+def _instrumented_seconds(make: Callable[[int], Callable[[], None]], steps: int, repeats: int,
+                          with_transfer_monitor: bool) -> float:
+    monitor = TransferMonitor(forward_interval=0.1) if with_transfer_monitor else None
+    if monitor is not None:
+        monitor.__enter__()
+    instrument = Instrument(UserFiles((os.path.abspath(__file__),)))
+    instrument.install()
+    try:
+        return _median_seconds(make(steps), repeats)  # jitted under the recording jit
+    finally:
+        instrument.uninstall()
+        if monitor is not None:
+            monitor.__exit__(None, None, None)
+
+
+def measure(steps: int, repeats: int, workloads: list[str] | None = None) -> list[Overhead]:
     results = []
     for name, make in _workloads().items():
+        if workloads and name not in workloads:
+            continue
         plain = _median_seconds(make(steps), repeats)
-        instrument = Instrument(UserFiles((os.path.abspath(__file__),)))
-        instrument.install()
-        try:
-            instrumented = _median_seconds(make(steps), repeats)  # jitted under the recording jit
-        finally:
-            instrument.uninstall()
-        results.append(Overhead(name, steps, plain / steps * 1e6, instrumented / steps * 1e6))
+        instrumented = _instrumented_seconds(make, steps, repeats, with_transfer_monitor=False)
+        full = _instrumented_seconds(make, steps, repeats, with_transfer_monitor=True)
+        results.append(Overhead(name, steps, plain / steps * 1e6, instrumented / steps * 1e6,
+                                full / steps * 1e6))
     return results
 
 
@@ -145,14 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="steps per timed loop")
     parser.add_argument("--repeats", type=int, default=7, help="timed loops per configuration")
     parser.add_argument("--out", default=None, help="also write the results as JSON here")
+    parser.add_argument("--workloads", default=None, help="comma-separated subset (default: all)")
     args = parser.parse_args(argv)
-    results = measure(args.calls, args.repeats)
+    results = measure(args.calls, args.repeats, args.workloads.split(",") if args.workloads else None)
     print(f"jaxopt-audit run overhead on {jax.devices()[0].platform} (jax {jax.__version__}), "
           f"{args.calls} steps x {args.repeats} repeats, medians")
-    print(f"{'workload':<14} {'plain us/step':>14} {'run us/step':>12} {'added us':>9} {'overhead':>9}")
+    print(f"{'workload':<14} {'plain us/step':>14} {'instrument':>11} {'run':>9} {'added us':>9} {'overhead':>9}")
     for r in results:
-        print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.instrumented_us_per_step:>12.1f} "
-              f"{r.added_us_per_step:>9.1f} {r.relative:>8.0%}")
+        print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.instrument_us_per_step:>11.1f} "
+              f"{r.run_us_per_step:>9.1f} {r.added_us_per_step:>9.1f} {r.relative:>8.0%}")
     if args.out:
         rows = [asdict(r) | {"added_us_per_step": r.added_us_per_step, "relative": r.relative} for r in results]
         payload = {"platform": jax.devices()[0].platform, "jax_version": jax.__version__,

@@ -285,3 +285,17 @@ def test_cache_miss_explanations_are_parsed() -> None:
     first = parse_cache_miss(REDEFINED_MISS.split("\n  but")[0])
     assert first is not None and first.is_first_trace and first.function == "<lambda>"
     assert parse_cache_miss("PERSISTENT COMPILATION CACHE MISS for 'jit_f'") is None
+
+
+# ---------------------------------------------------------------- the overhead benchmark runs
+
+@pytest.mark.slow
+def test_overhead_benchmark_measures_every_configuration() -> None:
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        import run_overhead
+    finally:
+        sys.path.pop(0)
+    results = run_overhead.measure(steps=20, repeats=1, workloads=["tiny_call", "read_per_step"])
+    assert [r.workload for r in results] == ["tiny_call", "read_per_step"]
+    assert all(min(r.plain_us_per_step, r.instrument_us_per_step, r.run_us_per_step) > 0 for r in results)
