@@ -227,7 +227,7 @@ def test_instruments_are_removed_after_the_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "no_such_script.py"], "no_such_script.py: no such file"),
-    (["run", "-m", "no_such_module_xyz"], "-m no_such_module_xyz: no module of that name"),
+    (["run", "-m", "no_such_module_xyz.sub"], "-m no_such_module_xyz.sub: no module named 'no_such_module_xyz'"),
     (["run"], "nothing to run"),
     (["run", "--trace-steps", "3:2", "--trace", "t", str(SCRIPTS / "jit_in_loop.py")], "need 1 <= N <= M"),
     (["run", "--trace-steps", "2:3", str(SCRIPTS / "jit_in_loop.py")], "--trace-steps needs --trace DIR"),

@@ -10,12 +10,21 @@ program raises or exits non-zero.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import replace
 from typing import Any
 
+from jaxopt_audit.report.run_terminal import render
+
+# JAX is imported here, at import time, so that cli.py can say which extra to install
+from .run_findings import confirm_with_scan, derive_findings
+from .run_instrument import Instrument
 from .run_program import Program, ProgramNotFound, check, run as run_program
+from .run_report import build_report, write_json
+from .run_sites import UserFiles
+from .run_trace import RunTrace, TraceStepsError, parse_steps
 
 EXIT_USAGE = 2
 
@@ -25,8 +34,6 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         program = _program(args)
         check(program)
-        from .run_trace import TraceStepsError, parse_steps
-
         steps = parse_steps(args.trace_steps)
         if steps is not None and not args.trace:
             raise TraceStepsError("--trace-steps needs --trace DIR (where to write the trace)")
@@ -49,15 +56,8 @@ def _program(args: argparse.Namespace) -> Program:
 
 
 def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | None) -> int:
-    from jaxopt_audit.report.run_terminal import render
-
-    from .run_findings import confirm_with_scan, derive_findings
-    from .run_instrument import Instrument
-    from .run_report import build_report, write_json
-    from .run_sites import UserFiles
-    from .run_trace import RunTrace
-
-    user_files = UserFiles(tuple(program.source_paths))
+    # a script is the user's code wherever it lives; a module's file is known only after the run
+    user_files = UserFiles((os.path.abspath(program.script),) if program.script else ())
     instrument = Instrument(user_files)
     tracer: RunTrace | None = None
     if args.trace:

@@ -33,10 +33,17 @@ class Program:
 
     @property
     def source_paths(self) -> list[str]:
-        """Files to cross-check with the static scan: the script, or the module's file."""
+        """Files to cross-check with the static scan: the script, or the module's file.
+
+        For a dotted module this imports its parent packages: ask only after the run, so that
+        nothing the program jits is created before the instruments are on.
+        """
         if self.script is not None:
             return [os.path.abspath(self.script)]
-        spec = _module_spec(self.module or "")
+        try:
+            spec = _module_spec(self.module or "")
+        except (ImportError, ValueError):
+            return []
         return [spec.origin] if spec is not None and spec.origin and spec.origin.endswith(".py") else []
 
 
@@ -61,13 +68,15 @@ def check(program: Program) -> None:
         if os.path.isdir(program.script) and not os.path.exists(os.path.join(program.script, "__main__.py")):
             raise ProgramNotFound(f"{program.script}: is a directory without __main__.py; give a script")
     elif program.module is not None:
+        # only the top-level name: finding a submodule would import (and run) its packages now
+        top = program.module.partition(".")[0]
         try:
-            found = _module_spec(program.module)
+            found = _module_spec(top)
         except (ImportError, ValueError) as exc:
             raise ProgramNotFound(f"-m {program.module}: cannot be imported ({exc}); check the name "
                                   "and the working directory") from exc
         if found is None:
-            raise ProgramNotFound(f"-m {program.module}: no module of that name on sys.path; check the "
+            raise ProgramNotFound(f"-m {program.module}: no module named {top!r} on sys.path; check the "
                                   "name and the working directory")
 
 
