@@ -60,7 +60,7 @@ class UserFiles:
         path = os.path.abspath(filename)
         if path.startswith(self._user):
             return True
-        return not (path + os.sep).startswith(self._library) and not path.startswith(self._library)
+        return not path.startswith(self._library)  # prefixes end with a separator
 
     def site(self, frame: FrameType | None) -> Site | None:
         """The innermost user frame at or above `frame`."""
