@@ -57,7 +57,7 @@ def validate(reference, outputs, workload, stage):
 
 
 PIPELINE = Pipeline(
-    name="tinypipe", title="Tiny pipeline: decaying average", description="A test pipeline.",
+    name={name!r}, title="Tiny pipeline: decaying average", description="A test pipeline.",
     stages=(Stage("stage0_original", full_size_prefix=0.5), Stage("stage1_jit", addresses=("JAX101",)),
             Stage("stage2_scan", addresses=("JAX201",)){extra_stage}),
     throughput_unit="steps/s", make_workload=make_workload, work_units=work_units,
@@ -134,7 +134,7 @@ def _write_pipeline(root: Path, name: str, broken: bool = False) -> str:
     package = root / name
     package.mkdir(parents=True)
     extra = ', Stage("stage3_broken")' if broken else ""
-    (package / "__init__.py").write_text(PIPELINE_INIT.format(steps=STEPS, extra_stage=extra))
+    (package / "__init__.py").write_text(PIPELINE_INIT.format(steps=STEPS, extra_stage=extra, name=name))
     for filename, source in STAGES.items():
         if broken or filename != "stage3_broken.py":
             (package / filename).write_text(textwrap.dedent(source).lstrip())
@@ -299,3 +299,25 @@ def test_bench_table_output(pipelines: Path, capsys: pytest.CaptureFixture[str])
     status, out, _ = _bench(capsys, "tinypipe", "--stages", "2", "--repeats", "1")
     assert status == 0
     assert "stage2_scan" in out and "tinypipe (small)" in out
+
+
+def test_bench_all_writes_one_file_per_pipeline(pipelines: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib
+
+    from jaxopt_audit.runtime import bench
+
+    monkeypatch.setattr(bench, "PIPELINE_NAMES", ("tinypipe", "tinypipe_broken"))
+    def load(name: str):  # what load_pipeline does for a built-in, for the test's packages
+        pipeline = importlib.import_module(name).PIPELINE
+        object.__setattr__(pipeline, "package", name)
+        return pipeline
+
+    monkeypatch.setattr(bench, "load_pipeline", load)
+    status, _, err = _bench(capsys, "all", "--repeats", "1", "--out", str(tmp_path))
+    assert status == 1, err  # the broken stage fails the run, after everything was measured
+    written = sorted(p.name for p in tmp_path.glob("*.json"))
+    platform = jax.default_backend()
+    assert written == [f"tinypipe-small-{platform}.json", f"tinypipe_broken-small-{platform}.json"]
+    broken = json.loads((tmp_path / written[1]).read_text())
+    assert [("error" in v) for v in broken["variants"]] == [False, False, False, True]
