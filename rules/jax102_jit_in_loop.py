@@ -166,7 +166,8 @@ class JitInLoop(Rule):
                 if context is None or _under_memo_guard(fn, site.node):
                     continue
                 if _factory_of_varying_values(model, target, site) \
-                        or _returned_per_configuration(model, site, context.step_call):
+                        or _returned_per_configuration(model, site, context.step_call) \
+                        or _closes_over_configuration(model, model.function_ref(target, fn), site):
                     continue
                 what = self._target_consequence(model, target, site)
                 yield Report(site.node, f"`{describe(site.node)}` is evaluated {where(model, site, context)}: "
@@ -183,7 +184,8 @@ class JitInLoop(Rule):
             if def_site is None:
                 continue
             context = runs_every_step(model, def_site)
-            if context is None or _under_memo_guard(parent, fn.node):
+            if context is None or _under_memo_guard(parent, fn.node) \
+                    or _closes_over_configuration(model, fn, def_site):
                 continue
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
                                     f"{where(model, def_site, context)}: each time a new function is "
@@ -309,6 +311,43 @@ def _returned_per_configuration(model: SemanticModel, site: Site, step_call: Sit
     return any(name in varying for arg in step_call.node.args for name in read_names(arg.value))
 
 
+def _closes_over_configuration(model: SemanticModel, target: Function | None, site: Site) -> bool:
+    """A lambda or def in a loop over configurations (`for blocks, tile in itertools.product(...)`)
+    that reads the configuration: a different program per configuration, compiled once each."""
+    if target is None or target.is_module or site.loop is None:
+        return False
+    body = target.node.body
+    read = read_names(body) - set(target.params)
+    varying = _varying_names(site) & read
+    if not varying:
+        return False
+    loop: Loop | None = site.loop
+    config_targets: set[str] = set()
+    while loop is not None:
+        if isinstance(loop.node, cst.For) and _configuration_iterable(model, loop.node.iter, site.function):
+            config_targets.update(loop.targets)
+        loop = loop.parent
+    return varying <= config_targets
+
+
+def _configuration_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    """Literal tuples/lists, `itertools.product(...)`, `range(...)`, or a name bound to one."""
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return True
+    if isinstance(expr, cst.Call):
+        q = model.resolve(expr.func) or ""
+        if q.startswith("itertools.") or q == "builtins.range":
+            return True
+        if q in ("builtins.zip", "builtins.enumerate"):
+            return all(_configuration_iterable(model, a.value, fn) for a in expr.args)
+        return False
+    if isinstance(expr, cst.Name):
+        bindings = fn.bindings(expr.value)
+        return len(bindings) == 1 and bindings[0].value is not None \
+            and _configuration_iterable(model, bindings[0].value, fn)
+    return False
+
+
 def _fresh_function(model: SemanticModel, target: cst.BaseExpression, site: Site) -> bool:
     """The wrapped function is a new object at every evaluation."""
     fn = site.function
@@ -332,11 +371,12 @@ def _fresh_function(model: SemanticModel, target: cst.BaseExpression, site: Site
 
 
 def _stable_function(model: SemanticModel, target: cst.BaseExpression, fn: Function) -> bool:
-    """A module-level def, a class's function, or a library function: the same object every time."""
+    """A def made once (module level, or a closure defined before the loop), a class's function,
+    or a library function: the same object every time."""
     if isinstance(target, cst.Name):
         defined = model.lookup_function(target.value, fn)
         if defined is not None:
-            return defined.parent is not None and defined.parent.is_module
+            return defined.parent is not None  # not fresh (checked first): defined once
         return model.resolve(target) is not None and target.value not in fn.params
     if isinstance(target, cst.Attribute):
         if isinstance(target.value, cst.Name) and target.value.value in model.classes:

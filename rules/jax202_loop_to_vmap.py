@@ -31,8 +31,9 @@ GRID_FUNCTIONS = frozenset({"numpy.linspace", "numpy.logspace", "numpy.geomspace
                             "jax.numpy.linspace", "jax.numpy.logspace", "jax.numpy.geomspace",
                             "jax.numpy.arange"})
 # Loop variables named like independent replicates or hyper-parameters.
-_ITEM_NAME = re.compile(r"(^|_)(seed|seeds|key|keys|rng|rngs|subkey|lr|learning_rate|step_size|"
-                        r"temperature|trial|replicate|run_id)($|_)", re.IGNORECASE)
+# (`key` is not among them: `for key in d` iterates a dict; keys are recognised by their use.)
+_ITEM_NAME = re.compile(r"(^|_)(seed|seeds|lr|learning_rate|step_size|temperature|trial|replicate)($|_)",
+                        re.IGNORECASE)
 
 
 class LoopToVmap(Rule):
@@ -43,9 +44,9 @@ class LoopToVmap(Rule):
     from one iteration to the next, and collects the results (`results.append(...)`,
     `results[i] = ...`).
 
-    An item is independent when it is a PRNG key or a seed turned into one, a value from a
-    literal grid (`[1e-3, 1e-2]`, `np.logspace(...)`), a row of a JAX array, or a loop variable
-    named like one (`seed`, `key`, `lr`).
+    An item is independent when it is a PRNG key (`for k in jax.random.split(key, n)`) or a seed
+    turned into one, a value from a literal grid (`[1e-3, 1e-2]`, `np.logspace(...)`), a row of a
+    JAX array built in the same function, or a loop variable named like one (`seed`, `key`, `lr`).
 
     ## Why is this bad?
     Each iteration is a separate dispatch of a small computation: the device runs one replicate
@@ -260,29 +261,51 @@ def _call_results(fn: Function, loop: Loop) -> set[str]:
 
 
 def _independent_items(model: SemanticModel, fn: Function, loop: Loop, items: set[str]) -> bool:
+    """The loop runs over replicates or settings, not over structure: PRNG keys or seeds turned
+    into keys, a literal grid of numbers, the rows of JAX arrays, or variables named so."""
     node: cst.For = loop.node
     iterable = node.iter
-    sources = [a.value for a in iterable.args] if isinstance(iterable, cst.Call) and \
-        model.resolve(iterable.func) in ("builtins.enumerate", "builtins.zip") else [iterable]
-    for source in sources:
-        if model.is_array(source, fn) or _is_grid(model, fn, source):
-            return True
-        if isinstance(source, cst.Call) and model.resolve(source.func) == "jax.random.split":
-            return True
+    zipped = isinstance(iterable, cst.Call) and model.resolve(iterable.func) in ("builtins.enumerate",
+                                                                                 "builtins.zip")
+    sources = [a.value for a in iterable.args if a.keyword is None] if zipped else [iterable]
+    if sources and all(_is_grid(model, fn, s) or _is_key_batch(model, fn, s) or _is_jax_array(model, fn, s)
+                       for s in sources):
+        return True
     if any(_ITEM_NAME.search(name) for name in loop.targets):
         return True
-    # a seed or counter turned into a key, or a counter indexing rows of an array
+    # a seed or counter turned into a key, or the loop variable used as a key
+    targets = set(loop.targets)
     for site in fn.calls:
-        if loop.encloses(site.loop) and model.resolve(site.node.func) in SEED_TO_KEY \
-                and _mentions(site.node.args, set(loop.targets)):
+        call: cst.Call = site.node
+        if not loop.encloses(site.loop) or not call.args:
+            continue
+        q = model.resolve(call.func) or ""
+        if q in SEED_TO_KEY and _mentions(call.args, targets):
             return True
-    for sub in fn.subscripts:
-        s: cst.Subscript = sub.node
-        if loop.encloses(sub.loop) and model.is_array(s.value, fn) and any(
-                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
-                and e.slice.value.value in loop.counters for e in s.slice):
+        first = call.args[0].value
+        if q.startswith("jax.random.") and isinstance(first, cst.Name) and first.value in targets:
             return True
     return False
+
+
+def _is_key_batch(model: SemanticModel, fn: Function, expr: cst.BaseExpression) -> bool:
+    """`jax.random.split(key, n)` or a name bound to it."""
+    if isinstance(expr, cst.Call):
+        return model.resolve(expr.func) == "jax.random.split"
+    if isinstance(expr, cst.Name):
+        bindings = fn.bindings(expr.value)
+        return len(bindings) == 1 and bindings[0].value is not None \
+            and _is_key_batch(model, fn, bindings[0].value)
+    return False
+
+
+def _is_jax_array(model: SemanticModel, fn: Function, expr: cst.BaseExpression) -> bool:
+    """A JAX array built in this function (`xs = jnp.stack(...)`, a jitted function's output):
+    iterating it yields rows. Parameters are not trusted: in library code they are often pytrees."""
+    if not isinstance(expr, cst.Name) or expr.value in fn.params:
+        return False
+    bindings = fn.bindings(expr.value)
+    return bool(bindings) and all(a.value is not None and model.is_array(a.value, fn) for a in bindings)
 
 
 def _is_grid(model: SemanticModel, fn: Function, expr: cst.BaseExpression) -> bool:

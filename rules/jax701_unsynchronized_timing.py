@@ -181,11 +181,14 @@ def _unsynchronized_work(model: SemanticModel, fn: Function, calls, results: set
         if is_sync(model, call, fn, results):
             pending = None
             continue
-        if model.call_work(call, fn) is not None:
+        work = model.call_work(call, fn)
+        if work is not None:
             q = model.resolve(call.func) or ""
             if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
                 continue  # building a wrapper is not device work
-            pending = call
+            # only work that hands back device arrays runs asynchronously (not compiling, I/O)
+            if work == "array" or model.value_kind(call, fn) == "array":
+                pending = call
             continue
         if pending is not None and _may_sync(model, fn, call, results):
             return None

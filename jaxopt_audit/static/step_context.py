@@ -15,8 +15,13 @@ from typing import Iterator
 
 import libcst as cst
 
+from .loops import literal_trip_count
 from .model import Function, Loop, SemanticModel, Site
 from .rule import describe
+
+# A loop of a few literal iterations (`for _ in range(2)`) is a check or an unrolled sequence,
+# not a loop over steps (JAX201 draws the same line).
+SHORT_LOOP = 8
 
 # Transforms whose function argument runs once per iteration of a compiled loop.
 COMPILED_LOOP_BODIES = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop"})
@@ -67,7 +72,7 @@ def per_step_functions(model: SemanticModel) -> dict[Function, StepContext]:
         if fn.traced:
             continue
         for site in fn.calls:
-            if model.runs_per_step(site):
+            if model.runs_per_step(site) and not _in_short_loop(model, site):
                 add(model.callee(site.node, fn).function, StepContext(site, None))
     for fn in model.functions:
         roots = [r for r in fn.transform_roots if r in COMPILED_LOOP_BODIES]
@@ -90,10 +95,20 @@ def runs_every_step(model: SemanticModel, site: Site) -> StepContext | None:
     if site.guarded:
         return None
     if site.loop is not None:
-        if site.loop.is_step and not site.loop.is_epoch and not site.function.traced:
+        if site.loop.is_step and not site.loop.is_epoch and not site.function.traced \
+                and not _in_short_loop(model, site):
             return StepContext(site, None)
         return None
     return per_step_functions(model).get(site.function)
+
+
+def _in_short_loop(model: SemanticModel, site: Site) -> bool:
+    """The site's step loop runs a few literal iterations (`for _ in range(2)`)."""
+    loop = model.step_loop_of(site) if site.loop is not None else None
+    if loop is None:
+        return False
+    count = literal_trip_count(loop, model.resolve)
+    return count is not None and count <= SHORT_LOOP
 
 
 def where(model: SemanticModel, site: Site, context: StepContext) -> str:
