@@ -163,7 +163,8 @@ class LoopToVmap(Rule):
             if fn.traced:
                 continue
             for loop in fn.loops:
-                if not isinstance(loop.node, cst.For) or not loop.is_step or loop.is_epoch:
+                # epoch-like loops count too: one seed's whole run (its own loop or scan) per item
+                if not isinstance(loop.node, cst.For) or not loop.is_step:
                     continue
                 found = self._independent_call(model, fn, loop)
                 if found is not None:

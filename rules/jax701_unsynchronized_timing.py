@@ -44,6 +44,10 @@ class UnsynchronizedTiming(Rule):
     (a warm-up) and report compile time separately — or name the number for what it is
     (`compile_and_run_s`).
 
+    The first-call check is made on one-shot measurements only: a reading inside a loop is a
+    per-iteration or windowed figure (steps per second), whose first window everyone knows
+    includes compilation.
+
     The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
     call before the second reading, when a function called in between may sync (an unknown
     function given the result), when the timed function syncs itself, and on a first call whose

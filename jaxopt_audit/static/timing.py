@@ -28,7 +28,7 @@ class TimedRegion:
     start: cst.Call  # the first timer reading
     end: cst.Call  # the second one
     calls: tuple[cst.Call, ...]  # the calls evaluated between them, in order
-    in_loop: bool  # both readings sit in the same loop body (one interval per iteration)
+    in_loop: bool  # the second reading sits in a loop (per-iteration or windowed measurement)
 
 
 def calls_in_order(fn: Function) -> list[cst.Call]:
@@ -115,8 +115,7 @@ def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
             seen.add(key)
             between = tuple(c for c in order[i + 1:j] if id(c) not in reading_of
                             and model.resolve(c.func) not in TIMER_READS)
-            start_loop, end_loop = loop_of.get(id(start)), loop_of.get(id(end))
-            regions.append(TimedRegion(start, end, between, start_loop is not None and start_loop is end_loop))
+            regions.append(TimedRegion(start, end, between, loop_of.get(id(end)) is not None))
     return regions
 
 
