@@ -10,6 +10,8 @@ seen consumed again in the next. Rebinding a name (`key, sub = jax.random.split(
 fresh; `keys[0]` and `keys[1]` are tracked as distinct keys, `keys[i]` not at all; `fold_in`
 derives a new key without consuming. In the body of `lax.scan` / `fori_loop` / `while_loop` /
 `lax.map`, consuming a key captured from the enclosing scope is a reuse on every iteration.
+A key consumed on every k-th iteration under a periodic guard (`if step % k == 0:`) is left
+alone: a fixed evaluation or sampling key is a deliberate choice there.
 
 Only names are tracked: keys in attributes or containers (`state.key`) and keys passed to
 functions of other modules (`model.init(key, x)`) are not uses, so the analysis stays quiet
@@ -357,7 +359,9 @@ class _FunctionFlow:
         if previous is not None and id(call) not in self.reuses:
             looping = previous.node is call or (
                 previous.loops and any(f.second_pass and f.loop_id in previous.loops for f in self.loops))
-            self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
+            # a fixed key under `if step % k == 0` is deliberate: comparable eval samples each time
+            if not (looping and id(call) in self.analysis.periodic_calls):
+                self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
             self.reuses[id(call)] = Reuse(call, path, None, "iteration", self.iterating)
@@ -404,6 +408,7 @@ class KeyAnalysis:
         self.model = model
         self.summaries: dict[int, set[str]] = {}
         self.reuses: list[Reuse] = []
+        self.periodic_calls = {id(site.node) for fn in model.functions for site in fn.calls if site.guarded}
         flows: list[_FunctionFlow] = []
         for _ in range(6):  # summaries grow monotonically; call chains are short
             flows = []
