@@ -134,8 +134,9 @@ class MissingJit(Rule):
             for site in fn.calls:
                 if site.loop is None or not model.runs_per_step(site):
                     continue
-                target = model.callee(site.node, fn).function
-                if target is None or id(target) in called_from or not _candidate(target):
+                callee = model.callee(site.node, fn)
+                target = callee.function
+                if callee.jitted or target is None or id(target) in called_from or not _candidate(target):
                     continue
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():
@@ -147,8 +148,15 @@ class MissingJit(Rule):
 
 
 def _candidate(fn: Function) -> bool:
-    if fn.is_module or fn.name == "<lambda>" or fn.traced or fn.jitted:
+    # A traced function (say a loss passed to grad inside the jitted step) called directly from
+    # an untraced loop still runs eagerly at that call: the call site decides, not the function.
+    if fn.is_module or fn.name == "<lambda>" or fn.direct_jit:
         return False
     if fn.cls is not None and fn.cls.is_jax_module:
         return False  # flax/equinox module methods are traced through apply/filter_jit
-    return fn.does_array_work and not fn.contains_step_loop
+    return (fn.does_array_work or (fn.traced and _has_array_ops(fn))) and not fn.contains_step_loop
+
+
+def _has_array_ops(fn: Function) -> bool:
+    """A traced function's array work: any `jnp`/`lax` call or arithmetic on its parameters."""
+    return bool(fn.calls)

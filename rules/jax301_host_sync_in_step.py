@@ -141,10 +141,12 @@ class HostSyncInStep(Rule):
             for site in fn.tests:
                 node = site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
-                if test is not None and model.runs_per_step(site) and model.is_array(test, fn):
-                    if isinstance(node, cst.While) and site.loop is not None and site.loop.node is node:
-                        continue  # the loop's own test is checked once per iteration by design
-                    yield Report(test, self._message(model, site, f"the condition `{describe(test)}` (implicit bool())"))
+                if test is None or not model.runs_per_step(site):
+                    continue
+                for operand in _operands(test):
+                    if model.is_array(operand, fn):
+                        yield Report(operand, self._message(
+                            model, site, f"the condition `{describe(operand)}` (implicit bool())"))
 
     def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int]) -> str | None:
         call: cst.Call = site.node
@@ -183,6 +185,15 @@ class HostSyncInStep(Rule):
         elif loop is not None:
             where = "every iteration of the step loop"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes"
+
+
+def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and (b or c)` -> [a, b, c]; each is converted to bool on its own."""
+    if isinstance(test, cst.BooleanOperation):
+        return _operands(test.left) + _operands(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _operands(test.expression)
+    return [test]
 
 
 def _fstring_has_array(model: SemanticModel, node: cst.FormattedString, fn) -> bool:

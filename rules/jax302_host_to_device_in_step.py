@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
+from jaxopt_audit.static.loops import host_bound_call, is_numpy_value
 from jaxopt_audit.static.model import Assignment, Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.walk import names_in, walk
@@ -128,7 +129,9 @@ class HostToDeviceInStep(Rule):
                     if not call.args or call.args[0].keyword is not None:
                         continue
                     value = call.args[0].value
-                    if model.is_array(value, fn) or _is_literal(value) or _is_prefetch(model, fn, site):
+                    already_array = (model.is_array_at(value, fn) if isinstance(value, cst.Name)
+                                     else model.is_array(value, fn))
+                    if already_array or _is_literal(value) or _is_prefetch(model, fn, site):
                         continue
                     yield Report(call, f"`{describe(call)}` copies host data to the device on every step "
                                        "of the loop; move the data set to the device once and slice it there")
@@ -142,6 +145,13 @@ class HostToDeviceInStep(Rule):
                         yield Report(arg.value, f"`{describe(arg.value)}` is a NumPy array built this step "
                                                 f"({origin}) and passed to `{describe(call.func)}`, which "
                                                 "copies it to the device on every call")
+                    elif is_numpy_value(model, arg.value, fn) and not (
+                            site.loop is not None and host_bound_call(model, site.loop) is not None):
+                        # a loop that reads results back to the host every iteration is host-bound
+                        # by design: feeding it host data is part of that design
+                        yield Report(arg.value, f"`{describe(arg.value)}` is NumPy data on the host, passed to "
+                                                f"`{describe(call.func)}` every step, which copies it to the "
+                                                "device on every call")
 
 
 def _is_literal(node: cst.BaseExpression) -> bool:

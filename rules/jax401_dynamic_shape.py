@@ -136,6 +136,15 @@ class DynamicShape(Rule):
                         and _is_boolean(model, node.slice[0].slice.value, fn, 0):
                     yield Report(node, f"`{describe(node)}` indexes with a boolean mask, so its shape depends on "
                                        "the values; under jit this fails with NonConcreteBooleanIndexError")
+                    continue
+                for element in node.slice:
+                    part = element.slice
+                    if isinstance(part, cst.Slice) and any(
+                            bound is not None and model.is_traced(bound, fn)
+                            for bound in (part.lower, part.upper, part.step)):
+                        yield Report(node, f"`{describe(node)}` slices with a traced bound, so its length depends "
+                                           "on the values; use `jax.lax.dynamic_slice` with a static size")
+                        break
             for site in fn.calls:
                 yield from self._check_call(model, fn, site.node)
 

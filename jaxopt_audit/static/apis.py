@@ -21,7 +21,6 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
     "jax.lax.scan": (0,), "jax.lax.fori_loop": (2,), "jax.lax.while_loop": (0, 1),
     "jax.lax.cond": (1, 2), "jax.lax.switch": (1,), "jax.lax.map": (0,),
     "jax.lax.associative_scan": (0,), "jax.lax.reduce": (2,), "jax.lax.custom_root": (1, 2),
-    "jax.tree.map": (0,), "jax.tree_util.tree_map": (0,), "jax.tree_map": (0,),
     "jax.lax.select_n": (), "equinox.filter_vmap": (0,), "equinox.filter_grad": (0,),
     "equinox.filter_value_and_grad": (0,), "flax.nnx.vmap": (0,), "flax.nnx.grad": (0,),
     "flax.nnx.value_and_grad": (0,), "flax.nnx.scan": (0,), "flax.linen.scan": (0,),
@@ -55,11 +54,19 @@ JAX_HOST_PREFIXES = ("jax.config.", "jax.profiler.", "jax.debug.", "jax.sharding
                      "jax.experimental.compilation_cache", "jax.monitoring.", "jax.export.",
                      "jax.distributed.", "jax.dtypes.", "orbax.")
 
+TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
+                       "jax.tree.map_with_path", "jax.tree_util.tree_map_with_path"})
+# Attributes of an array that are arrays themselves.
+ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "at"})
 # Array attributes that are static metadata, not device values.
 STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "sharding", "device", "devices",
                                "itemsize", "nbytes", "weak_type", "aval", "committed"})
 # Array methods whose result lives on the host.
 HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
+SYNC_METHODS = frozenset({"block_until_ready"})
+# Methods of the dicts, lists and named tuples that hold arrays: bookkeeping, not device work.
+CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "copy", "update", "pop", "setdefault",
+                               "append", "extend", "insert", "_replace", "replace", "_asdict"})
 
 # optax.* calls that return arrays (the rest build GradientTransformations).
 OPTAX_ARRAY_FUNCTIONS = frozenset({

@@ -34,8 +34,10 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
         for name in reads:
             deps.add(name)
             deps |= derived.get(name, set())
-        through_jax = any(model.call_work(c, fn) is not None for c in _calls_in(a.value)) \
-            or any(name in derived for name in reads)
+        calls = _calls_in(a.value)
+        jax_calls = [c for c in calls if model.call_work(c, fn) is not None]
+        # a value computed by host code (`obs = env.step(action)`) is new data, not carried state
+        through_jax = bool(jax_calls) or (not calls and any(name in derived for name in reads))
         assigned.update(a.targets)
         if not through_jax:
             continue
@@ -88,15 +90,82 @@ def has_fixed_trip_count(model: SemanticModel, loop: Loop) -> bool:
         return True
     if q in ("builtins.enumerate", "builtins.zip"):
         args = [a.value for a in it.args if a.keyword is None]
-        return bool(args) and all(
-            model.is_array(a, fn) or (isinstance(a, cst.Call) and model.resolve(a.func) == "builtins.range")
-            for a in args)
+        return bool(args) and all(_counted(model, a, fn) for a in args)
+    return False
+
+
+def _counted(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
+    """An iterable of known length: an array (JAX or NumPy), a range, or zip/enumerate of those."""
+    if model.is_array(expr, fn) or is_numpy_value(model, expr, fn):
+        return True
+    if isinstance(expr, cst.Call):
+        q = model.resolve(expr.func)
+        if q == "builtins.range":
+            return True
+        if q in ("builtins.enumerate", "builtins.zip"):
+            args = [a.value for a in expr.args if a.keyword is None]
+            return bool(args) and all(_counted(model, a, fn) for a in args)
+    return False
+
+
+def _binds_numpy(model: SemanticModel, a, scope, depth: int) -> bool:
+    if a.value is not None:
+        return is_numpy_value(model, a.value, scope, depth + 1)
+    node = a.site.node  # `for batch, labels in zip(DATA, LABELS)`: rows of NumPy arrays
+    if isinstance(node, cst.For):
+        return _iterates_numpy(model, node.iter, scope, depth + 1)
+    return False
+
+
+def _iterates_numpy(model: SemanticModel, it: cst.BaseExpression, scope, depth: int) -> bool:
+    """NumPy arrays, or zip/enumerate of NumPy arrays and ranges (with at least one array)."""
+    if isinstance(it, cst.Call) and model.resolve(it.func) in ("builtins.zip", "builtins.enumerate"):
+        args = [x.value for x in it.args if x.keyword is None]
+        ranges = [x for x in args if isinstance(x, cst.Call) and model.resolve(x.func) == "builtins.range"]
+        rest = [x for x in args if x not in ranges]
+        return bool(rest) and all(_iterates_numpy(model, x, scope, depth + 1) for x in rest)
+    return is_numpy_value(model, it, scope, depth)
+
+
+_NUMPY_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                            "uint32", "bool_", "complex64", "complex128", "dtype", "finfo", "iinfo"})
+
+
+def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
+    """A NumPy array on the host: built by `np.*`, a row or slice of one, or a name bound to one
+    (in this function or at module level)."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Call):
+        q = model.resolve(expr.func)
+        if q is not None:
+            if not q.startswith("numpy.") or q.rsplit(".", 1)[-1] in _NUMPY_SCALARS \
+                    or q.startswith(("numpy.random.default_rng", "numpy.random.seed", "numpy.random.RandomState")):
+                return False
+            return not model.is_array(expr, fn)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("astype", "reshape", "copy", "T"):
+            return is_numpy_value(model, expr.func.value, fn, depth + 1)
+        return False
+    if isinstance(expr, cst.Subscript):
+        return is_numpy_value(model, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Name):
+        if model.is_array(expr, fn):
+            return False
+        scope = fn
+        while scope is not None:
+            bindings = scope.bindings(expr.value)
+            if bindings:
+                return all(_binds_numpy(model, a, scope, depth) for a in bindings)
+            if expr.value in scope.params or scope.bindings(expr.value):
+                return False
+            scope = scope.parent
     return False
 
 
 def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
     """A call in the loop body that keeps each iteration on the host: file or network I/O,
-    checkpoint writes, `next()` on a Python iterator (data read per step)."""
+    checkpoint writes, `next()` on a Python iterator (data read per step), or host code that
+    consumes device values every step (`envs.step(np.asarray(action))`, `buffer.add(obs, ...)`)."""
     fn = loop.function
     for site in fn.calls:
         if not loop.encloses(site.loop):
@@ -105,6 +174,8 @@ def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
         q = model.resolve(call.func)
         if q in apis.HOST_IO_FUNCTIONS or q == "builtins.next":
             return call
+        if _consumes_device_values(model, call, fn):
+            return call
         name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
             call.func.value if isinstance(call.func, cst.Name) else "")
         lowered = name.lower()
@@ -112,6 +183,25 @@ def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
                 and model.call_work(call, fn) is None:
             return call
     return None
+
+
+def _consumes_device_values(model: SemanticModel, call: cst.Call, fn) -> bool:
+    """Host code (not JAX, not a builtin, not list bookkeeping) called with values just pulled
+    from the device."""
+    q = model.resolve(call.func)
+    if q is not None or model.call_work(call, fn) is not None or model.callee(call, fn).function is not None:
+        return False
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in apis.CONTAINER_METHODS:
+        return False
+    # Only values pulled to the host say the callee is host code: an unknown callable that
+    # takes device arrays (`policy(obs, key)`, `env.step(state, action)`) may well be JAX.
+    for arg in call.args:
+        value = arg.value
+        if model.is_host_pull(value):
+            return True
+        if isinstance(value, cst.Name) and value.value in fn.host_names and not model.is_array(value, fn):
+            return True
+    return False
 
 
 def wraps_compiled_scan(model: SemanticModel, loop: Loop) -> bool:

@@ -69,6 +69,7 @@ class Assignment:
     site: Site
     attribute_target: str | None = None  # `self.name = value`
     augmented: bool = False
+    seq: int = 0  # walk order, taken after the value was walked: uses in the value come before
 
 
 @dataclass(eq=False)
@@ -91,8 +92,12 @@ class Function:
     nested: dict[str, "Function"] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
     nonlocal_names: set[str] = field(default_factory=set)
+    host_names: set[str] = field(default_factory=set)  # rebound somewhere from a host pull
     # computed by the model
     jit_sites: list[cst.CSTNode] = field(default_factory=list)
+    # its own name calls compiled code: decorated, or rebound as `f = jax.jit(f)`; a call through
+    # the plain name of a function jitted only as `g = jax.jit(f)` still runs eagerly
+    direct_jit: bool = False
     static_params: set[str] = field(default_factory=set)
     transform_roots: list[str] = field(default_factory=list)  # e.g. "jax.lax.scan"
     traced: bool = False
@@ -113,6 +118,7 @@ class Function:
 
     @property
     def jitted(self) -> bool:
+        """Compiled somewhere: by a decorator, `f = jax.jit(f)`, or `g = jax.jit(f)`."""
         return bool(self.jit_sites)
 
     def bindings(self, name: str) -> list[Assignment]:
@@ -172,6 +178,13 @@ class _Builder:
 
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
+        self.seq = 0
+
+    def _assignment(self, fn: Function, *args, **kwargs) -> Assignment:
+        self.seq += 1
+        a = Assignment(*args, seq=self.seq, **kwargs)
+        fn.assignments.append(a)
+        return a
 
     def function(self, node: FunctionNode, name: str, parent: Function | None,
                  cls: ClassInfo | None) -> Function:
@@ -196,6 +209,10 @@ class _Builder:
               in_test: bool = False) -> None:
         t = type(node)
         model = self.model
+        if t is cst.Name:
+            self.seq += 1
+            model.name_seq[id(node)] = self.seq
+            return
         if t is cst.Call:
             fn.calls.append(Site(node, fn, loop, guarded, in_test))
         elif t is cst.FunctionDef:
@@ -225,14 +242,23 @@ class _Builder:
         elif t is cst.FormattedString:
             fn.fstrings.append(Site(node, fn, loop, guarded, in_test))
         elif t is cst.Assign:
+            self.visit(node.value, fn, loop, guarded, in_test)
             for target in node.targets:
                 self._bind(fn, target.target, node.value, loop, guarded)
+            return
         elif t is cst.AnnAssign:
+            if node.value is not None:
+                self.visit(node.value, fn, loop, guarded, in_test)
             self._bind(fn, node.target, node.value, loop, guarded)
+            return
         elif t is cst.AugAssign:
+            self.visit(node.value, fn, loop, guarded, in_test)
             self._bind(fn, node.target, node.value, loop, guarded, augmented=True)
+            return
         elif t is cst.NamedExpr:
+            self.visit(node.value, fn, loop, guarded, in_test)
             self._bind(fn, node.target, node.value, loop, guarded)
+            return
         elif t is cst.Return:
             if node.value is not None:
                 fn.returns.append(node.value)
@@ -244,14 +270,16 @@ class _Builder:
         elif t is cst.Nonlocal:
             fn.nonlocal_names.update(n.name.value for n in node.names)
         elif t is cst.WithItem and node.asname is not None:
+            self.visit(node.item, fn, loop, guarded, in_test)
             for name in target_names(node.asname.name):
-                fn.assignments.append(Assignment((name,), node.item, Site(node, fn, loop, guarded)))
+                self._assignment(fn, (name,), node.item, Site(node, fn, loop, guarded))
+            return
         elif t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             # comprehension variables are bound from the iterated value
             comp = node.for_in
             while comp is not None:
                 for name in target_names(comp.target):
-                    fn.assignments.append(Assignment((name,), None, Site(comp, fn, loop, guarded)))
+                    self._assignment(fn, (name,), None, Site(comp, fn, loop, guarded))
                 comp = comp.inner_for_in
         for child in children(node):
             self.visit(child, fn, loop, guarded, in_test)
@@ -261,18 +289,17 @@ class _Builder:
         site = Site(target, fn, loop, guarded)
         names = target_names(target)
         if names:
-            fn.assignments.append(Assignment(tuple(names), value, site, augmented=augmented))
+            self._assignment(fn, tuple(names), value, site, augmented=augmented)
             if fn.is_module and value is not None and len(names) == 1 and not augmented:
                 self.model.imports.add_alias(names[0], value)
             elif fn.is_module:
                 self.model.imports.defined.update(names)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
-            fn.assignments.append(Assignment((), value, site, attribute_target=target.attr.value,
-                                             augmented=augmented))
+            self._assignment(fn, (), value, site, attribute_target=target.attr.value, augmented=augmented)
             if target.value.value == "self" and fn.cls is not None and value is not None:
                 fn.cls.attribute_values.setdefault(target.attr.value, []).append((value, fn))
         else:  # `x[i] = v`, `a.b.c = v`: visit for reads, record for side-effect rules
-            fn.assignments.append(Assignment((), value, site, augmented=augmented))
+            self._assignment(fn, (), value, site, augmented=augmented)
             self.visit(target, fn, loop, guarded)
 
     def _function_def(self, node: cst.FunctionDef, parent: Function, loop: Loop | None,
@@ -292,7 +319,7 @@ class _Builder:
             parent.nested.setdefault(node.name.value, fn)
         if parent.is_module:
             self.model.imports.defined.add(node.name.value)
-        parent.assignments.append(Assignment((node.name.value,), None, Site(node, parent, loop, guarded)))
+        self._assignment(parent, (node.name.value,), None, Site(node, parent, loop, guarded))
         self.walk_body(fn, node.body, None, False)
 
     def _class_def(self, node: cst.ClassDef, parent: Function, loop: Loop | None, guarded: bool) -> None:
@@ -315,7 +342,7 @@ class _Builder:
         if isinstance(node, cst.For):
             targets = target_names(node.target)
             loop.targets = tuple(targets)
-            fn.assignments.append(Assignment(tuple(targets), None, Site(node, fn, loop, guarded)))
+            self._assignment(fn, tuple(targets), None, Site(node, fn, loop, guarded))
             callee = self.model.imports.resolve(node.iter.func) if isinstance(node.iter, cst.Call) else None
             if callee == "builtins.range" and targets:
                 loop.counters.add(targets[0])
@@ -369,6 +396,16 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
     return bool(counters) and any(name in counters for name in names_in(test))
 
 
+def _only_syncs(body: cst.BaseExpression, model: "SemanticModel") -> bool:
+    """A lambda body that only waits for or reads back its argument."""
+    if not isinstance(body, cst.Call):
+        return False
+    if isinstance(body.func, cst.Attribute) and body.func.attr.value in (apis.SYNC_METHODS | apis.HOST_METHODS):
+        return True
+    q = model.resolve(body.func)
+    return q in apis.SYNC_FUNCTIONS or (q in apis.HOST_PULL_FUNCTIONS and q != "builtins.print")
+
+
 class SemanticModel:
     """Everything the rules need to know about one file."""
 
@@ -385,6 +422,7 @@ class SemanticModel:
         self._positions = None
         self._module_values_static = False
         self._kind_cache: dict[tuple[int, int, bool], str | None] = {}
+        self.name_seq: dict[int, int] = {}
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -489,7 +527,7 @@ class SemanticModel:
             return Callee(None, cls=self.classes[func.value])
         fn = self.function_ref(func, scope)
         if fn is not None:
-            return Callee(qualname, fn, jitted=fn.jitted)
+            return Callee(qualname, fn, jitted=fn.direct_jit)
         if qualname is not None and (qualname.split(".")[0] in apis.JAX_ROOTS
                                      or qualname.startswith("builtins.")
                                      or "." in qualname):
@@ -573,12 +611,14 @@ class SemanticModel:
     def _value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int) -> str | None:
         t = type(expr)
         if t is cst.Name:
-            return "array" if self.is_array_name(expr.value, scope) else self._object_name(expr.value, scope, depth)
+            return "array" if self.is_array_name(expr.value, scope, expr) else self._object_name(expr.value, scope, depth)
         if t is cst.Attribute:
             if expr.attr.value in apis.STATIC_ATTRIBUTES:
                 return None
             if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
                 return None  # attributes set at construction: static configuration
+            if self._module_values_static and expr.attr.value not in apis.ARRAY_ATTRIBUTES:
+                return None  # a field of a traced pytree may be static config (`state.dynamic_scale`)
             base = self.value_kind(expr.value, scope, depth + 1)
             return "array" if base == "array" else None
         if t is cst.Subscript:
@@ -644,7 +684,7 @@ class SemanticModel:
         receiver = self.receiver_kind(call, scope, depth) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            return None if method in apis.HOST_METHODS else "array"
+            return None if method in apis.HOST_METHODS or method == "keys" else "array"
         if receiver == "object":
             return "array"  # model.apply(...), optimizer.update(...), state.apply_gradients(...)
         if q is None:
@@ -677,17 +717,41 @@ class SemanticModel:
             current = current.parent
         return None
 
-    def is_array_name(self, name: str, scope: Function) -> bool:
+    def is_array_name(self, name: str, scope: Function, use: cst.Name | None = None) -> bool:
         current: Function | None = scope
         while current is not None:
             if current.is_module and self._module_values_static:
                 return False
             if name in current.array_names:
+                if use is not None and current is scope and name in current.host_names:
+                    return self._reaching_is_array(name, current, use)
                 return True
             if name in current.params or current.bindings(name):
                 return False  # bound here, and not to an array
             current = current.parent
         return False
+
+    def is_array_at(self, use: cst.Name, fn: Function) -> bool:
+        """Is the value that reaches this use of a name an array? (Its own later rebinding, as in
+        `x = jnp.asarray(x)`, does not count.)"""
+        if use.value not in fn.array_names or not fn.bindings(use.value):
+            return self.is_array(use, fn)
+        return self._reaching_is_array(use.value, fn, use)
+
+    def _reaching_is_array(self, name: str, fn: Function, use: cst.Name) -> bool:
+        """A name bound both to arrays and to host values (`loss = loss.item()`): the latest
+        binding before the use decides; before any binding (loop-carried), arrays win."""
+        seq = self.name_seq.get(id(use))
+        if seq is None:
+            return True
+        before = [a for a in fn.bindings(name) if a.seq < seq]
+        if not before:
+            return True
+        last = before[-1]
+        if last.value is None:
+            return name in fn.array_params or (isinstance(last.site.node, cst.For)
+                                                and self.value_kind(last.site.node.iter, fn) == "array")
+        return not self.is_host_pull(last.value) and self.value_kind(last.value, fn) == "array"
 
     def is_array(self, expr: cst.BaseExpression, scope: Function) -> bool:
         return self.value_kind(expr, scope) == "array"
@@ -734,9 +798,14 @@ class SemanticModel:
                         static.add(value)
         return static
 
-    def _mark_jit(self, fn: Function, site: cst.CSTNode, args: list[cst.Arg]) -> None:
+    def _mark_jit(self, fn: Function, site: cst.CSTNode, args: list[cst.Arg], direct: bool = False) -> None:
         fn.jit_sites.append(site)
         fn.static_params |= self._static_params(fn, args)
+        fn.direct_jit = fn.direct_jit or direct
+
+    def _rebinds_own_name(self, call: cst.Call, target: Function, scope: Function) -> bool:
+        """`f = jax.jit(f)`: the function's own name now calls the compiled version."""
+        return any(a.value is call and a.targets == (target.name,) for a in scope.assignments)
 
     def _mark_jit_and_transforms(self) -> None:
         for fn in self.functions:
@@ -749,7 +818,7 @@ class SemanticModel:
                 if q in apis.JIT_WRAPPERS and call.args:
                     target = self.function_ref(call.args[0].value, fn)
                     if target is not None:
-                        self._mark_jit(target, call, list(call.args[1:]))
+                        self._mark_jit(target, call, list(call.args[1:]), self._rebinds_own_name(call, target, fn))
                     else:
                         for returned in self._factory_returns(call.args[0].value, fn):
                             self._mark_jit(returned, call, list(call.args[1:]))
@@ -758,7 +827,8 @@ class SemanticModel:
                         and call.args:
                     target = self.function_ref(call.args[0].value, fn)
                     if target is not None:
-                        self._mark_jit(target, call, list(call.func.args[1:]))
+                        self._mark_jit(target, call, list(call.func.args[1:]),
+                                       self._rebinds_own_name(call, target, fn))
                 elif q in apis.TRACING_TRANSFORMS:
                     for index in apis.TRACING_TRANSFORMS[q]:
                         if index < len(call.args) and call.args[index].keyword is None:
@@ -783,7 +853,7 @@ class SemanticModel:
     def _decorator(self, fn: Function, decorator: cst.BaseExpression) -> None:
         q = self.resolve(decorator)
         if q in apis.JIT_WRAPPERS:
-            self._mark_jit(fn, decorator, [])
+            self._mark_jit(fn, decorator, [], direct=True)
         elif q in apis.TRACING_TRANSFORMS:
             fn.transform_roots.append(q)
         elif isinstance(decorator, cst.Call):
@@ -791,11 +861,11 @@ class SemanticModel:
             if inner == "functools.partial" and decorator.args:
                 wrapped = self.resolve(decorator.args[0].value)
                 if wrapped in apis.JIT_WRAPPERS:
-                    self._mark_jit(fn, decorator, list(decorator.args[1:]))
+                    self._mark_jit(fn, decorator, list(decorator.args[1:]), direct=True)
                 elif wrapped in apis.TRACING_TRANSFORMS:
                     fn.transform_roots.append(wrapped)
             elif inner in apis.JIT_WRAPPERS:  # @jax.jit(static_argnames=...) (newer JAX)
-                self._mark_jit(fn, decorator, list(decorator.args))
+                self._mark_jit(fn, decorator, list(decorator.args), direct=True)
             elif inner in apis.TRACING_TRANSFORMS:
                 fn.transform_roots.append(inner)
 
@@ -815,6 +885,14 @@ class SemanticModel:
 
     def _propagate_traced(self) -> None:
         work = []
+        for cls in self.classes.values():
+            # flax/equinox/haiku module methods run under apply/filter_jit: traced, but their
+            # parameters may be static configuration (`train: bool`), so none is assumed traced
+            if cls.is_jax_module:
+                for method in cls.methods.values():
+                    if method.name != "__init__" and not method.traced:
+                        method.traced = True
+                        work.append(method)
         for fn in self.functions:
             if fn.jitted or fn.transform_roots:
                 fn.traced = True
@@ -878,7 +956,7 @@ class SemanticModel:
         if callee.function is not None:
             fn = callee.function
             if fn.does_array_work:
-                return "dispatch" if fn.traced and fn.jitted else "array"
+                return "dispatch" if fn.direct_jit else "array"
             return "dispatch" if fn.does_jax_work else None
         if callee.cls is not None:
             return None
@@ -886,13 +964,23 @@ class SemanticModel:
         receiver = self.receiver_kind(call, scope) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            return None if method in apis.HOST_METHODS or method == "block_until_ready" else "array"
+            if method in apis.HOST_METHODS or method in apis.CONTAINER_METHODS or method in apis.SYNC_METHODS:
+                return None
+            return "array"
         if receiver == "object":
             return "dispatch"
         if q is None or q.split(".")[0] not in apis.JAX_ROOTS:
             return None
         if q in apis.JAX_HOST_RESULTS or q.startswith(apis.JAX_HOST_PREFIXES):
             return None
+        if q in apis.TREE_MAPS and call.args:
+            mapped = self.function_ref(call.args[0].value, scope)
+            if mapped is not None and mapped.name == "<lambda>" and _only_syncs(mapped.node.body, self):
+                return None  # jax.tree.map(lambda x: x.block_until_ready(), out)
+            if mapped is not None and not mapped.does_array_work and not any(
+                    self.is_array(a.value, scope) for a in call.args[1:]):
+                return "dispatch" if mapped.does_jax_work else None
+            return "array"
         if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
             return "dispatch" if q in apis.TRACING_TRANSFORMS and q.startswith("jax.lax.") else None
         if self._call_kind(call, scope, 0) == "object":
@@ -910,6 +998,10 @@ class SemanticModel:
                         and (annotation.startswith(("jax", "jnp", "chex")) or annotation in ("Array", "PRNGKeyArray")):
                     if annotation != "ndarray" and not annotation.startswith(("np.", "numpy.")):
                         fn.array_params.add(name)
+        for fn in self.functions:
+            for a in fn.assignments:
+                if a.value is not None and a.targets and self.is_host_pull(a.value):
+                    fn.host_names.update(a.targets)  # uses of these look at the binding that reaches them
         for _ in range(8):
             changed = False
             for fn in self.functions:
@@ -966,9 +1058,24 @@ class SemanticModel:
         value = a.value
         if value is None:
             return False
-        if self.value_kind(value, fn) == "array":
+        if fn.traced and not self._module_values_static:
+            self._module_values_static = True  # traced code: attributes of pytrees may be config
+            try:
+                return self._binding_is_array(a, fn)
+            finally:
+                self._module_values_static = False
+        if self.is_host_pull(value):
+            return False
+        return self.value_kind(value, fn) == "array"
+
+    def is_host_pull(self, value: cst.BaseExpression) -> bool:
+        """`float(x)`, `x.item()`, `np.asarray(x)`, `jax.device_get(x)`: a host value."""
+        if not isinstance(value, cst.Call):
+            return False
+        q = self.resolve(value.func)
+        if q in apis.HOST_PULL_FUNCTIONS and q != "builtins.print":
             return True
-        return False
+        return q is None and isinstance(value.func, cst.Attribute) and value.func.attr.value in apis.HOST_METHODS
 
     def _mark_step_loops(self) -> None:
         # which functions contain step loops (for epoch loops around a per-epoch function)
@@ -986,8 +1093,11 @@ class SemanticModel:
             for loop in fn.loops:
                 if not loop.is_step:
                     continue
+                # an epoch loop: it holds another step loop, or runs a compiled scan per iteration
                 loop.is_epoch = any(child.is_step for child in self._descendants(loop)) or any(
-                    (c := self.callee(s.node, fn).function) is not None and c.contains_step_loop
+                    ((c := self.callee(s.node, fn).function) is not None
+                     and (c.contains_step_loop or (c.uses_scan and c is not fn)))
+                    or self.resolve(s.node.func) in apis.SCAN_LIKE
                     for s in fn.calls if loop.encloses(s.loop))
         # per-step functions: called unguarded from a leaf step loop, transitively, untraced
         work: list[Function] = []
