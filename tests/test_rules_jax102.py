@@ -1,0 +1,194 @@
+"""JAX102 jit-in-loop: the shapes RULES.md lists, seed 002's inline `jax.jit(selu)(x)`, and the
+"Quiet on" clauses (module level, `__init__`, a factory called once, memoisation, traced code)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import scan_text
+from jaxopt_audit.rules.jax102_jit_in_loop import JitInLoop
+
+
+def findings(source: str):
+    return scan_text(source, [JitInLoop])
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in findings(source)]
+
+
+def test_seed002_inline_jit_in_a_timing_loop_reuses_the_cache_but_not_the_wrapper():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def selu(x, alpha=1.67, lmbda=1.05):
+            return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+        x_jnp = jnp.ones((3000, 3000))
+        for _ in range(100):
+            jax.jit(selu)(x_jnp).block_until_ready()
+    """)
+    assert [f.line for f in found] == [9]
+    assert "JAX's cache" in found[0].message and "slow dispatch" in found[0].message
+
+
+@pytest.mark.parametrize("wrapped", [
+    "lambda p: loss_fn(p, batch)",
+    "functools.partial(loss_fn, batch=batch)",
+    "jax.grad(loss_fn)",
+])
+def test_a_new_function_each_step_is_traced_and_compiled_each_step(wrapped):
+    found = findings(f"""
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        def loss_fn(p, batch):
+            return jnp.mean((batch @ p) ** 2)
+
+        def train(params, batches):
+            for batch in batches:
+                loss = jax.jit({wrapped})(params)
+            return loss
+    """)
+    assert [f.line for f in found] == [10]
+    assert "traced and compiled again every step" in found[0].message
+
+
+def test_jit_in_an_unjitted_function_called_every_step_names_the_loop():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def predict(params, x):
+            def forward(x):
+                return jnp.tanh(x @ params)
+            return jax.jit(forward)(x)
+
+        def evaluate(params, xs):
+            outs = []
+            for x in xs:
+                outs.append(predict(params, x))
+            return outs
+    """)
+    assert [f.line for f in found] == [7]
+    assert "`predict`" in found[0].message and "for x in xs" in found[0].message
+
+
+def test_aliases_pmap_and_a_decorated_def_in_the_loop_are_found():
+    assert lines("""
+        from jax import jit as J, pmap
+        import jax.numpy as jnp
+
+        def run(xs):
+            out = []
+            for x in xs:
+                @J
+                def double(v):
+                    return v * 2
+                out.append(double(x) + pmap(jnp.sin)(x))
+            return out
+    """) == [7, 10]
+
+
+def test_quiet_on_module_level_init_and_a_factory_called_once():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def loss(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        grad_fn = jax.jit(jax.grad(loss))
+
+        def make_step(lr):
+            def step(w, x):
+                return w - lr * grad_fn(w, x)
+            return jax.jit(step)
+
+        class Trainer:
+            def __init__(self, lr):
+                self.step = jax.jit(self._step)
+                self.lr = lr
+
+            def _step(self, w, x):
+                return w - self.lr * grad_fn(w, x)
+
+        def train(w, batches, lr=0.1):
+            step = make_step(lr)
+            trainer = Trainer(lr)
+            for x in batches:
+                w = step(w, x)
+                w = trainer.step(w, x)
+            return w
+    """) == []
+
+
+def test_quiet_under_memoisation_periodic_guard_and_in_cached_functions():
+    assert lines("""
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        _compiled = {}
+
+        @functools.lru_cache(maxsize=None)
+        def compiled_for(n):
+            return jax.jit(lambda x: jnp.sum(x[:n]))
+
+        def get(n):
+            if n not in _compiled:
+                _compiled[n] = jax.jit(lambda x: x * n)
+            return _compiled[n]
+
+        def run(xs, n):
+            outs = []
+            for step, x in enumerate(xs):
+                outs.append(get(n)(x) + compiled_for(n)(x))
+                if step % 1000 == 0:
+                    report = jax.jit(jnp.linalg.norm)(x)
+            return outs
+    """) == []
+
+
+def test_quiet_in_traced_code_and_short_literal_loops():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def outer(x):
+            for _ in range(10):
+                x = jax.jit(jnp.sin)(x)
+            return x
+
+        def check(x):
+            for _ in range(2):
+                y = jax.jit(jnp.cos)(x)
+            return y
+    """) == []
+
+
+def test_quiet_on_one_compilation_per_configuration():
+    assert lines("""
+        import itertools
+        import jax
+        import jax.numpy as jnp
+
+        def make_train(config):
+            def train(key):
+                return jax.random.normal(key, (config["width"],)).sum()
+            return jax.jit(train)
+
+        def tune(x, configs, key):
+            best = []
+            for blocks, tile in itertools.product((4, 8, 16), (128, 256)):
+                @jax.jit
+                def kernel(v):
+                    return jnp.reshape(v, (blocks, -1))[:, :tile].sum()
+                best.append(kernel(x))
+            for config in configs:
+                best.append(make_train(config)(key))
+            return best
+    """) == []

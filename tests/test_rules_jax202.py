@@ -1,0 +1,132 @@
+"""JAX202 loop-to-vmap: seed 000's loop over seeds and the other kinds of independent items, and
+the "Quiet on" clauses: carried state (JAX201's loops), static structure, files, uncollected results."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
+from jaxopt_audit.rules.jax202_loop_to_vmap import LoopToVmap
+
+HEADER = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def run_learning_loop(key, observations):
+    weights = jax.random.normal(key, (observations.shape[1],))
+    return jnp.mean((observations @ weights) ** 2)
+"""
+
+
+def lines(source: str, rules=(LoopToVmap,)) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in scan_text(HEADER + source, list(rules))]
+
+
+def test_seed000_thirty_seeds_run_one_after_the_other():
+    found = scan_text(HEADER + """
+def run_seeds(observations, num_seeds=30):
+    results = []
+    for seed in range(num_seeds):
+        results.append(run_learning_loop(jax.random.key(seed), observations))
+    return jnp.stack(results)
+""", [LoopToVmap])
+    assert [(f.line, f.code) for f in found] == [(11, "JAX202")]
+    assert "run_learning_loop" in found[0].message and "jax.vmap" in found[0].message
+
+
+def test_keys_from_split_a_literal_grid_and_rows_of_an_array():
+    assert lines("""
+def sweep(key, observations):
+    by_key, by_lr, by_row = [], {}, []
+    for k in jax.random.split(key, 8):
+        by_key.append(run_learning_loop(k, observations))
+    for lr in [1e-3, 1e-2, 1e-1]:
+        by_lr[lr] = run_learning_loop(jax.random.key(0), observations * lr)
+    stacked = jnp.stack([observations, observations + 1.0])
+    for rows in stacked:
+        by_row.append(run_learning_loop(key, rows))
+    return by_key, by_lr, by_row
+""") == [(11, "JAX202"), (13, "JAX202"), (16, "JAX202")]
+
+
+def test_a_whole_run_per_seed_with_its_own_inner_loop_counts():
+    assert lines("""
+@jax.jit
+def step(w, x):
+    return w - 0.01 * jnp.dot(w, x) * x
+
+def run_seed(seed, xs):
+    w = jax.random.normal(jax.random.key(seed), (xs.shape[1],))
+    for x in xs:
+        w = step(w, x)
+    return w
+
+def run_all(xs, num_seeds):
+    finals = []
+    for seed in range(num_seeds):
+        finals.append(run_seed(seed, xs))
+    return finals
+""") == [(21, "JAX202")]
+
+
+def test_carried_state_is_jax201_not_jax202():
+    assert lines("""
+@jax.jit
+def update(w, x):
+    return w - 0.01 * jnp.dot(w, x) * x
+
+def train(w, xs, num_steps):
+    losses = []
+    for step in range(num_steps):
+        w = update(w, xs[step])
+        losses.append(jnp.sum(w))
+    return w, losses
+""", rules=(LoopToVmap, LoopToScan)) == [(15, "JAX201")]
+
+
+def test_quiet_when_items_change_structure():
+    assert lines("""
+from functools import partial
+
+@partial(jax.jit, static_argnames="width")
+def init_model(key, width):
+    return jax.random.normal(key, (width, width))
+
+def build(key, observations, runners):
+    out = []
+    for seed in range(4):
+        out.append(init_model(jax.random.key(seed), 2 ** (seed + 4)))
+    for seed, runner in enumerate(runners):
+        out.append(runner(jax.random.key(seed), observations))
+    for lr in [1e-3, 1e-2]:
+        out.append(jnp.zeros((int(1 / lr),)) + run_learning_loop(key, observations))
+    return out
+""") == []
+
+
+def test_quiet_on_dict_items_files_and_uncollected_results():
+    assert lines("""
+def evaluate(key, params, paths, observations):
+    scores = {}
+    for name, value in params.items():
+        scores[name] = run_learning_loop(key, value)
+    for key_name in params:
+        scores[key_name] = run_learning_loop(key, params[key_name])
+    for path in paths:
+        with open(path) as handle:
+            scores[path] = run_learning_loop(key, observations * float(handle.read()))
+    for seed in range(10):
+        print(seed, run_learning_loop(jax.random.key(seed), observations))
+    return scores
+""") == []
+
+
+def test_quiet_when_already_vmapped():
+    assert lines("""
+@jax.jit
+def run_batched(keys, observations):
+    return jax.vmap(run_learning_loop, in_axes=(0, None))(keys, observations)
+
+def run_seeds(key, observations):
+    return run_batched(jax.random.split(key, 30), observations)
+""") == []

@@ -1,0 +1,136 @@
+"""JAX502 constant-key-in-step: seed 001's preprocessing noise, in its un-jitted (original) and
+jitted (optimisation 2) forms, keys in compiled-loop bodies, and the "Quiet on" clauses."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+from jaxopt_audit.rules.jax502_constant_key_in_step import ConstantKeyInStep
+
+
+def findings(source: str):
+    return scan_text(source, [ConstantKeyInStep])
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in findings(source)]
+
+
+SEED001_PREPROCESS = """
+import jax
+from jax import numpy as jnp
+
+{decorator}
+def preprocess_batch_jax(batch):
+    x = batch['x']
+    x = (x - jnp.mean(x)) / jnp.std(x)
+    noise = jax.random.normal(jax.random.PRNGKey(0), x.shape) * 0.01
+    x = x + noise
+    return {{'x': x, 'y': batch['y']}}
+
+@jax.jit
+def train_step(params, batch):
+    return params - 0.001 * jnp.mean(batch['x'] @ params - batch['y'])
+
+def train(params, dataloader):
+    for epoch in range(10):
+        for batch in dataloader:
+            batch = preprocess_batch_jax(batch)
+            params = train_step(params, batch)
+    return params
+"""
+
+
+def test_seed001_noise_key_in_unjitted_preprocessing_called_every_batch():
+    found = findings(SEED001_PREPROCESS.format(decorator=""))
+    assert [f.line for f in found] == [8]
+    assert "preprocess_batch_jax" in found[0].message and "for batch in dataloader" in found[0].message
+
+
+def test_seed001_noise_key_in_jitted_preprocessing_called_every_batch():
+    # a jitted function called every step runs its body every step: same key, same noise
+    assert lines(SEED001_PREPROCESS.format(decorator="@jax.jit")) == [8]
+
+
+def test_helpers_of_a_jitted_step_and_scan_bodies_run_every_step():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        SEED = 7
+
+        def dropout(x, rate):
+            mask = jax.random.bernoulli(jax.random.key(SEED), 1 - rate, x.shape)
+            return jnp.where(mask, x / (1 - rate), 0.0)
+
+        @jax.jit
+        def train_step(w, x):
+            return w - 0.1 * jnp.mean(dropout(x @ w, 0.5)) * w
+
+        def fit(w, batches):
+            for x in batches:
+                w = train_step(w, x)
+            return w
+
+        @jax.jit
+        def simulate(x0, n):
+            def body(x, _):
+                x = x + 0.1 * jax.random.normal(jax.random.key(1), x.shape)
+                return x, x
+            return jax.lax.scan(body, x0, None, length=n)
+    """)
+    assert [f.line for f in found] == [7, 22]
+    assert "scan" in found[1].message
+
+
+def test_quiet_on_keys_derived_per_step_and_init_only_keys():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x, step):
+            key = jax.random.fold_in(jax.random.key(0), step)
+            base = jax.random.key(1)
+            noise = jax.random.normal(jax.random.fold_in(base, step), x.shape)
+            sub = jax.random.split(jax.random.key(2), 1000)[step]
+            return w - 0.1 * jnp.mean(x + noise + jax.random.normal(key, x.shape) + jax.random.normal(sub)) * w
+
+        def fit(model, w, batches):
+            for step, x in enumerate(batches):
+                w = train_step(w, x, step)
+                params = model.init(jax.random.key(0), x)
+            return w, params
+    """) == []
+
+
+def test_quiet_when_the_key_is_threaded_guarded_or_outside_the_loop():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        SEED = 0
+
+        @jax.jit
+        def step(w, key):
+            return w + jax.random.normal(key, w.shape)
+
+        def fit(w, n, seed):
+            key = jax.random.key(SEED)
+            scores = []
+            for i in range(n):
+                key, sub = jax.random.split(key)
+                w = step(w, sub)
+                w = step(w, jax.random.key(seed))
+                if i % 100 == 0:
+                    scores.append(step(w, jax.random.key(1234)))
+            for _ in range(3):
+                w = step(w, jax.random.key(5))
+            return w, scores
+
+        def shadowed(w, batches):
+            for SEED, x in enumerate(batches):
+                w = step(w + x, jax.random.key(SEED))
+            return w
+
+        w0 = step(jnp.zeros(3), jax.random.key(0))
+    """) == []

@@ -1,0 +1,163 @@
+"""JAX701 unsynchronized-timing: seed 002's `%time jnp.dot(...)` written as a script, timing that
+silently includes the first (compiling) call, `timeit` statements, and the "Quiet on" clauses."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+from jaxopt_audit.rules.jax701_unsynchronized_timing import UnsynchronizedTiming
+
+
+def findings(source: str):
+    return scan_text(source, [UnsynchronizedTiming])
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in findings(source)]
+
+
+def test_seed002_dot_timed_without_block_until_ready():
+    found = findings("""
+        import time
+        import jax
+
+        key = jax.random.key(42)
+        x_jnp = jax.random.normal(key, (3000, 3000))
+        start = time.time()
+        jax.numpy.dot(x_jnp, x_jnp.T)
+        print("Wall time:", time.time() - start)
+
+        start = time.time()
+        jax.numpy.dot(x_jnp, x_jnp.T).block_until_ready()
+        print("Wall time:", time.time() - start)
+    """)
+    assert [f.line for f in found] == [8]
+    assert "jax.numpy.dot(x_jnp, x_jnp.T)" in found[0].message and "dispatch" in found[0].message
+
+
+def test_benchmark_loop_without_final_sync_and_timeit_statements():
+    assert lines("""
+        import time
+        import timeit
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def selu(x):
+            return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+        def bench(x, n=100):
+            selu(x).block_until_ready()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                y = selu(x)
+            per_call = (time.perf_counter() - t0) / n
+            by_string = timeit.timeit("selu(x)", globals={"selu": selu, "x": x}, number=n)
+            synced = timeit.timeit(lambda: selu(x).block_until_ready(), number=n)
+            return per_call, by_string, synced
+    """) == [15, 16]
+
+
+def test_first_call_of_a_jitted_function_timed_as_steady_state():
+    found = findings("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def selu(x):
+            return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+        def main(x):
+            fast = jax.jit(selu)
+            start = time.perf_counter()
+            fast(x).block_until_ready()
+            duration = time.perf_counter() - start
+            print(f"jit selu: {duration:.4f}s")
+    """)
+    assert [f.line for f in found] == [12]
+    assert "first call of `fast`" in found[0].message
+
+
+def test_quiet_when_synced_warmed_up_or_labelled_as_compile_time():
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def step(w, x):
+            return w - 0.1 * jnp.mean(x @ w) * w
+
+        def bench(w, x, n=10):
+            fast = jax.jit(lambda v: v * 2)
+            t0 = time.perf_counter()
+            fast(x).block_until_ready()
+            compile_s = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            out = step(w, x)
+            jax.block_until_ready(out)
+            t1 = time.perf_counter()
+
+            t2 = time.perf_counter()
+            loss = float(jnp.mean(step(w, x)))
+            host = np.asarray(step(w, x))
+            t3 = time.perf_counter()
+
+            t4 = time.perf_counter()
+            fast(x).block_until_ready()
+            steady = time.perf_counter() - t4
+            return compile_s, t1 - t0, t3 - t2, steady, loss, host
+    """) == []
+
+
+def test_quiet_when_a_logger_may_sync_or_the_timed_function_syncs_itself():
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(state, batch):
+            return state - 0.1 * jnp.mean(batch) * state, jnp.mean(batch)
+
+        def run_epoch(state, batches):
+            for batch in batches:
+                state, loss = train_step(state, batch)
+            return float(loss), state
+
+        def train(state, epochs, writer, batches):
+            window_start = time.time()
+            metrics = []
+            for step, batch in enumerate(batches):
+                state, loss = train_step(state, batch)
+                metrics.append(loss)
+                if step % 100 == 0:
+                    writer.write_scalars(step, {"loss": jnp.stack(metrics).mean()})
+                    print("steps/s", 100 / (time.time() - window_start))
+                    window_start = time.time()
+            for epoch in range(epochs):
+                start = time.time()
+                loss, state = run_epoch(state, batches)
+                print(epoch, loss, time.time() - start)
+            return state
+    """) == []
+
+
+def test_quiet_on_timer_readings_that_are_not_a_measurement():
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def run_until(deadline_s, x):
+            deadline = time.time() + deadline_s
+            while time.time() < deadline:
+                x = jnp.sin(x)
+            return x
+
+        @jax.jit
+        def traced(x):
+            t = time.time()
+            return x * 2, time.time() - t
+    """) == []
