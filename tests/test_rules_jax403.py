@@ -1,0 +1,144 @@
+"""JAX403 side-effect-in-jit: shapes reported and quiet clauses beyond the rule's examples."""
+
+from __future__ import annotations
+
+from jaxopt_audit.static.registry import load_rules
+
+from conftest import scan_text
+
+RULE = [r for r in load_rules() if r.CODE == "JAX403"]
+
+
+def found(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.severity) for f in scan_text(source, RULE)]
+
+
+def test_seed_002_prints_inside_jit():
+    findings = scan_text("""
+        import jax
+        import numpy as np
+
+        @jax.jit
+        def f(x, y):
+            print("Running f():")
+            print(f" x = {x}")
+            print(f" y = {y}")
+            result = jax.numpy.dot(x + 1, y + 1)
+            print(f" result = {result}")
+            return result
+
+        x = np.random.randn(3, 4)
+        y = np.random.randn(4)
+        print(f(x, y))  # first call traces the function
+        print(f(x, y))  # second call: the cached program, no prints
+    """, RULE)
+    assert [f.line for f in findings] == [6, 7, 8, 10]
+    assert "runs only when JAX traces it" in findings[0].message
+    assert "tracer for `x`" in findings[1].message
+    assert "jax.debug.print" in findings[1].fix
+
+
+def test_outer_writes_of_traced_values():
+    assert found("""
+        import logging
+        import jax
+        import jax.numpy as jnp
+
+        cache = {}
+        seen = []
+        last = None
+
+        class Trainer:
+            def __init__(self):
+                self.history = []
+
+            @jax.jit
+            def step(self, params, batch):
+                loss = jnp.mean((batch @ params) ** 2)
+                self.history.append(loss)
+                return loss
+
+        def make_counter():
+            total = jnp.zeros(())
+
+            @jax.jit
+            def add(x):
+                nonlocal total
+                total = total + x
+                return total
+            return add
+
+        @jax.jit
+        def f(x):
+            global last
+            logging.info("value %s", x)
+            cache["x"] = x * 2
+            seen.extend([x])
+            last = jnp.sum(x)
+            return x
+    """) == [(16, "warning"), (25, "warning"), (32, "warning"), (33, "warning"), (34, "warning"),
+             (35, "warning")]
+
+
+def test_item_assignment_on_jax_arrays_is_an_error_everywhere():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        def build(n):
+            y = jnp.zeros(n)
+            y[0] = 1.0
+            return y
+
+        @jax.jit
+        def clip(x, lo):
+            x[x < lo] = lo
+            z = x * 2
+            z[0] += 1
+            return z
+
+        def annotated(v: jax.Array):
+            v[1] = 0.0
+            return v
+    """) == [(6, "error"), (11, "error"), (13, "error"), (17, "error")]
+
+
+def test_quiet_on_static_logs_local_containers_callbacks_and_numpy():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        import optax
+
+        traces = [0]
+        optimizer = optax.adam(1e-3)
+
+        def host_print(x):
+            print("loss", x)
+
+        @jax.jit
+        def step(params, opt_state, batch, state):
+            print("compiling step for", batch.shape, batch.dtype)
+            traces[0] += 1
+            loss, grads = jax.value_and_grad(lambda p: jnp.mean((batch @ p) ** 2))(params)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            metrics = {"loss": loss}
+            metrics["grad_norm"] = optax.global_norm(grads)
+            outputs = []
+            outputs.append(loss)
+            table = np.zeros(3)
+            table[0] = 1.0
+            state["step"] = state["step"] + 1
+            jax.debug.print("loss {l}", l=loss)
+            jax.debug.callback(host_print, loss)
+            params = params.at[0].set(0.0)
+            return optax.apply_updates(params, updates), opt_state, metrics, jnp.stack(outputs), state
+
+        def evaluate(params, xs):
+            losses = []
+            for x in xs:
+                loss = jnp.mean(x @ params)
+                print("loss", loss)
+                losses.append(loss)
+            return losses
+    """) == []

@@ -1,0 +1,121 @@
+"""JAX404 numpy-on-tracer: shapes reported and quiet clauses beyond the rule's examples."""
+
+from __future__ import annotations
+
+from jaxopt_audit.static.registry import load_rules
+
+from conftest import scan_text
+
+RULE = [r for r in load_rules() if r.CODE == "JAX404"]
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in scan_text(source, RULE)]
+
+
+def test_seed_002_static_shape_arithmetic_is_quiet():
+    # seed 002's fix for `jnp.array(x.shape).prod()`: NumPy on the static shape is right
+    assert lines("""
+        import jax.numpy as jnp
+        import numpy as np
+        from jax import jit
+
+        @jit
+        def f(x):
+            return x.reshape((np.prod(x.shape),))
+
+        f(jnp.ones((2, 3)))
+    """) == []
+
+
+def test_numpy_math_and_scipy_on_tracers_through_every_spelling():
+    found = scan_text("""
+        import math
+        import jax
+        import numpy as onp
+        import scipy.special as sps
+        from numpy import mean
+        from jax import lax
+
+        def helper(v):
+            return math.sqrt(v)
+
+        def step(x, y):
+            a = onp.sum(x)
+            b = mean(y)
+            c = sps.expit(x)
+            return helper(x.mean()) + a + b + c
+
+        step_jit = jax.jit(step)
+
+        def body(i, carry):
+            return carry + onp.tanh(carry)
+
+        def run(x):
+            return lax.fori_loop(0, 3, body, x)
+
+        per_example = jax.vmap(lambda row: onp.linalg.norm(row))
+    """, RULE)
+    assert [f.line for f in found] == [9, 12, 13, 14, 20, 25]
+    by_line = {f.line: f for f in found}
+    assert "ConcretizationTypeError" in by_line[9].message and "jnp.sqrt" in by_line[9].fix
+    assert "TracerArrayConversionError" in by_line[12].message and "jnp.sum" in by_line[12].fix
+    assert "jax.scipy.special.expit" in by_line[14].fix
+
+
+def test_quiet_on_static_values():
+    assert lines("""
+        import functools
+        import math
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        TABLE = np.linspace(0.0, 1.0, 16)
+
+        @functools.partial(jax.jit, static_argnums=(1,))
+        def f(x, n):
+            idx = np.arange(n)
+            eps = np.finfo(x.dtype).eps
+            size = np.shape(x)[0] + len(x) + x.ndim
+            scale = math.sqrt(x.shape[-1]) * np.pi * np.float32(2.0)
+            lookup = jnp.asarray(np.cumsum(TABLE))
+            return x[idx] * scale + eps + size + lookup[0]
+
+        def helper(n):
+            return np.ones(n)
+
+        @jax.jit
+        def g(x):
+            return x + jnp.asarray(helper(3))
+    """) == []
+
+
+def test_quiet_outside_traced_code_and_in_host_callbacks():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def summarize(params):
+            leaves = jax.tree.map(lambda p: np.asarray(p).mean(), params)
+            return float(np.sum(jnp.ones(3)))
+
+        @jax.jit
+        def f(x):
+            shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+            y = jax.pure_callback(lambda v: np.sort(v), shape, x)
+            jax.debug.callback(lambda v: print(np.mean(v)), x)
+            return y
+    """) == []
+
+
+def test_traced_tree_map_lambda_is_reported():
+    assert lines("""
+        import jax
+        import numpy as np
+
+        @jax.jit
+        def f(params):
+            return jax.tree.map(lambda p: np.clip(p, -1, 1), params)
+    """) == [6]

@@ -1,0 +1,233 @@
+"""JAX501 prng-key-reuse: the flow analysis along paths and loops, beyond the rule's examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxopt_audit.static.registry import load_rules
+
+from conftest import scan_text
+
+RULE = [r for r in load_rules() if r.CODE == "JAX501"]
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in scan_text(source, RULE)]
+
+
+def messages(source: str) -> list[str]:
+    return [f.message for f in scan_text(source, RULE)]
+
+
+# ---------------------------------------------------------------- seed 002
+def test_seed_002_same_key_twice_old_and_new_style():
+    for constructor in ("jax.random.key(42)", "jax.random.PRNGKey(42)"):
+        assert lines(f"""
+            import jax
+            key = {constructor}
+            print(jax.random.normal(key))  # Value X
+            print(jax.random.normal(key))  # Value X (always the same!)
+        """) == [4]
+
+
+def test_seed_002_fix_is_quiet():
+    assert lines("""
+        import jax
+        key = jax.random.key(42)
+        key, subkey = jax.random.split(key)
+        print(jax.random.normal(subkey))
+        x_jnp = jax.random.normal(key, (3000, 3000))
+    """) == []
+
+
+# ---------------------------------------------------------------- reported shapes
+@pytest.mark.parametrize("body,expected", [
+    # split counts as a use
+    ("a = random.split(key)\n    b = random.split(key)", [4]),
+    # a draw, then splitting the same key
+    ("x = random.normal(key)\n    key, sub = random.split(key)", [4]),
+    # an alias is the same key
+    ("k = key\n    x = random.normal(k)\n    y = random.uniform(key)", [5]),
+    # the same element of a split, twice
+    ("keys = random.split(key, 3)\n    x = random.normal(keys[0])\n    y = random.normal(keys[0])", [5]),
+    # key= keyword form
+    ("x = random.normal(key=key, shape=())\n    y = random.normal(key=key, shape=())", [4]),
+    # two draws in one expression
+    ("x = random.normal(key) + random.uniform(key)", [3]),
+    # used on one path, then again after the branches join
+    ("if flag:\n        x = random.normal(key)\n    y = random.uniform(key)", [5]),
+    # consumed in try, again in except
+    ("try:\n        x = random.normal(key)\n    except ValueError:\n        x = random.uniform(key)", [6]),
+])
+def test_sequence_reuse(body, expected):
+    source = f"from jax import random\ndef f(key, flag):\n    {body}\n    return key\n"
+    assert lines(source) == expected
+
+
+def test_loop_reuse_for_while_and_comprehension():
+    found = scan_text("""
+        import jax
+        def rollout(key, logits, n):
+            out = []
+            for _ in range(n):
+                out.append(jax.random.categorical(key, logits))
+            i = 0
+            while i < n:
+                noise = jax.random.normal(jax.random.split(key)[1], ())
+                i += 1
+            samples = [jax.random.uniform(key, ()) for _ in range(n)]
+            return out, samples
+    """, RULE)
+    assert [f.line for f in found] == [5, 8, 10]
+    assert "every iteration" in found[0].message
+
+
+def test_passing_a_key_to_a_sampling_function_counts_as_a_use():
+    assert lines("""
+        import jax
+
+        def noise(k, shape):
+            return 0.1 * jax.random.normal(k, shape)
+
+        def perturb(k, x):
+            return x + noise(k, x.shape)
+
+        class Augment:
+            def flip(self, key, x):
+                return jax.numpy.where(jax.random.bernoulli(key), x[::-1], x)
+
+            def __call__(self, key, x):
+                x = self.flip(key, x)
+                return perturb(key, x)
+
+        def batch_noise(keys, x):
+            a = jax.vmap(noise, in_axes=(0, None))(keys, x.shape)
+            b = jax.vmap(noise, in_axes=(0, None))(keys, x.shape)
+            return a + b
+    """) == [15, 19]
+
+
+def test_key_captured_by_a_scan_or_fori_loop_body():
+    found = scan_text("""
+        import jax
+        from jax import lax
+
+        def diffuse(key, x0, n):
+            def body(i, x):
+                return x + jax.random.normal(key, x.shape)
+            return lax.fori_loop(0, n, body, x0)
+
+        def walk(key, x0, n):
+            return lax.scan(lambda x, _: (x + jax.random.uniform(key, x.shape), x), x0, None, length=n)
+    """, RULE)
+    assert [f.line for f in found] == [6, 10]
+    assert "fori_loop" in found[0].message and "lax.scan" in found[1].message
+
+
+# ---------------------------------------------------------------- quiet on
+def test_quiet_on_rebinding_split_elements_and_fold_in():
+    assert lines("""
+        import jax
+        from jax import random
+
+        def init(key, sizes):
+            k_w, k_b, k_layers = random.split(key, 3)
+            w = random.normal(k_w, (sizes[0], sizes[1]))
+            b = random.normal(k_b, (sizes[1],))
+            keys = random.split(k_layers, 6)
+            layers = [random.normal(keys[i], (3,)) for i in range(4)]
+            first, second = random.normal(keys[4]), random.normal(keys[5])
+            return w, b, layers, first, second
+
+        def steps(key, n):
+            out = []
+            for step in range(n):
+                key, sub = random.split(key)
+                out.append(random.normal(sub, ()))
+                out.append(random.normal(random.fold_in(key, step), ()))
+            key, loop_key = random.split(key)
+            for k in random.split(loop_key, n):
+                out.append(random.uniform(k, ()))
+            while len(out) < 100:
+                key, sub = random.split(key)
+                out.append(random.normal(sub, ()))
+            return out
+    """) == []
+
+
+def test_quiet_on_exclusive_paths():
+    assert lines("""
+        from jax import random
+
+        def draw(key, kind):
+            if kind == "normal":
+                return random.normal(key, ())
+            x = random.uniform(key, ()) if kind == "uniform" else random.bernoulli(key)
+            return x
+
+        def once(key, xs):
+            for x in xs:
+                y = random.normal(key, ())
+                break
+            return y
+
+        def either(key, flag):
+            try:
+                return random.normal(key, ())
+            except ValueError:
+                return random.uniform(key, ())
+    """) == []
+
+
+def test_quiet_when_it_cannot_follow_the_key():
+    assert lines("""
+        import jax
+
+        def init(model, x, state):
+            key = jax.random.key(0)
+            params = model.init(key, x)  # another library's function: not a known use
+            key, dropout_key = jax.random.split(key)
+            a = jax.random.normal(state.rng, ())
+            b = jax.random.normal(state.rng, ())  # attributes are not tracked
+            return params, dropout_key, a, b
+    """) == []
+
+
+def test_quiet_on_fixed_key_under_periodic_guard():
+    assert lines("""
+        import jax
+
+        def train(key, params, batches, train_step, sample, eval_every=100):
+            key, sample_key = jax.random.split(key)
+            for step, batch in enumerate(batches):
+                key, step_key = jax.random.split(key)
+                params = train_step(params, batch, step_key)
+                if step % eval_every == 0:
+                    images = jax.random.normal(sample_key, (8, 2))  # same samples at every eval
+            return params
+    """) == []
+
+
+def test_quiet_on_key_carried_through_scan():
+    assert lines("""
+        import jax
+
+        def simulate(key, x0, n):
+            def step(carry, _):
+                key, x = carry
+                key, sub = jax.random.split(key)
+                x = x + jax.random.normal(sub, x.shape)
+                return (key, x), x
+            return jax.lax.scan(step, (key, x0), None, length=n)
+    """) == []
+
+
+def test_message_names_both_calls():
+    (message,) = messages("""
+        import jax
+        key = jax.random.key(0)
+        a = jax.random.normal(key, (2,))
+        b = jax.random.bernoulli(key, 0.5, (2,))
+    """)
+    assert "`jax.random.bernoulli(key, 0.5, (2,))`" in message
+    assert "`jax.random.normal(key, (2,))`" in message
