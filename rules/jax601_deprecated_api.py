@@ -10,7 +10,7 @@ from jaxopt_audit.static.deprecations import Deprecation, lookup
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.names import canonical, dotted
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
-from jaxopt_audit.static.walk import children
+from jaxopt_audit.static.walk import children, walk
 
 
 class DeprecatedApi(Rule):
@@ -107,6 +107,15 @@ class DeprecatedApi(Rule):
 
     def _visit(self, model: SemanticModel, node: cst.CSTNode,
                found: list[tuple[cst.CSTNode, Deprecation, str]]) -> None:
+        if isinstance(node, cst.If) and _is_version_check(node.test):
+            return  # `if hasattr(jax, "typeof"): ... else: jax.core.get_aval(x)`: handled on purpose
+        if isinstance(node, (cst.Try, cst.TryStar)) and _catches_missing_api(node):
+            for handler in node.handlers:
+                self._visit(model, handler, found)
+            for part in (node.orelse, node.finalbody):
+                if part is not None:
+                    self._visit(model, part, found)
+            return
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = canonical(dotted(alias.name) or "")
@@ -139,6 +148,29 @@ class DeprecatedApi(Rule):
                 return
         for child in children(node):
             self._visit(model, child, found)
+
+
+def _is_version_check(test: cst.BaseExpression) -> bool:
+    """A test that selects code by JAX version or by what the installed JAX provides."""
+    for node in walk(test):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr":
+            return True
+        if isinstance(node, cst.Name) and "version" in node.value.lower():
+            return True
+        if isinstance(node, cst.Attribute) and "version" in node.attr.value.lower():
+            return True
+    return False
+
+
+def _catches_missing_api(node: cst.Try | cst.TryStar) -> bool:
+    """`try: from jax.experimental import maps` / `except ImportError:`: a deliberate fallback."""
+    for handler in node.handlers:
+        if handler.type is None:
+            continue
+        names = {n.value for n in walk(handler.type) if isinstance(n, cst.Name)}
+        if names & {"ImportError", "ModuleNotFoundError", "AttributeError"}:
+            return True
+    return False
 
 
 def _attribute_names(node: cst.Attribute) -> set[str]:

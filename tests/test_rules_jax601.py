@@ -198,3 +198,24 @@ def test_quiet_on_current_apis_and_look_alikes():
         f = pmap(lambda v: v)
         mesh = jax.make_mesh((1,), ("x",))
     """) == []
+
+
+def test_quiet_on_version_compatibility_code():
+    assert _findings("""
+        import jax
+
+        try:
+            from jax.experimental import host_callback
+        except ImportError:
+            host_callback = None
+
+        if hasattr(jax, "typeof"):
+            typeof = jax.typeof
+        else:
+            typeof = jax.core.get_aval
+
+        if jax.__version_info__ < (0, 4, 26):
+            tree_map = jax.tree_map
+        else:
+            tree_map = jax.tree.map
+    """) == []
