@@ -44,9 +44,10 @@ class UnsynchronizedTiming(Rule):
     (a warm-up) and report compile time separately — or name the number for what it is
     (`compile_and_run_s`).
 
-    The first-call check is made on one-shot measurements only: a reading inside a loop is a
-    per-iteration or windowed figure (steps per second), whose first window everyone knows
-    includes compilation.
+    The first-call check is made on one-shot measurements of small programs only: a reading
+    inside a loop is a per-iteration or windowed figure (steps per second), whose first window
+    everyone knows includes compilation, and a whole training run timed end to end
+    (`jax.jit(jax.vmap(make_train(config)))`, a function that scans) is a legitimate wall time.
 
     The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
     call before the second reading, when a function called in between may sync (an unknown
@@ -243,9 +244,29 @@ def _first_jitted_call(model: SemanticModel, fn: Function, region: TimedRegion,
     called_before = {c.func.value for c in order[:start] if isinstance(c.func, cst.Name)}
     for call in region.calls:
         if isinstance(call.func, cst.Name) and call.func.value in jitted \
-                and call.func.value not in called_before:
+                and call.func.value not in called_before \
+                and _small_program(model, fn, jitted[call.func.value]):
             return call
     return None
+
+
+def _small_program(model: SemanticModel, fn: Function, jitted: cst.BaseExpression) -> bool:
+    """The jitted function is a small one (a lambda, a loop-free def, a library function), so a
+    single timed first call is mostly compilation. A whole training run (`make_train(config)`, a
+    function that scans or loops) timed end to end is a different, legitimate measurement."""
+    if isinstance(jitted, cst.FunctionDef):
+        target = model.function_of_def.get(jitted)
+    else:
+        wrapped = jitted.args[0].value if isinstance(jitted, cst.Call) and jitted.args else None
+        if wrapped is None or isinstance(wrapped, cst.Call):
+            return False  # a factory's or a transform's product: size unknown
+        if isinstance(wrapped, cst.Lambda):
+            return True
+        target = model.function_ref(wrapped, fn)
+        if target is None:
+            return (model.resolve(wrapped) or "").startswith(("jax.numpy.", "jax.lax.", "jax.nn."))
+    return target is not None and not target.uses_scan and not target.loops \
+        and not target.contains_step_loop
 
 
 def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bool:

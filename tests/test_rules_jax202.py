@@ -3,6 +3,8 @@ the "Quiet on" clauses: carried state (JAX201's loops), static structure, files,
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import scan_text
 from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
 from jaxopt_audit.rules.jax202_loop_to_vmap import LoopToVmap
@@ -130,3 +132,16 @@ def run_batched(keys, observations):
 def run_seeds(key, observations):
     return run_batched(jax.random.split(key, 30), observations)
 """) == []
+
+
+@pytest.mark.xfail(strict=True, reason="walk.names_in yields attribute names, so loops.carried_names "
+                                       "reads `key` in `jax.random.key(seed)` and calls `key` carried")
+def test_a_key_named_key_built_from_the_seed_is_not_carried_state():
+    assert lines("""
+def run_seeds(observations, num_seeds=30):
+    results = []
+    for seed in range(num_seeds):
+        key = jax.random.key(seed)
+        results.append(run_learning_loop(key, observations))
+    return results
+""") == [(11, "JAX202")]

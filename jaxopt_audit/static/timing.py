@@ -15,7 +15,7 @@ import libcst as cst
 from . import apis
 from .model import Function, SemanticModel
 from .reads import read_names
-from .walk import children
+from .walk import children, walk
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
@@ -147,6 +147,9 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
     q = model.resolve(call.func)
     if q in SYNC_CALLS:
         return True
+    # `jax.tree.map(lambda x: x.block_until_ready(), out)` (brax's training loop)
+    if any(isinstance(a.value, cst.Lambda) and _lambda_syncs(a.value) for a in call.args):
+        return True
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in SYNC_METHODS and q is None:
         return True
     if q in apis.HOST_PULL_FUNCTIONS or (q or "").startswith("numpy."):
@@ -158,6 +161,11 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
             if q in apis.HOST_PULL_FUNCTIONS and isinstance(value, cst.Call) and q != "builtins.print":
                 return True
     return False
+
+
+def _lambda_syncs(node: cst.Lambda) -> bool:
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+               and n.func.attr.value in SYNC_METHODS for n in walk(node.body))
 
 
 def _reads_any(expr: cst.BaseExpression, names: set[str]) -> bool:
