@@ -166,7 +166,8 @@ class ManualOptimizerUpdate(Rule):
                 term = _tree_map_update(model, call, fn, gradient_names)
                 if term is not None and (computes_gradients or runs_every_step(model, site) is not None):
                     yield Report(call, self._message(f"`{describe(call.func)}` applying `{describe(term)}`"))
-            for node in _comprehensions(fn):
+            has_comprehension = any(isinstance(a.site.node, cst.CompFor) for a in fn.assignments)
+            for node in _comprehensions(fn) if has_comprehension else ():
                 term = _comprehension_update(node, fn, gradient_names)
                 if term is None:
                     continue

@@ -83,9 +83,11 @@ def _subtractions(fn: Function) -> list[cst.BinaryOperation]:
 def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
     """Every (start, end) pair of timer readings of `fn` that is subtracted, with the calls
     between them."""
+    bound = _timer_bindings(model, fn)
+    if not bound:
+        return []  # no `start = time...()`: nothing to pair (and no walk of the body)
     order = calls_in_order(fn)
     position = {id(c): i for i, c in enumerate(order)}
-    bound = _timer_bindings(model, fn)
     reading_of = {id(c): name for name, calls in bound.items() for c in calls}
     loop_of = {id(s.node): s.loop for s in fn.calls}
     regions: list[TimedRegion] = []
