@@ -58,12 +58,52 @@ TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
                        "jax.tree.map_with_path", "jax.tree_util.tree_map_with_path"})
 # Attributes of an array that are arrays themselves.
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "at"})
+# Predicates on types, not values: `jnp.iscomplexobj(x)` is a Python bool even under jit.
+STATIC_PREDICATES = frozenset({"iscomplexobj", "isrealobj", "isscalar", "issubdtype", "isdtype",
+                               "is_weakly_typed", "typeof"})
+
+
+def ecosystem_result(q: str) -> str | None:
+    """What a call into the JAX ecosystem returns: "array", "object" (a model, an optimizer,
+    a module constructor) or None (a library utility: unknown). `jax.*` returns arrays unless
+    listed as host/static; elsewhere only known array APIs do."""
+    root = q.split(".")[0]
+    parts = q.split(".")
+    last = parts[-1]
+    if last in STATIC_PREDICATES:
+        return None
+    if root in ("jax", "jaxlib"):
+        # jax's internals (`jax._src.traceback_util`, `jax.extend.core`) are machinery, not math
+        return None if q.startswith(("jax._src.", "jax.extend.", "jaxlib.")) else "array"
+    if root == "optax":
+        if q in OPTAX_ARRAY_FUNCTIONS or any(h in last for h in OPTAX_ARRAY_HINTS):
+            return "array"
+        return "object" if len(parts) == 2 or last[:1].isupper() else None
+    if last[:1].isupper():
+        return "object"  # a module, model or distribution constructor
+    if any(p[:1].isupper() for p in parts[1:-1]):
+        return "array"  # `TrainState.create(...)`: a classmethod building a state pytree
+    if last.startswith(("is_", "assert")):
+        return None
+    if root == "flax":
+        # `nn.relu`, `nn.softmax`, `nn.one_hot`: flax.linen's top-level functions
+        return "array" if len(parts) == 3 and parts[1] == "linen" else None
+    if root in ("equinox", "haiku", "rlax", "distrax"):
+        return "array" if len(parts) == 2 else None
+    return None
+
+
 # Array attributes that are static metadata, not device values.
 STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "sharding", "device", "devices",
                                "itemsize", "nbytes", "weak_type", "aval", "committed"})
 # Array methods whose result lives on the host.
 HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
 SYNC_METHODS = frozenset({"block_until_ready"})
+# Methods of jitted wrappers and compiled objects that return host objects (AOT and introspection).
+COMPILED_OBJECT_METHODS = frozenset({"lower", "compile", "cost_analysis", "memory_analysis", "as_text",
+                                     "trace", "eval_shape", "_cache_size", "clear_cache"})
+TREE_FLATTENS = frozenset({"jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
+                           "jax.tree.flatten_with_path", "jax.tree_util.tree_flatten_with_path"})
 # Methods of the dicts, lists and named tuples that hold arrays: bookkeeping, not device work.
 CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "copy", "update", "pop", "setdefault",
                                "append", "extend", "insert", "_replace", "replace", "_asdict"})

@@ -686,6 +686,9 @@ class SemanticModel:
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             return None if method in apis.HOST_METHODS or method == "keys" else "array"
         if receiver == "object":
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+            if method in apis.COMPILED_OBJECT_METHODS:
+                return "object" if method in ("lower", "compile", "trace") else None
             return "array"  # model.apply(...), optimizer.update(...), state.apply_gradients(...)
         if q is None:
             return None
@@ -696,14 +699,7 @@ class SemanticModel:
             return "object"
         if q in apis.JAX_HOST_RESULTS or q.startswith(apis.JAX_HOST_PREFIXES):
             return None
-        last = q.rsplit(".", 1)[-1]
-        if root == "optax":
-            if q in apis.OPTAX_ARRAY_FUNCTIONS or any(h in last for h in apis.OPTAX_ARRAY_HINTS):
-                return "array"
-            return "object"
-        if root in ("flax", "equinox", "haiku", "distrax") and last[:1].isupper():
-            return "object"  # a module or model constructor
-        return "array"
+        return apis.ecosystem_result(q)
 
     def _object_name(self, name: str, scope: Function, depth: int) -> str | None:
         current: Function | None = scope
@@ -911,7 +907,10 @@ class SemanticModel:
                 if inner.parent is fn and not inner.traced and not inner.is_module:
                     if inner.name == "<lambda>" or inner.transform_roots:
                         inner.traced = True
-                        inner.array_params = {p for p in inner.params if p not in inner.static_params}
+                        # a lambda handed to a transform gets traced arguments; any other lambda
+                        # (`lambda s: jnp.zeros(s)` as an initializer) may get shapes or config
+                        if inner.transform_roots:
+                            inner.array_params = {p for p in inner.params if p not in inner.static_params}
                         work.append(inner)
 
     def _compute_jax_work(self) -> None:
@@ -983,11 +982,14 @@ class SemanticModel:
             return "array"
         if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
             return "dispatch" if q in apis.TRACING_TRANSFORMS and q.startswith("jax.lax.") else None
-        if self._call_kind(call, scope, 0) == "object":
+        kind = self._call_kind(call, scope, 0)
+        if kind == "object":
             return None  # building an optimizer or a model is not per-step work
         if q.startswith(("jax.numpy.", "jax.lax.", "jax.nn.", "jax.random.", "jax.scipy.", "jax.tree")):
             return "array"
-        return "dispatch"
+        if q.startswith("jax.") or kind == "array":
+            return "dispatch"
+        return None  # a library's utility (`flax.io.exists`, `flax.serialization.to_bytes`)
 
     def _propagate_arrays(self) -> None:
         """Fixpoint: which names hold arrays, seeded by traced parameters and JAX calls, and
@@ -1017,6 +1019,11 @@ class SemanticModel:
                         if all(t in fn.array_names for t in a.targets):
                             continue
                         if self._binding_is_array(a, fn):
+                            if isinstance(a.value, cst.Call) and len(a.targets) == 2 \
+                                    and self.resolve(a.value.func) in apis.TREE_FLATTENS:
+                                fn.array_names.add(a.targets[0])  # (leaves, treedef): the treedef is static
+                                if a.targets[0] in fn.array_names:
+                                    continue
                             fn.array_names.update(a.targets)
                             self._kind_cache = {}
                             grew = True
