@@ -160,3 +160,20 @@ def test_silenced_jaxlib_log_reports_unknown_not_zero() -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "None"
+
+
+def test_the_capture_file_rotates_without_losing_counts(monkeypatch: pytest.MonkeyPatch,
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    from jaxopt_audit.runtime import monitors
+
+    monkeypatch.setattr(monitors._StderrLog, "ROTATE_BYTES", 512)  # a few guard lines per file
+    host = [np.full(2, i, np.float32) for i in range(40)]
+    with TransferMonitor() as monitor:
+        for i, batch in enumerate(host):
+            jnp.asarray(batch)
+            if i % 5 == 0:
+                os.write(2, f"note {i}\n".encode())
+                monitor.counts()  # polls, and rotates once the file is past 512 bytes
+    assert monitor.counts().h2d == len(host)
+    err = capfd.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("note")] == [f"note {i}" for i in range(0, 40, 5)]

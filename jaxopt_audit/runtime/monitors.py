@@ -250,7 +250,13 @@ def _call_site() -> tuple[str | None, int | None]:
 
 
 class _StderrLog:
-    """fd 2 redirected to a temporary file; guard lines counted, all other bytes forwarded."""
+    """fd 2 redirected to a temporary file; guard lines counted, all other bytes forwarded.
+
+    The file is replaced by a fresh one once it has grown past ROTATE_BYTES, so a long `run`
+    with millions of transfers does not fill the disk.
+    """
+
+    ROTATE_BYTES = 64 << 20
 
     def __init__(self, on_guard_line: Callable[[str, str], None]) -> None:
         self._on_guard_line = on_guard_line
@@ -258,10 +264,28 @@ class _StderrLog:
         self._pending = b""
         sys.stderr.flush()
         self._saved_fd = os.dup(2)
-        fd, self._path = tempfile.mkstemp(prefix="jaxopt-audit-stderr-", suffix=".log")
-        os.dup2(fd, 2)
+        self._path, self._reader = self._redirect()
+
+    @staticmethod
+    def _redirect() -> tuple[str, Any]:
+        """Point fd 2 at a new temporary file; return its path and a reader for it."""
+        fd, path = tempfile.mkstemp(prefix="jaxopt-audit-stderr-", suffix=".log")
+        os.dup2(fd, 2)  # atomic: every write from now on lands in the new file
         os.close(fd)
-        self._reader = open(self._path, "rb")
+        return path, open(path, "rb")
+
+    def _drain(self, data: bytes) -> None:
+        lines = (self._pending + data).split(b"\n")
+        self._pending = lines.pop()  # an unfinished line waits for the next poll
+        forward: list[bytes] = []
+        for raw in lines:
+            match = _GUARD_LINE.search(raw.decode("utf-8", "replace"))
+            if match:
+                self._on_guard_line(match.group(1), match.group(2).strip())
+            else:
+                forward.append(raw + b"\n")
+        if forward:
+            os.write(self._saved_fd, b"".join(forward))
 
     def poll(self) -> None:
         """Read what fd 2 received since the last poll: count guard lines, forward the rest."""
@@ -270,18 +294,13 @@ class _StderrLog:
                 sys.stderr.flush()
             except (OSError, ValueError):
                 pass
-            data = self._pending + self._reader.read()
-            lines = data.split(b"\n")
-            self._pending = lines.pop()  # an unfinished line waits for the next poll
-            forward: list[bytes] = []
-            for raw in lines:
-                match = _GUARD_LINE.search(raw.decode("utf-8", "replace"))
-                if match:
-                    self._on_guard_line(match.group(1), match.group(2).strip())
-                else:
-                    forward.append(raw + b"\n")
-            if forward:
-                os.write(self._saved_fd, b"".join(forward))
+            self._drain(self._reader.read())
+            if self._reader.tell() > self.ROTATE_BYTES:
+                old_path, old_reader = self._path, self._reader
+                self._path, self._reader = self._redirect()
+                self._drain(old_reader.read())  # what was written just before the switch
+                old_reader.close()
+                os.unlink(old_path)
 
     def close(self) -> None:
         self.poll()
