@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.deprecations import Deprecation, lookup
+from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.names import canonical, dotted
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
@@ -90,10 +90,10 @@ class DeprecatedApi(Rule):
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
+        if not any(q.split(".", 1)[0] in ("jax", "jaxlib") for q in model.imports.bound.values()):
+            return  # every deprecated name resolves through an import of jax
         first_legacy: dict[str, list[cst.CSTNode]] = {}
-        found: list[tuple[cst.CSTNode, Deprecation, str]] = []
-        self._visit(model, model.module, found)
-        for node, entry, spelled in found:
+        for node, entry, spelled in _find(model):
             if entry.status == "legacy":
                 first_legacy.setdefault(entry.name, []).append(node)
                 continue
@@ -105,49 +105,81 @@ class DeprecatedApi(Rule):
             more = f" ({len(nodes)} uses in this file)" if len(nodes) > 1 else ""
             yield Report(nodes[0], _message(entry, name) + more, fix=_fix(entry), severity="info")
 
-    def _visit(self, model: SemanticModel, node: cst.CSTNode,
-               found: list[tuple[cst.CSTNode, Deprecation, str]]) -> None:
-        if isinstance(node, cst.If) and _is_version_check(node.test):
-            return  # `if hasattr(jax, "typeof"): ... else: jax.core.get_aval(x)`: handled on purpose
-        if isinstance(node, (cst.Try, cst.TryStar)) and _catches_missing_api(node):
-            for handler in node.handlers:
-                self._visit(model, handler, found)
-            for part in (node.orelse, node.finalbody):
-                if part is not None:
-                    self._visit(model, part, found)
-            return
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                name = canonical(dotted(alias.name) or "")
-                entry = lookup(name)
-                if entry is not None:
-                    found.append((alias, entry, name))
-            return
-        if isinstance(node, cst.ImportFrom):
-            if node.relative or node.module is None:
-                return
-            module = canonical(dotted(node.module) or "")
-            module_entry = lookup(module)
-            if module_entry is not None:
-                found.append((node, module_entry, module))
-                return
-            if isinstance(node.names, cst.ImportStar):
-                return
-            for alias in node.names:
-                name = canonical(f"{module}.{dotted(alias.name)}")
-                entry = lookup(name)
-                if entry is not None:
-                    found.append((alias, entry, name))
-            return
-        if isinstance(node, cst.Attribute):
-            q = model.resolve(node)
-            entry = lookup(q) if q is not None else None
-            # report where the deprecated name is spelled; an imported alias is reported at its import
-            if entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(node):
-                found.append((node, entry, q))
-                return
-        for child in children(node):
-            self._visit(model, child, found)
+
+# Every segment of every listed name: an attribute chain naming none of them cannot match.
+_SEGMENTS = frozenset(part for entry in DEPRECATIONS for part in entry.name.split("."))
+# Leaves and literals: nothing below them can name an API.
+_LEAVES = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Pass,
+                     cst.Break, cst.Continue, cst.Ellipsis, cst.Global, cst.Nonlocal})
+
+
+def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
+    """(node, entry, resolved name) for every spelled use, in source order."""
+    found: list[tuple[cst.CSTNode, Deprecation, str]] = []
+    stack: list[cst.CSTNode] = [model.module]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t in _LEAVES:
+            continue
+        if t is cst.Attribute:
+            hit = _attribute_use(model, node)
+            if hit is not None:
+                found.append(hit)
+                continue
+            if dotted(node) is not None:
+                continue  # a plain dotted name: its sub-chains were checked with it
+        elif t is cst.Import or t is cst.ImportFrom:
+            found.extend(_import_uses(node))
+            continue
+        elif t is cst.If and _is_version_check(node.test):
+            continue  # `if hasattr(jax, "typeof"): ... else: jax.core.get_aval(x)`: handled on purpose
+        elif (t is cst.Try or t is cst.TryStar) and _catches_missing_api(node):
+            stack.extend(reversed([n for n in (*node.handlers, node.orelse, node.finalbody) if n is not None]))
+            continue
+        stack.extend(reversed(list(children(node))))
+    return found
+
+
+def _attribute_use(model: SemanticModel, node: cst.Attribute) -> tuple[cst.CSTNode, Deprecation, str] | None:
+    """The longest sub-chain of `a.b.c.d` that names a listed API where its last segment is spelled
+    (an imported alias is reported at its import instead)."""
+    spelled = _attribute_names(node)
+    if spelled.isdisjoint(_SEGMENTS):
+        return None
+    current: cst.BaseExpression = node
+    while isinstance(current, cst.Attribute):
+        q = model.resolve(current)
+        entry = lookup(q) if q is not None else None
+        if entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(current):
+            return current, entry, q
+        current = current.value
+    return None
+
+
+def _import_uses(node: cst.Import | cst.ImportFrom) -> list[tuple[cst.CSTNode, Deprecation, str]]:
+    out: list[tuple[cst.CSTNode, Deprecation, str]] = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            name = canonical(dotted(alias.name) or "")
+            entry = lookup(name)
+            if entry is not None:
+                out.append((alias, entry, name))
+        return out
+    if node.relative or node.module is None:
+        return out
+    module = canonical(dotted(node.module) or "")
+    module_entry = lookup(module)
+    if module_entry is not None:
+        return [(node, module_entry, module)]
+    if isinstance(node.names, cst.ImportStar):
+        return out
+    for alias in node.names:
+        name = canonical(f"{module}.{dotted(alias.name)}")
+        entry = lookup(name)
+        if entry is not None:
+            out.append((alias, entry, name))
+    return out
 
 
 def _is_version_check(test: cst.BaseExpression) -> bool:

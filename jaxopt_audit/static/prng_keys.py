@@ -27,7 +27,7 @@ import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
-from .walk import int_value, target_names
+from .walk import children, int_value, target_names
 
 # jax.random functions that consume their key argument (the first one, or `key=`).
 CONSUMERS = frozenset(f"jax.random.{name}" for name in (
@@ -40,6 +40,9 @@ CONSUMERS = frozenset(f"jax.random.{name}" for name in (
 ))
 # Transforms that call their body once per iteration with the same closure.
 ITERATING_TRANSFORMS = apis.SCAN_LIKE
+# Expressions the walk does not enter: leaves, and nested functions (analysed on their own).
+_OPAQUE = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis,
+                     cst.FormattedStringText, cst.Lambda, cst.FunctionDef, cst.ClassDef})
 _MAX_LOOP_DEPTH = 6  # deeper nests are walked once per enclosing pass (2^depth walks otherwise)
 
 
@@ -276,35 +279,35 @@ class _FunctionFlow:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, node: cst.CSTNode, state: _State) -> None:
-        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
-            return  # a separate function, analysed on its own
-        if isinstance(node, cst.Call):
+        t = type(node)
+        if t in _OPAQUE:
+            return  # a leaf, or a separate function analysed on its own
+        if t is cst.Call:
             self.expr(node.func, state)
             for arg in node.args:
                 self.expr(arg.value, state)
             self.call(node, state)
             return
-        if isinstance(node, cst.IfExp):
+        if t is cst.IfExp:
             self.expr(node.test, state)
             body, orelse = state.copy(), state.copy()
             self.expr(node.body, body)
             self.expr(node.orelse, orelse)
             _replace(state, _merge([body, orelse]))
             return
-        if isinstance(node, cst.BooleanOperation):
+        if t is cst.BooleanOperation:
             self.expr(node.left, state)
             right = state.copy()
             self.expr(node.right, right)
             _replace(state, _merge([state, right]))
             return
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if t is cst.ListComp or t is cst.SetComp or t is cst.GeneratorExp or t is cst.DictComp:
             self.comprehension(node, state)
             return
-        if isinstance(node, cst.NamedExpr):
+        if t is cst.NamedExpr:
             self.expr(node.value, state)
             self.assign(node.target, node.value, state)
             return
-        from .walk import children
         for child in children(node):
             self.expr(child, state)
 
@@ -409,11 +412,12 @@ class KeyAnalysis:
         self.summaries: dict[int, set[str]] = {}
         self.reuses: list[Reuse] = []
         self.periodic_calls = {id(site.node) for fn in model.functions for site in fn.calls if site.guarded}
+        relevant = self._relevant_functions()
         flows: list[_FunctionFlow] = []
         for _ in range(6):  # summaries grow monotonically; call chains are short
             flows = []
             changed = False
-            for fn in model.functions:
+            for fn in relevant:
                 flow = _FunctionFlow(self, fn)
                 flow.run()
                 flows.append(flow)
@@ -424,6 +428,31 @@ class KeyAnalysis:
                 break
         for flow in flows:
             self.reuses.extend(flow.reuses.values())
+
+    def _relevant_functions(self) -> list[Function]:
+        """Functions that consume keys: a jax.random call, or a call of such a function. The
+        others cannot reuse a key, so their bodies are not walked."""
+        model = self.model
+        relevant: set[int] = set()
+        callers: dict[int, list[Function]] = {}
+        work: list[Function] = []
+        for fn in model.functions:
+            for site in fn.calls:
+                if model.resolve(site.node.func) in CONSUMERS:
+                    if id(fn) not in relevant:
+                        relevant.add(id(fn))
+                        work.append(fn)
+                    continue
+                target = model.callee(site.node, fn).function
+                if target is not None:
+                    callers.setdefault(id(target), []).append(fn)
+        while work:
+            fn = work.pop()
+            for caller in callers.get(id(fn), []):
+                if id(caller) not in relevant:
+                    relevant.add(id(caller))
+                    work.append(caller)
+        return [fn for fn in model.functions if id(fn) in relevant]
 
     def consumed_arguments(self, call: cst.Call, scope: Function) -> list[cst.BaseExpression]:
         """The argument expressions `call` consumes as keys."""
