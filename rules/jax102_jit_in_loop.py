@@ -46,7 +46,8 @@ class JitInLoop(Rule):
     (`static_argnames` for Python values that select code paths).
 
     The rule stays quiet on jit at module level, in `__init__`/`setup`, in a factory called once,
-    under a memoisation guard (`if self._step is None:`) or in a `functools.cache`d function, under
+    under a memoisation guard (`if self._step is None:`) or in a `functools.cache`d function, on
+    ahead-of-time compilation (`jax.jit(f).lower(x).compile()`, one executable per shape), under
     a periodic guard (`if step % k == 0`), inside traced code (a `jax.jit` while tracing is
     inlined), and on `jax.jit(make_fn(config))` where the factory's arguments change with the loop
     (each configuration needs its own compilation).
@@ -163,7 +164,7 @@ class JitInLoop(Rule):
                 if target is None:
                     continue
                 context = runs_every_step(model, site)
-                if context is None or _under_memo_guard(fn, site.node):
+                if context is None or _under_memo_guard(fn, site.node) or _ahead_of_time(fn, site.node):
                     continue
                 if _factory_of_varying_values(model, target, site) \
                         or _returned_per_configuration(model, site, context.step_call) \
@@ -214,6 +215,12 @@ def _jit_target(model: SemanticModel, call: cst.Call) -> cst.BaseExpression | No
             and model.resolve(func.args[0].value) in apis.JIT_WRAPPERS:
         return call.args[0].value
     return None
+
+
+def _ahead_of_time(fn: Function, call: cst.Call) -> bool:
+    """`jax.jit(f).lower(x).compile()`: compiling per item on purpose (AOT, one per shape)."""
+    return any(isinstance(s.node.func, cst.Attribute) and s.node.func.value is call
+               and s.node.func.attr.value in ("lower", "trace", "eval_shape") for s in fn.calls)
 
 
 def _is_jit_decorator(model: SemanticModel, decorator: cst.BaseExpression) -> bool:

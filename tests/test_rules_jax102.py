@@ -173,6 +173,7 @@ def test_quiet_in_traced_code_and_short_literal_loops():
 def test_quiet_on_one_compilation_per_configuration():
     assert lines("""
         import itertools
+        import numpy as np
         import jax
         import jax.numpy as jnp
 
@@ -181,7 +182,7 @@ def test_quiet_on_one_compilation_per_configuration():
                 return jax.random.normal(key, (config["width"],)).sum()
             return jax.jit(train)
 
-        def tune(x, configs, key):
+        def tune(x, configs, key, shapes):
             best = []
             for blocks, tile in itertools.product((4, 8, 16), (128, 256)):
                 @jax.jit
@@ -190,5 +191,8 @@ def test_quiet_on_one_compilation_per_configuration():
                 best.append(kernel(x))
             for config in configs:
                 best.append(make_train(config)(key))
-            return best
+            executables = {}
+            for shape in shapes:
+                executables[shape] = jax.jit(jnp.tanh).lower(jnp.zeros(shape)).compile()
+            return best, executables
     """) == []
