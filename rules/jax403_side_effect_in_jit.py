@@ -9,7 +9,7 @@ import libcst as cst
 from jaxopt_audit.static import apis
 from jaxopt_audit.static.model import Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, really_traced
+from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
 from jaxopt_audit.static.walk import walk
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
@@ -174,7 +174,7 @@ class SideEffectInJit(Rule):
         container = _outer_container(model, func.value, fn)
         if container is None:
             return None
-        stored = next((a.value for a in call.args if model.is_array(a.value, fn)), None)
+        stored = next((a.value for a in call.args if is_traced_value(model, a.value, fn)), None)
         if stored is None:
             return None
         return Report(call, f"`{describe(call)}` stores the traced value `{describe(stored)}` in `{container}`, "
@@ -184,7 +184,7 @@ class SideEffectInJit(Rule):
     def _outer_write(self, model: SemanticModel, assignment, fn: Function) -> Iterator[Report]:
         node = assignment.site.node
         value = assignment.value
-        if value is None or not model.is_array(value, fn):
+        if value is None or not is_traced_value(model, value, fn):
             return
         declared = fn.global_names | fn.nonlocal_names
         written = [t for t in assignment.targets if t in declared]
@@ -225,9 +225,9 @@ def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.
         value = arg.value
         if isinstance(value, cst.FormattedString):
             for part in value.parts:
-                if isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn):
+                if isinstance(part, cst.FormattedStringExpression) and is_traced_value(model, part.expression, fn):
                     return part.expression
-        elif model.is_array(value, fn):
+        elif is_traced_value(model, value, fn):
             return value
     return None
 

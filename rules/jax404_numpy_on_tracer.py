@@ -8,7 +8,7 @@ import libcst as cst
 
 from jaxopt_audit.static.model import Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.trace_context import traced_functions
+from jaxopt_audit.static.trace_context import is_traced_value, traced_functions
 
 # Host libraries that convert their arguments to NumPy arrays or Python floats.
 HOST_MATH_ROOTS = ("numpy.", "math.", "scipy.")
@@ -132,7 +132,7 @@ class NumpyOnTracer(Rule):
                 q = model.resolve(call.func)
                 if q is None or not q.startswith(HOST_MATH_ROOTS) or q in METADATA_FUNCTIONS:
                     continue
-                traced_arg = next((a.value for a in call.args if model.is_array(a.value, fn)), None)
+                traced_arg = next((a.value for a in call.args if is_traced_value(model, a.value, fn)), None)
                 if traced_arg is None:
                     continue
                 yield Report(call, self._message(call, q, traced_arg, fn), fix=_fix(q))

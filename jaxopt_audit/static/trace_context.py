@@ -1,11 +1,13 @@
-"""Which functions really run on tracers, and which values there are certainly JAX arrays.
+"""Which functions really run on tracers, which values there are traced, and which are
+certainly single JAX arrays.
 
-The model marks a function `traced` when any transform in `apis.TRACING_TRANSFORMS` takes it,
-which includes `jax.tree.map`: a lambda given to `jax.tree.map` in plain Python code runs on
-concrete arrays (`jax.tree.map(np.asarray, params)` is how checkpoints are written). Rules that
-report errors only tracers cause (JAX403, JAX404) need the narrower set computed here: functions
-that are jitted or given to a tracing transform, what they call and define, minus host callbacks
-(`jax.pure_callback(f, ...)`, `jax.debug.callback(f, ...)`), whose bodies get NumPy arrays.
+Rules that report errors only tracers cause (JAX403, JAX404) need: functions that are jitted or
+given to a tracing transform, what they call and define, and the functions that `jax.tree.map`
+maps over a pytree inside traced code (their parameters receive traced leaves, which the model
+leaves unknown), minus host callbacks (`jax.pure_callback(f, ...)`, `jax.debug.callback(f, ...)`),
+whose bodies get concrete NumPy arrays. A `jax.tree.map` lambda in plain Python code runs on
+concrete arrays (`jax.tree.map(np.asarray, params)` is how checkpoints are written) and is not
+traced.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from typing import Iterable
 
 import libcst as cst
 
+from . import apis
 from .model import Function, SemanticModel
 
-# Transforms that only map over pytree structure: tracing comes from the caller, if any.
-STRUCTURE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
-                            "jax.tree.map_with_path", "jax.tree_util.tree_map_with_path"})
+# Maps over pytree structure: tracing comes from the caller, if any.
+STRUCTURE_MAPS = apis.TREE_MAPS
 
 # Calls whose function argument runs on the host with concrete NumPy values.
 HOST_CALLBACKS = frozenset({
@@ -67,6 +69,7 @@ def really_traced(model: SemanticModel) -> set[int]:
     for fn in model.functions:
         if fn.parent is not None:
             children.setdefault(id(fn.parent), []).append(fn)
+    leaves: dict[int, set[str]] = {}
     while work:
         fn = work.pop()
         reached: list[Function] = []
@@ -74,6 +77,11 @@ def really_traced(model: SemanticModel) -> set[int]:
             target = model.callee(site.node, fn).function
             if target is not None:
                 reached.append(target)
+            mapped = _tree_mapped_function(model, site.node, fn)
+            if mapped is not None:
+                # under a trace, `jax.tree.map(f, tree)` calls f on traced leaves
+                leaves[id(mapped)] = {p for p in mapped.params if p not in mapped.static_params}
+                reached.append(mapped)
         for inner in children.get(id(fn), []):
             if inner.name == "<lambda>" or inner.transform_roots:
                 reached.append(inner)
@@ -82,7 +90,29 @@ def really_traced(model: SemanticModel) -> set[int]:
                 traced.add(id(target))
                 work.append(target)
     model._really_traced_cache = traced  # type: ignore[attr-defined]
+    model._traced_leaf_params = leaves  # type: ignore[attr-defined]
     return traced
+
+
+def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
+    """Parameters of `fn` that receive traced pytree leaves: `fn` is mapped over a pytree by
+    `jax.tree.map` inside traced code (the model leaves such arguments unknown)."""
+    really_traced(model)
+    return model._traced_leaf_params.get(id(fn), set())  # type: ignore[attr-defined]
+
+
+def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    """`model.is_array`, plus the leaf parameters of a function tree-mapped under a trace."""
+    if model.is_array(expr, fn):
+        return True
+    return isinstance(expr, cst.Name) and expr.value in traced_leaf_params(model, fn) \
+        and not fn.bindings(expr.value)
+
+
+def _tree_mapped_function(model: SemanticModel, call: cst.Call, scope: Function) -> Function | None:
+    if model.resolve(call.func) not in STRUCTURE_MAPS or not call.args:
+        return None
+    return model.function_ref(call.args[0].value, scope)
 
 
 def traced_functions(model: SemanticModel) -> Iterable[Function]:
