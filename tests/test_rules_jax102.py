@@ -196,3 +196,51 @@ def test_quiet_on_one_compilation_per_configuration():
                 executables[shape] = jax.jit(jnp.tanh).lower(jnp.zeros(shape)).compile()
             return best, executables
     """) == []
+
+
+def _compiles_during(body, calls: int = 3) -> int:
+    """Backend compilations while `body` runs `calls` times, after one warm-up run."""
+    import jax.monitoring
+
+    compiles = []
+
+    def listener(event: str, duration: float, **kwargs) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration)
+
+    body()
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        for _ in range(calls):
+            body()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return len(compiles)
+
+
+@pytest.mark.slow
+def test_the_two_messages_match_what_jax_does():
+    """The rule says a fresh wrapper of the same def reuses the compiled code, and a new function
+    object (lambda, partial, bound method) compiles again: check both on the installed JAX."""
+    jax = pytest.importorskip("jax")
+    import functools
+    import jax.numpy as jnp
+
+    class Model:
+        def __init__(self, scale: float) -> None:
+            self.scale = scale
+
+        def apply(self, v):
+            return jnp.sin(v) * self.scale
+
+    x = jnp.ones((8,))
+    model = Model(2.0)
+
+    def scaled(v, s):
+        return jnp.sin(v) * s
+
+    assert _compiles_during(lambda: jax.jit(jnp.sin)(x)) == 0
+    assert _compiles_during(lambda: jax.jit(Model.apply, static_argnums=0)(model, x)) == 0
+    assert _compiles_during(lambda: jax.jit(lambda v: jnp.sin(v) * 2.0)(x)) == 3
+    assert _compiles_during(lambda: jax.jit(functools.partial(scaled, s=2.0))(x)) == 3
+    assert _compiles_during(lambda: jax.jit(model.apply)(x)) == 3
