@@ -7,7 +7,6 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
 from jaxopt_audit.static.loops import carried_names, host_bound_call
 from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
