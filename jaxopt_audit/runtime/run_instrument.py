@@ -77,6 +77,20 @@ ArrayImpl: type = type(jnp.zeros(()))
 _DEVICE_ONLY = frozenset({ArrayImpl})
 
 
+def _resolve_is_top_level() -> Callable[[], bool] | None:
+    """True outside every trace (jit, vmap, grad): a call that really runs. JAX-version tolerant."""
+    context = getattr(jax_core, "trace_ctx", None)
+    if context is not None and hasattr(context, "is_top_level"):
+        return context.is_top_level
+    eval_trace = getattr(jax_core, "eval_trace", None)
+    if context is not None and eval_trace is not None:
+        return lambda: context.trace is eval_trace
+    return None
+
+
+_is_top_level: Callable[[], bool] = _resolve_is_top_level() or (lambda: True)
+
+
 @dataclass
 class Recompile:
     """One compilation of a function after its first, and why JAX says it happened."""
@@ -177,7 +191,7 @@ class RecordingJit:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         instrument = self._instrument
-        if not instrument.active or not jax_core.trace_ctx.is_top_level():
+        if not instrument.active or not _is_top_level():
             if instrument.active:
                 self._record.traced_uses += 1
             return self._jitted(*args, **kwargs)
@@ -230,8 +244,13 @@ class Instrument:
 
     def install(self) -> None:
         """Switch every instrument on (call once, before the program runs)."""
+        if _resolve_is_top_level() is None:
+            raise RuntimeError(f"jaxopt-audit run cannot tell traced from real calls in jax {jax.__version__} "
+                               "(no jax._src.core.trace_ctx); use jax 0.4.36 or newer")
         # JAX's filtered tracebacks and cache-miss call sites then skip this tool's frames
-        source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
+        register = getattr(source_info_util, "register_exclusion", None)
+        if register is not None:
+            register(os.path.dirname(os.path.abspath(__file__)))
         self._patch(jax, "jit", self._make_jit_factory(jax.jit))
         self._install_compile_listener()
         self._install_cache_miss_capture()
@@ -626,7 +645,7 @@ class Instrument:
 
         @functools.wraps(original)
         def put(obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if not instrument.active or instrument._in_hook() or not jax_core.trace_ctx.is_top_level():
+            if not instrument.active or instrument._in_hook() or not _is_top_level():
                 return original(obj, *args, **kwargs)
             count = _host_array_count(obj)
             if count:
