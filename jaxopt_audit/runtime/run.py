@@ -65,7 +65,13 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
         instrument.on_call = tracer.on_call
         instrument.annotate = tracer.annotate
     jaxlib_transfers = _open_transfer_monitor()
-    instrument.install()  # after the monitor: its host-read hooks are restored last
+    try:
+        instrument.install()  # after the monitor: hooks are removed in reverse order
+    except RuntimeError as exc:  # an unsupported JAX: say so before running anything
+        instrument.uninstall()
+        _close_transfer_monitor(jaxlib_transfers)
+        print(f"jaxopt-audit run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     start = time.perf_counter()
     if tracer is not None:
         tracer.start()
