@@ -164,7 +164,10 @@ class SideEffectInJit(Rule):
             if traced is not None:
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs once at trace "
                                     f"time and shows a tracer for `{describe(traced)}`, not its values", fix=fix)
-            if q in PRINT_FUNCTIONS and not _mentions_static_metadata(call):
+            # a constant message: reported where the user jitted or transformed the function,
+            # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
+            direct = fn.jitted or bool(fn.transform_roots)
+            if q in PRINT_FUNCTIONS and direct and not _mentions_static_metadata(call):
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
                                     "traces it, not on every call: compiled calls skip it", fix=fix)
             return None

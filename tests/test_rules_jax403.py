@@ -142,3 +142,22 @@ def test_quiet_on_static_logs_local_containers_callbacks_and_numpy():
                 losses.append(loss)
             return losses
     """) == []
+
+
+def test_constant_prints_reported_only_where_the_function_is_jitted():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        def warn(message):
+            print("warning:", message)
+
+        def helper(x):
+            print("value", x)
+            return x * 2
+
+        @jax.jit
+        def f(x):
+            warn("slow path")
+            return helper(jnp.sin(x))
+    """) == [(8, "warning")]
