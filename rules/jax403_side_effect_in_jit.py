@@ -189,7 +189,8 @@ class SideEffectInJit(Rule):
         value = assignment.value
         if value is None or not is_traced_value(model, value, fn):
             return
-        declared = fn.global_names | fn.nonlocal_names
+        declared = fn.global_names | {n for n in fn.nonlocal_names
+                                      if not _same_trace(model, fn, binding_scope(n, fn.parent))}
         written = [t for t in assignment.targets if t in declared]
         if written:
             kind = "global" if written[0] in fn.global_names else "nonlocal"
@@ -235,6 +236,19 @@ def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.
     return None
 
 
+def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> bool:
+    """`fn` is nested in traced `scope` and runs inside scope's trace: no jit or transform
+    boundary lies between them (a helper called in a Python loop of a jitted function)."""
+    if scope is None or id(scope) not in really_traced(model):
+        return False
+    current: Function | None = fn
+    while current is not None and current is not scope:
+        if current.jitted or current.transform_roots:
+            return False
+        current = current.parent
+    return current is scope
+
+
 def _mentions_static_metadata(call: cst.Call) -> bool:
     """`print("compiling", x.shape)`: a deliberate trace-time log of shapes or dtypes."""
     for node in walk(call):
@@ -253,7 +267,7 @@ def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Functio
         if name in fn.params or fn.bindings(name):
             return None
         scope = binding_scope(name, fn)
-        if scope is None or scope is fn:
+        if scope is None or scope is fn or _same_trace(model, fn, scope):
             return None
         values = [a.value for a in scope.bindings(name)]
         return name if values and all(_is_container(model, v, scope) for v in values) else None

@@ -161,3 +161,34 @@ def test_constant_prints_reported_only_where_the_function_is_jitted():
             warn("slow path")
             return helper(jnp.sin(x))
     """) == [(8, "warning")]
+
+
+def test_outer_containers_inside_the_same_trace_are_fine_but_not_across_a_scan():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def unrolled(x):
+            outs = []
+            total = jnp.zeros(())
+
+            def add(v):
+                nonlocal total
+                outs.append(v * 2)
+                total = total + v
+
+            for i in range(3):
+                add(x[i])
+            return jnp.stack(outs), total
+
+        @jax.jit
+        def scanned(xs):
+            carries = []
+
+            def body(c, x):
+                carries.append(c)
+                return c + x, None
+
+            return jax.lax.scan(body, 0.0, xs), carries
+    """) == [(23, "warning")]

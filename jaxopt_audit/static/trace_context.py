@@ -209,8 +209,9 @@ class ArrayEvidence:
 def _array_annotation(annotation: str | None) -> bool:
     if not annotation or annotation.startswith(("np.", "numpy.", "onp.")):
         return False
+    # not chex.Array: a Union that admits NumPy arrays
     return annotation.split(".")[-1] in ("Array", "ndarray") and (
-        annotation.startswith(("jax", "jnp", "chex")) or annotation == "Array")
+        annotation.startswith(("jax", "jnp")) or annotation == "Array")
 
 
 def _returns_structure(qualname: str) -> bool:
