@@ -10,7 +10,7 @@ import libcst as cst
 from jaxopt_audit.static.loops import carried_names, host_bound_call
 from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.reads import read_names
+from jaxopt_audit.static.walk import read_names
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.split",

@@ -139,19 +139,26 @@ class HostToDeviceInStep(Rule):
                 work = model.call_work(call, fn)
                 if work is None:
                     continue
+                built: list[tuple[cst.BaseExpression, str]] = []
+                held: list[cst.BaseExpression] = []
                 for arg in call.args:
                     origin = _numpy_origin(model, fn, site, arg.value)
                     if origin is not None:
-                        yield Report(arg.value, f"`{describe(arg.value)}` is a NumPy array built this step "
-                                                f"({origin}) and passed to `{describe(call.func)}`, which "
-                                                "copies it to the device on every call")
-                    elif is_numpy_value(model, arg.value, fn) and not (
-                            site.loop is not None and host_bound_call(model, site.loop) is not None):
-                        # a loop that reads results back to the host every iteration is host-bound
-                        # by design: feeding it host data is part of that design
-                        yield Report(arg.value, f"`{describe(arg.value)}` is NumPy data on the host, passed to "
-                                                f"`{describe(call.func)}` every step, which copies it to the "
-                                                "device on every call")
+                        built.append((arg.value, origin))
+                    elif is_numpy_value(model, arg.value, fn):
+                        held.append(arg.value)
+                # a loop that reads results back to the host every iteration is host-bound by
+                # design: feeding it host data it already holds is part of that design
+                if held and site.loop is not None and host_bound_call(model, site.loop) is not None:
+                    held = []
+                if built:
+                    names = ", ".join(f"`{describe(v)}` ({origin})" for v, origin in built)
+                    yield Report(built[0][0], f"{names}: NumPy built this step and passed to "
+                                              f"`{describe(call.func)}`, which copies it to the device on every call")
+                elif held:
+                    names = ", ".join(f"`{describe(v)}`" for v in held)
+                    yield Report(held[0], f"{names}: NumPy data on the host passed to `{describe(call.func)}` "
+                                          "every step, which copies it to the device on every call")
 
 
 def _is_literal(node: cst.BaseExpression) -> bool:

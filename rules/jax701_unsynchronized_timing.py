@@ -9,11 +9,11 @@ import libcst as cst
 
 from jaxopt_audit.static import apis
 from jaxopt_audit.static.model import Function, SemanticModel
-from jaxopt_audit.static.reads import read_names
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.timing import (TimedRegion, calls_in_order, is_sync, syncing_functions,
                                         timed_regions)
 from jaxopt_audit.static.walk import string_value, walk
+from jaxopt_audit.static.walk import read_names
 
 TIMEIT_RUNNERS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 # Words that say a measurement knowingly includes compilation.

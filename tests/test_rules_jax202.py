@@ -134,8 +134,6 @@ def run_seeds(key, observations):
 """) == []
 
 
-@pytest.mark.xfail(strict=True, reason="walk.names_in yields attribute names, so loops.carried_names "
-                                       "reads `key` in `jax.random.key(seed)` and calls `key` carried")
 def test_a_key_named_key_built_from_the_seed_is_not_carried_state():
     assert lines("""
 def run_seeds(observations, num_seeds=30):

@@ -14,8 +14,8 @@ import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
-from .reads import read_names
 from .walk import children, walk
+from .walk import read_names
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}

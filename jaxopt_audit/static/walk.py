@@ -55,10 +55,25 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def names_in(node: cst.CSTNode) -> Iterator[str]:
-    """Every bare name read anywhere inside an expression (not attribute names)."""
-    for sub in walk(node):
-        if type(sub) is cst.Name:
-            yield sub.value
+    """Every bare name read anywhere inside an expression: `a.b(c)` reads `a` and `c`; the
+    attribute name `b` and keyword names are not reads."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        t = type(current)
+        if t is cst.Name:
+            yield current.value
+        elif t is cst.Attribute:
+            stack.append(current.value)
+        elif t is cst.Arg:
+            stack.append(current.value)
+        else:
+            stack.extend(children(current))
+
+
+def read_names(node: cst.CSTNode) -> set[str]:
+    """`names_in` as a set."""
+    return set(names_in(node))
 
 
 def target_names(target: cst.BaseExpression) -> list[str]:
