@@ -44,11 +44,13 @@ class SideEffectInJit(Rule):
     of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
     `x = x.at[i].set(v)`.
 
-    The rule stays quiet on prints that show shapes or dtypes (`print("compiling", x.shape)`:
-    a deliberate trace-time log), on stores of static values (a trace counter), on containers
-    created inside the
-    traced function, on host callbacks (`jax.debug.callback(f, ...)`), and on item assignment
-    into dicts, lists and NumPy arrays.
+    A print of a constant message is reported as info: it runs once per compilation, which
+    is sometimes the point (a "compiling..." log), and only in the function that is jitted or
+    transformed, not in helpers it calls. The rule stays quiet on prints that show shapes or
+    dtypes (`print("compiling", x.shape)`: a deliberate trace-time log), on stores of static
+    values (a trace counter), on containers created inside the traced function or in an
+    enclosing function of the same trace, on host callbacks (`jax.debug.callback(f, ...)`),
+    and on item assignment into dicts, lists and NumPy arrays.
     """
 
     CODE = "JAX403"
@@ -168,8 +170,10 @@ class SideEffectInJit(Rule):
             # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
             direct = fn.jitted or bool(fn.transform_roots)
             if q in PRINT_FUNCTIONS and direct and not _mentions_static_metadata(call):
+                # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
-                                    "traces it, not on every call: compiled calls skip it", fix=fix)
+                                    "traces it (once per compilation), not on every call", fix=fix,
+                              severity="info")
             return None
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in STORING_METHODS:

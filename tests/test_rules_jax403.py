@@ -32,7 +32,8 @@ def test_seed_002_prints_inside_jit():
         print(f(x, y))  # first call traces the function
         print(f(x, y))  # second call: the cached program, no prints
     """, RULE)
-    assert [f.line for f in findings] == [6, 7, 8, 10]
+    assert [(f.line, f.severity) for f in findings] == [(6, "info"), (7, "warning"), (8, "warning"),
+                                                         (10, "warning")]
     assert "runs only when JAX traces it" in findings[0].message
     assert "tracer for `x`" in findings[1].message
     assert "jax.debug.print" in findings[1].fix
