@@ -36,8 +36,10 @@ class PrngKeyReuse(Rule):
     key and split it in the body.
 
     The rule stays quiet on keys rebound before each use, distinct elements of a split
-    (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, and keys it cannot follow: attributes
-    (`state.rng`) and keys passed to other libraries (`model.init(key, x)`).
+    (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic
+    guard (`if step % eval_every == 0:` draws the same evaluation samples each time, on
+    purpose), the same key in each repetition of a timed benchmark loop, and keys it cannot
+    follow: attributes (`state.rng`) and keys passed to other libraries (`model.init(key, x)`).
     """
 
     CODE = "JAX501"

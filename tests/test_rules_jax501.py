@@ -231,3 +231,21 @@ def test_message_names_both_calls():
     """)
     assert "`jax.random.bernoulli(key, 0.5, (2,))`" in message
     assert "`jax.random.normal(key, (2,))`" in message
+
+
+def test_quiet_on_the_same_key_in_a_timed_benchmark_loop():
+    assert lines("""
+        import time
+        import jax
+
+        def sample(key, shape):
+            return jax.random.normal(key, shape)
+
+        def bench(key, shape, repeats=10):
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                sample(key, shape).block_until_ready()
+                times.append(time.perf_counter() - start)
+            return times
+    """) == []

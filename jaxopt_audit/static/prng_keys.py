@@ -11,7 +11,8 @@ fresh; `keys[0]` and `keys[1]` are tracked as distinct keys, `keys[i]` not at al
 derives a new key without consuming. In the body of `lax.scan` / `fori_loop` / `while_loop` /
 `lax.map`, consuming a key captured from the enclosing scope is a reuse on every iteration.
 A key consumed on every k-th iteration under a periodic guard (`if step % k == 0:`) is left
-alone: a fixed evaluation or sampling key is a deliberate choice there.
+alone: a fixed evaluation or sampling key is a deliberate choice there; so is the same key in
+every repetition of a loop that reads a timer (a benchmark repeats the same workload).
 
 Only names are tracked: keys in attributes or containers (`state.key`) and keys passed to
 functions of other modules (`model.init(key, x)`) are not uses, so the analysis stays quiet
@@ -360,10 +361,13 @@ class _FunctionFlow:
         if previous is None and path == base:
             previous = next((u for k, u in state.used.items() if k.startswith(base + "[")), None)
         if previous is not None and id(call) not in self.reuses:
-            looping = previous.node is call or (
-                previous.loops and any(f.second_pass and f.loop_id in previous.loops for f in self.loops))
-            # a fixed key under `if step % k == 0` is deliberate: comparable eval samples each time
-            if not (looping and id(call) in self.analysis.periodic_calls):
+            repeating = [f for f in self.loops if f.second_pass and f.loop_id in previous.loops]
+            looping = previous.node is call or bool(repeating)
+            # a fixed key under `if step % k == 0` is deliberate (comparable eval samples each
+            # time), and so is the same workload in every repetition of a timed benchmark loop
+            deliberate = id(call) in self.analysis.periodic_calls or any(
+                f.loop_id in self.analysis.timed_loops for f in repeating)
+            if not (looping and deliberate):
                 self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
@@ -412,6 +416,8 @@ class KeyAnalysis:
         self.summaries: dict[int, set[str]] = {}
         self.reuses: list[Reuse] = []
         self.periodic_calls = {id(site.node) for fn in model.functions for site in fn.calls if site.guarded}
+        self.timed_loops = {id(site.loop.node) for fn in model.functions for site in fn.calls
+                            if site.loop is not None and model.resolve(site.node.func) in apis.TIMER_FUNCTIONS}
         relevant = self._relevant_functions()
         flows: list[_FunctionFlow] = []
         for _ in range(6):  # summaries grow monotonically; call chains are short
