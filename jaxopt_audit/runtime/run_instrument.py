@@ -16,7 +16,7 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
 - Why it recompiled: `jax_explain_cache_misses` is switched on and JAX's explanations are taken
   from its logger (and not printed), parsed by `run_cachemiss`.
 - Execution time: for a sample of the top-level calls (the first `TIME_FIRST` of each function,
-  then every `TIME_EVERY`-th), one background thread waits (`block_until_ready` releases the
+  then every `TIME_EVERY`-th, at most one per `TIME_GAP_S`), one background thread waits (`block_until_ready` releases the
   GIL) for the outputs of the call just before it and then for its own, and stamps both
   completions: the call's device time is `done - max(start, previous done)`. A function's
   device time is its sampled mean times its calls. Sampling keeps the thread's wake-ups (GIL
@@ -69,7 +69,8 @@ _QUIETED_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
 _SWITCH_INTERVAL_S = 0.0005
 _PRODUCERS_LIMIT = 16384
 TIME_FIRST = 8  # calls of each function always timed (the first ones vary most)
-TIME_EVERY = 16  # afterwards, one call in TIME_EVERY
+TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
+TIME_GAP_S = 0.002  # ... and at most one timed call per TIME_GAP_S: each costs a thread wake-up
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
 
@@ -238,6 +239,7 @@ class Instrument:
         self._done: queue.SimpleQueue = queue.SimpleQueue()
         self._watcher: threading.Thread | None = None
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
+        self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
         self._original_block = ArrayImpl.block_until_ready
 
     # ------------------------------------------------------------ install / uninstall
@@ -354,7 +356,8 @@ class Instrument:
             leaves = [leaf for leaf in leaves if type(leaf) is ArrayImpl]
         if leaves:
             self._remember_producer(leaves, record)
-            if record.calls <= TIME_FIRST or record.calls % TIME_EVERY == 0:
+            if record.calls <= TIME_FIRST or (record.calls % TIME_EVERY == 0 and end >= self._next_timed):
+                self._next_timed = end + TIME_GAP_S
                 self._done.put((record, start + frame.compile_s, self._previous_leaves, leaves))
             self._previous_leaves = leaves
         if self.on_call is not None:
