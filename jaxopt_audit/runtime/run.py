@@ -3,7 +3,8 @@
 Runs the program in this process with the instruments of `run_instrument` on (and an XProf
 trace with --trace), then prints what happened per jitted function and per source line, with
 the rule codes that explain the worst of it, on stderr, and writes the JSON report with
---json. The program's exit status is passed through; the report is printed also when the
+--json. With JAXOPT_AUDIT_H2D_TOTAL=1 in the environment the report also gives jaxlib's own
+count of every host-to-device transfer (see `_open_transfer_monitor` for the cost). The program's exit status is passed through; the report is printed also when the
 program raises or exits non-zero.
 """
 
@@ -27,6 +28,7 @@ from .run_sites import UserFiles
 from .run_trace import RunTrace, TraceStepsError, parse_steps
 
 EXIT_USAGE = 2
+H2D_TOTAL_ENV = "JAXOPT_AUDIT_H2D_TOTAL"  # =1: also count every host-to-device transfer (see below)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -109,11 +111,16 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
 
 
 def _open_transfer_monitor() -> Any:
-    """The harness's exact host-to-device count (jaxlib's transfer-guard log), if it can run.
+    """The harness's exact host-to-device count (jaxlib's transfer-guard log), when asked for.
 
     It counts what the Python hooks cannot see (the Python scalars of eager ops, for one), but
     not where they came from, so it gives the run's total; the per-line view is the instrument's.
+    Off unless JAXOPT_AUDIT_H2D_TOTAL=1: it reads jaxlib's log by pointing fd 2 at a file for
+    the whole run and forwards only whole lines, so a progress bar (tqdm) on stderr would
+    freeze until its line ends, and stderr lags stdout by up to 0.1 s.
     """
+    if os.environ.get(H2D_TOTAL_ENV) != "1":
+        return None
     try:
         from .monitors import TransferMonitor
 
