@@ -10,11 +10,11 @@ Workloads, each a loop a user might write, timed end to end (block at the end) a
 - read_per_step: a jitted call plus a `float()` of its result every step (hook + stack walk).
 - mlp_step: a 64-256-256-1 MLP SGD step on a batch of 32 (a realistic small step).
 
-Three configurations: plain; `instrument` (the jit wrapper, compile attribution, sampled
-execution timing, host-read and host-copy hooks: what gives the per-function and per-line
-report); `run` (that plus `runtime.monitors.TransferMonitor`, jaxlib's transfer-guard log for the
-exact host-to-device total), which is what `jaxopt-audit run` switches on. Reports the median
-time per step and the added microseconds per step. Timings on a shared machine are noisy:
+Three configurations: plain; `run` (the jit wrapper, compile attribution, sampled execution
+timing, host-read and host-copy hooks: what `jaxopt-audit run` switches on); `run+h2d` (that
+plus `runtime.monitors.TransferMonitor`, jaxlib's transfer-guard log for the exact
+host-to-device total, on with JAXOPT_AUDIT_H2D_TOTAL=1). Reports the median time per step and
+the microseconds `run` adds per step. Timings on a shared machine are noisy:
 compare medians, and rerun on a quiet machine for numbers to quote.
 """
 
@@ -44,12 +44,12 @@ class Overhead:
     workload: str
     steps: int
     plain_us_per_step: float
-    instrument_us_per_step: float
     run_us_per_step: float
+    run_h2d_total_us_per_step: float
 
     @property
     def added_us_per_step(self) -> float:
-        """What `jaxopt-audit run` adds per step."""
+        """What `jaxopt-audit run` adds per step (default instruments)."""
         return self.run_us_per_step - self.plain_us_per_step
 
     @property
@@ -171,10 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     results = measure(args.calls, args.repeats, args.workloads.split(",") if args.workloads else None)
     print(f"jaxopt-audit run overhead on {jax.devices()[0].platform} (jax {jax.__version__}), "
           f"{args.calls} steps x {args.repeats} repeats, medians")
-    print(f"{'workload':<14} {'plain us/step':>14} {'instrument':>11} {'run':>9} {'added us':>9} {'overhead':>9}")
+    print(f"{'workload':<14} {'plain us/step':>14} {'run':>9} {'run+h2d':>9} {'added us':>9} {'overhead':>9}")
     for r in results:
-        print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.instrument_us_per_step:>11.1f} "
-              f"{r.run_us_per_step:>9.1f} {r.added_us_per_step:>9.1f} {r.relative:>8.0%}")
+        print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.run_us_per_step:>9.1f} "
+              f"{r.run_h2d_total_us_per_step:>9.1f} {r.added_us_per_step:>9.1f} {r.relative:>8.0%}")
     if args.out:
         rows = [asdict(r) | {"added_us_per_step": r.added_us_per_step, "relative": r.relative} for r in results]
         payload = {"platform": jax.devices()[0].platform, "jax_version": jax.__version__,
