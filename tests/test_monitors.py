@@ -177,3 +177,12 @@ def test_the_capture_file_rotates_without_losing_counts(monkeypatch: pytest.Monk
     assert monitor.counts().h2d == len(host)
     err = capfd.readouterr().err
     assert [line for line in err.splitlines() if line.startswith("note")] == [f"note {i}" for i in range(0, 40, 5)]
+
+
+def test_a_progress_bar_without_newline_is_forwarded_at_once(capfd: pytest.CaptureFixture[str]) -> None:
+    with TransferMonitor() as monitor:
+        os.write(2, b"\r 50%|#####     |")
+        monitor.counts()
+        assert "50%" in capfd.readouterr().err  # not held back until a newline
+        jnp.asarray(np.ones(2))
+    assert monitor.counts().h2d == 1

@@ -233,6 +233,8 @@ class TransferCounts:
         return TransferCounts(h2d, self.d2h - earlier.d2h, {k: v for k, v in sites.items() if v > 0})
 
 
+# absl's prefix, e.g. "W1122 11:10:30.181532    4451 guard_lib.cc:125] ": severity, date, time
+_LOG_LINE_START = re.compile(rb"^[IWEF](\d{0,4}|\d{4} [0-9:. ]*(\d+ [^\]]*(\].*)?)?)$")
 _GUARD_LINE = re.compile(r"\] (host-to-device|device-to-host) transfer:? ?(.*)$")
 _OWN_FILES = (os.path.dirname(os.path.abspath(__file__)),)
 _SKIP_FRAME_PARTS = (f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}numpy{os.sep}",
@@ -276,15 +278,22 @@ class _StderrLog:
 
     def _drain(self, data: bytes) -> None:
         lines = (self._pending + data).split(b"\n")
-        self._pending = lines.pop()  # an unfinished line waits for the next poll
+        self._pending = lines.pop()
         forward: list[bytes] = []
+        if self._pending and not _LOG_LINE_START.match(self._pending):
+            # not the start of a jaxlib log line (those are written whole): a progress bar's
+            # "\r..." or a prompt, forwarded now instead of waiting for a newline
+            forward_tail, self._pending = self._pending, b""
+        else:
+            forward_tail = b""  # possibly half a guard line: wait for the rest
         for raw in lines:
             match = _GUARD_LINE.search(raw.decode("utf-8", "replace"))
             if match:
                 self._on_guard_line(match.group(1), match.group(2).strip())
             else:
                 forward.append(raw + b"\n")
-        if forward:
+        forward.append(forward_tail)
+        if any(forward):
             os.write(self._saved_fd, b"".join(forward))
 
     def poll(self) -> None:
