@@ -26,7 +26,8 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
   `numpy.asarray`/`array`/`asanyarray` (the CPU buffer-protocol path) and `jax.device_get` /
   `jax.block_until_ready` are wrapped; each read is attributed to the user's line that asked
-  for it and, when the array came out of a recorded jitted call, to that function. An array is
+  for it and, when the array came out of a recorded jitted call, to that function (of outputs
+  with many leaves, the first and last 8 are tracked: where losses and metrics sit). An array is
   counted once however often it is read (the host copy is cached on accelerators).
 - Host-to-device copies outside jitted calls: `jax.device_put`, `jnp.asarray`, `jnp.array` of
   host data, attributed to the user's line.
@@ -68,6 +69,7 @@ CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
 _QUIETED_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
 _SWITCH_INTERVAL_S = 0.0005
 _PRODUCERS_LIMIT = 16384
+_PRODUCER_ENDS = 8  # output leaves tracked for read attribution: this many at each end
 TIME_FIRST = 8  # calls of each function always timed (the first ones vary most)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
 TIME_GAP_S = 0.002  # ... and at most one timed call per TIME_GAP_S: each costs a thread wake-up
@@ -496,7 +498,10 @@ class Instrument:
 
     def _remember_producer(self, leaves: list[Any], record: FunctionRecord) -> None:
         producers = self._producers
-        # map/zip keep the per-leaf work in C: outputs can have hundreds of leaves
+        if len(leaves) > 2 * _PRODUCER_ENDS:
+            # a weakref costs ~2 us per leaf (made and cleared): a params tree would dominate the
+            # step, while the values read per step (loss, metrics) sit at either end of the outputs
+            leaves = leaves[:_PRODUCER_ENDS] + leaves[-_PRODUCER_ENDS:]
         producers.update(zip(map(id, leaves), zip(map(weakref.ref, leaves), itertools.repeat(record))))
         if len(producers) > _PRODUCERS_LIMIT:
             # drop the oldest half: reads of very old outputs lose their attribution, nothing else
