@@ -49,8 +49,9 @@ def test_summary_finds_the_sort_op(captured: tuple[Path, TraceCapture]) -> None:
     summary = captured[1].summary()
     assert summary.top_ops, summary.render()
     top = summary.top_ops[0]
-    assert top.name.startswith("sort"), summary.render()
-    assert top.module == "jit__sort_heavy"
+    assert top.module == "jit__sort_heavy", summary.render()
+    if jax.default_backend() == "cpu":  # XLA:GPU fuses the sort into an op named "fusion"
+        assert top.name.startswith("sort"), summary.render()
     assert top.total_s > 0
 
 
@@ -66,8 +67,8 @@ def test_summary_has_the_steps_and_copies(captured: tuple[Path, TraceCapture]) -
 def test_summary_reads_a_directory_and_renders(captured: tuple[Path, TraceCapture]) -> None:
     summary = summarize_trace(captured[0])
     text = summary.render()
-    assert "top XLA ops" in text and "sort" in text
-    assert summary.to_json()["top_ops"][0]["name"].startswith("sort")
+    assert "top XLA ops" in text and "jit__sort_heavy" in text
+    assert summary.to_json()["top_ops"][0]["module"] == "jit__sort_heavy"
 
 
 def test_xprof_tools_open_the_trace(captured: tuple[Path, TraceCapture]) -> None:
