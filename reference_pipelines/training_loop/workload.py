@@ -15,7 +15,7 @@ import numpy as np
 LEARNING_RATE = 0.01  # plain SGD; the same rate for the hand-written update and optax.sgd
 NOISE_SCALE = 0.01  # augmentation noise added to the normalised features (seed 001)
 INPUT_DIM = 64
-HIDDEN_DIM = 256
+HIDDEN_DIM = 1024  # wide enough that a batch-32 step is matmul work, not per-op overhead
 TEACHER_DIM = 32
 
 
@@ -42,11 +42,11 @@ class Workload(NamedTuple):
         return -(-self.n_samples // self.batch_size)  # the last, partial batch is kept
 
 
-SIZES = {"small": (3_000, 3), "full": (50_000, 10)}  # (samples, epochs); batch 32 for both
+SIZES = {"small": (2_000, 2), "full": (50_000, 10)}  # (samples, epochs); batch 32 for both
 
 
 def init_mlp(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """A 64-256-256-1 tanh MLP as a flat dict, as in the case study's `params[k]` update."""
+    """A 64-1024-1024-1 tanh MLP as a flat dict, as in the case study's `params[k]` update."""
     dims = (INPUT_DIM, HIDDEN_DIM, HIDDEN_DIM, 1)
     params = {}
     for layer, (fan_in, fan_out) in enumerate(zip(dims[:-1], dims[1:]), start=1):
