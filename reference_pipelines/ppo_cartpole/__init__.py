@@ -14,7 +14,7 @@ PIPELINE = Pipeline(
     title="PPO on CartPole: host environment -> JAX env + scan -> vmap -> one jitted update -> sharded",
     description=(
         "PPO (PureJaxRL's CartPole-v1 recipe: actor-critic MLPs 64-64, GAE, clipped loss, 4 epochs "
-        "x 4 minibatches per update) trained for a fixed budget of environment steps (small: 2^15, "
+        "x 4 minibatches per update) trained for a fixed budget of environment steps (small: 2^13, "
         "full: 2^24). Stage 0 is how such code often starts (seed 003's 'traditional approach'): "
         "gym-like NumPy environments on the host, the policy on the device, a transfer each way "
         "every step. The stages move the environment into JAX with the rollout as a scan, vmap it "
@@ -23,8 +23,8 @@ PIPELINE = Pipeline(
         "rollouts from equal keys where the math is unchanged, and learning (mean return of the "
         "last tenth of training >= 475 at full size) where it changes."),
     stages=(
-        Stage("stage0_original", full_size_prefix=1 / 256),
-        Stage("stage1_jax_env_scan", addresses=("JAX301", "JAX302"), full_size_prefix=1 / 16),
+        Stage("stage0_original", full_size_prefix=1 / 512),
+        Stage("stage1_jax_env_scan", addresses=("JAX301", "JAX302"), full_size_prefix=1 / 256),
         Stage("stage2_vmap_envs", addresses=("JAX202",), changes_math=True,
               math_note=("4 environments x 128 steps per update -> workload.vectorized (4096 x 16 at "
                          "full size, learning rate 2.5e-4 -> 1e-3): same env-step budget, fewer and "
