@@ -219,3 +219,23 @@ def test_quiet_on_version_compatibility_code():
         else:
             tree_map = jax.tree.map
     """) == []
+
+
+def test_seed_001_preprocessing_key_and_planned_pmap():
+    found = _findings("""
+        import jax
+        from jax import numpy as jnp
+
+        def preprocess_batch_jax(batch):
+            x = batch['x']
+            x = (x - jnp.mean(x)) / jnp.std(x)
+            noise = jax.random.normal(jax.random.PRNGKey(0), x.shape) * 0.01
+            return {'x': x + noise, 'y': batch['y']}
+
+        def train_step(params, batch):
+            return params
+
+        p_train_step = jax.pmap(train_step, axis_name="devices")
+    """)
+    assert [(line, severity) for line, severity, _ in found] == [(7, "info"), (13, "info")]
+    assert "jax.random.key" in found[0][2] and "shard_map" in found[1][2]
