@@ -249,3 +249,27 @@ def test_quiet_on_the_same_key_in_a_timed_benchmark_loop():
                 times.append(time.perf_counter() - start)
             return times
     """) == []
+
+
+def test_flax_module_init_and_apply_consume_their_keys():
+    assert lines("""
+        import jax
+        import flax.linen as nn
+
+        class MLP(nn.Module):
+            @nn.compact
+            def __call__(self, x, train: bool = False):
+                x = nn.Dense(16)(x)
+                return nn.Dropout(0.5, deterministic=not train)(x)
+
+        def setup(x):
+            key = jax.random.key(0)
+            model = MLP()
+            params = model.init(key, x)
+            y = model.apply(params, x, train=True, rngs={"dropout": key})
+            rng, init_rng = jax.random.split(key)
+            params = model.init(init_rng, x)
+            rng, dropout_rng = jax.random.split(rng)
+            z = model.apply(params, x, train=True, rngs={"dropout": dropout_rng})
+            return y, z
+    """) == [14, 15]

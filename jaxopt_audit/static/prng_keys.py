@@ -14,9 +14,10 @@ A key consumed on every k-th iteration under a periodic guard (`if step % k == 0
 alone: a fixed evaluation or sampling key is a deliberate choice there; so is the same key in
 every repetition of a loop that reads a timer (a benchmark repeats the same workload).
 
-Only names are tracked: keys in attributes or containers (`state.key`) and keys passed to
-functions of other modules (`model.init(key, x)`) are not uses, so the analysis stays quiet
-when it cannot know.
+A flax linen module's `init(key, x)` and `apply(..., rngs={"dropout": key})` consume the keys
+they are given. Only names are tracked: keys in attributes or containers (`state.key`) and
+keys passed to other functions of other modules are not uses, so the analysis stays quiet when
+it cannot know.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ CONSUMERS = frozenset(f"jax.random.{name}" for name in (
     "permutation", "poisson", "rademacher", "randint", "rayleigh", "shuffle", "split", "t",
     "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
 ))
+# flax linen Module methods that draw from the keys they are given (first argument or `rngs=`).
+FLAX_RNG_METHODS = frozenset({"init", "init_with_output", "apply"})
 # Transforms that call their body once per iteration with the same closure.
 ITERATING_TRANSFORMS = apis.SCAN_LIKE
 # Expressions the walk does not enter: leaves, and nested functions (analysed on their own).
@@ -396,6 +399,10 @@ def _path(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
+def _may_draw_module_rngs(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in FLAX_RNG_METHODS
+
+
 def _captured(name: str, fn: Function) -> bool:
     """Bound in an enclosing scope and never in `fn` itself."""
     if name in fn.params or fn.bindings(name) or name in fn.global_names or name in fn.nonlocal_names:
@@ -435,6 +442,47 @@ class KeyAnalysis:
         for flow in flows:
             self.reuses.extend(flow.reuses.values())
 
+    def _module_rngs(self, call: cst.Call, scope: Function) -> list[cst.BaseExpression] | None:
+        """`model.init(key, x)`, `model.apply(p, x, rngs={"dropout": key})` on a flax linen
+        module: the keys it draws parameters or dropout masks from. None: not such a call."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in FLAX_RNG_METHODS \
+                or not self._is_flax_module(func.value, scope):
+            return None
+        rngs = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "rngs"), None)
+        if rngs is None and func.attr.value != "apply":
+            rngs = next((a.value for a in call.args if a.keyword is None and not a.star), None)
+        if rngs is None:
+            return []
+        if isinstance(rngs, cst.Dict):
+            return [e.value for e in rngs.elements if isinstance(e, cst.DictElement)]
+        return [rngs]
+
+    def _is_flax_module(self, expr: cst.BaseExpression, scope: Function) -> bool:
+        """A name bound to a flax linen module instance (`model = MLP(...)`, `nn.Dense(3)`)."""
+        if isinstance(expr, cst.Call):
+            return self._constructs_flax_module(expr, scope)
+        if not isinstance(expr, cst.Name):
+            return False
+        current: Function | None = scope
+        while current is not None:
+            bindings = current.bindings(expr.value)
+            if bindings or expr.value in current.params:
+                return bool(bindings) and all(
+                    isinstance(a.value, cst.Call) and len(a.targets) == 1
+                    and self._constructs_flax_module(a.value, current) for a in bindings)
+            current = current.parent
+        return False
+
+    def _constructs_flax_module(self, call: cst.Call, scope: Function) -> bool:
+        callee = self.model.callee(call, scope)
+        if callee.cls is not None:
+            return any(b is not None and b.startswith("flax.linen.") for b in callee.cls.bases) \
+                or any(b is not None and b in self.model.classes and self.model.classes[b].is_jax_module
+                       for b in callee.cls.bases)
+        q = callee.qualname or ""
+        return q.startswith("flax.linen.") and q.rsplit(".", 1)[-1][:1].isupper()
+
     def _relevant_functions(self) -> list[Function]:
         """Functions that consume keys: a jax.random call, or a call of such a function. The
         others cannot reuse a key, so their bodies are not walked."""
@@ -444,7 +492,7 @@ class KeyAnalysis:
         work: list[Function] = []
         for fn in model.functions:
             for site in fn.calls:
-                if model.resolve(site.node.func) in CONSUMERS:
+                if model.resolve(site.node.func) in CONSUMERS or _may_draw_module_rngs(site.node):
                     if id(fn) not in relevant:
                         relevant.add(id(fn))
                         work.append(fn)
@@ -469,6 +517,9 @@ class KeyAnalysis:
                     return [arg.value]
             positional = [a.value for a in call.args if a.keyword is None and not a.star]
             return positional[:1]
+        module_keys = self._module_rngs(call, scope)
+        if module_keys is not None:
+            return module_keys
         callee = self.model.callee(call, scope)
         target = callee.function
         if target is None or q in CONSUMERS:
