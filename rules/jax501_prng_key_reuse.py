@@ -19,7 +19,8 @@ class PrngKeyReuse(Rule):
     in between; a key consumed in a loop body (or comprehension) that is never re-split in the
     loop; a key captured from the enclosing scope and consumed in the body of `lax.scan`,
     `fori_loop`, `while_loop` or `lax.map`. Passing a key to a function of the same module
-    that samples with it counts as consuming it.
+    that samples with it counts as consuming it, and so does a flax linen module's
+    `init(key, x)` or `apply(..., rngs={"dropout": key})`.
 
     ## Why is this bad?
     JAX random functions are pure: the same key gives the same numbers. Two draws from one
@@ -39,7 +40,8 @@ class PrngKeyReuse(Rule):
     (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic
     guard (`if step % eval_every == 0:` draws the same evaluation samples each time, on
     purpose), the same key in each repetition of a timed benchmark loop, and keys it cannot
-    follow: attributes (`state.rng`) and keys passed to other libraries (`model.init(key, x)`).
+    follow: attributes (`state.rng`) and keys passed to other libraries' functions
+    (`env.reset(key, params)`).
     """
 
     CODE = "JAX501"

@@ -185,7 +185,7 @@ def test_quiet_when_it_cannot_follow_the_key():
 
         def init(model, x, state):
             key = jax.random.key(0)
-            params = model.init(key, x)  # another library's function: not a known use
+            params = model.init(key, x)  # an unknown object's method: not a known use
             key, dropout_key = jax.random.split(key)
             a = jax.random.normal(state.rng, ())
             b = jax.random.normal(state.rng, ())  # attributes are not tracked
