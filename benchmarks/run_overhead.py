@@ -57,6 +57,9 @@ class Overhead:
         return self.added_us_per_step / self.plain_us_per_step
 
 
+STATISTICS: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "min": min}
+
+
 def _workloads() -> dict[str, Callable[[int], Callable[[], None]]]:
     """name -> make(steps) -> loop; `make` builds (and jits) under whatever jax.jit is current."""
 
@@ -123,41 +126,62 @@ def _workloads() -> dict[str, Callable[[int], Callable[[], None]]]:
             "mlp_step": mlp_step}
 
 
-def _median_seconds(loop: Callable[[], None], repeats: int) -> float:
-    loop()  # warm-up: compile, caches
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        loop()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
-def _instrumented_seconds(make: Callable[[int], Callable[[], None]], steps: int, repeats: int,
-                          with_transfer_monitor: bool) -> float:
-    monitor = TransferMonitor(forward_interval=0.1) if with_transfer_monitor else None
-    if monitor is not None:
-        monitor.__enter__()
-    instrument = Instrument(UserFiles((os.path.abspath(__file__),)))
-    instrument.install()
-    try:
-        return _median_seconds(make(steps), repeats)  # jitted under the recording jit
-    finally:
-        instrument.uninstall()
-        if monitor is not None:
-            monitor.__exit__(None, None, None)
+def _timed(loop: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    loop()
+    return time.perf_counter() - start
 
 
-def measure(steps: int, repeats: int, workloads: list[str] | None = None) -> list[Overhead]:
+class _Configuration:
+    """One way of running a workload: plain, or under `run`'s instruments (optionally with the
+    transfer-guard monitor). The loop is built once, with instruments on, so its jitted
+    functions are recording wrappers; the instruments are switched on around each timing."""
+
+    def __init__(self, make: Callable[[int], Callable[[], None]], steps: int, instrumented: bool,
+                 h2d_total: bool) -> None:
+        self.instrumented = instrumented
+        self.h2d_total = h2d_total
+        self.instrument = Instrument(UserFiles((os.path.abspath(__file__),))) if instrumented else None
+        with self:
+            self.loop = make(steps)
+            self.loop()  # warm-up: compile, caches
+
+    def __enter__(self) -> "_Configuration":
+        self.monitor = TransferMonitor(forward_interval=0.1) if self.h2d_total else None
+        if self.monitor is not None:
+            self.monitor.__enter__()
+        if self.instrument is not None:
+            self.instrument.install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.instrument is not None:
+            self.instrument.uninstall()
+        if self.monitor is not None:
+            self.monitor.__exit__(None, None, None)
+
+    def time_once(self) -> float:
+        with self:
+            return _timed(self.loop)
+
+
+def measure(steps: int, repeats: int, workloads: list[str] | None = None,
+            statistic: Callable[[list[float]], float] = statistics.median) -> list[Overhead]:
+    """Configurations alternate within each repeat, so load from other processes hits all alike."""
     results = []
     for name, make in _workloads().items():
         if workloads and name not in workloads:
             continue
-        plain = _median_seconds(make(steps), repeats)
-        instrumented = _instrumented_seconds(make, steps, repeats, with_transfer_monitor=False)
-        full = _instrumented_seconds(make, steps, repeats, with_transfer_monitor=True)
-        results.append(Overhead(name, steps, plain / steps * 1e6, instrumented / steps * 1e6,
-                                full / steps * 1e6))
+        configurations = [_Configuration(make, steps, False, False), _Configuration(make, steps, True, False),
+                          _Configuration(make, steps, True, True)]
+        times: list[list[float]] = [[] for _ in configurations]
+        for _ in range(repeats):
+            for index, configuration in enumerate(configurations):
+                times[index].append(configuration.time_once())
+        plain, run, run_h2d = (statistic(t) / steps * 1e6 for t in times)
+        results.append(Overhead(name, steps, plain, run, run_h2d))
     return results
 
 
@@ -167,10 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7, help="timed loops per configuration")
     parser.add_argument("--out", default=None, help="also write the results as JSON here")
     parser.add_argument("--workloads", default=None, help="comma-separated subset (default: all)")
+    parser.add_argument("--stat", choices=sorted(STATISTICS), default="median",
+                        help="statistic over repeats (min resists other load on a shared machine)")
     args = parser.parse_args(argv)
-    results = measure(args.calls, args.repeats, args.workloads.split(",") if args.workloads else None)
+    results = measure(args.calls, args.repeats, args.workloads.split(",") if args.workloads else None,
+                      STATISTICS[args.stat])
     print(f"jaxopt-audit run overhead on {jax.devices()[0].platform} (jax {jax.__version__}), "
-          f"{args.calls} steps x {args.repeats} repeats, medians")
+          f"{args.calls} steps x {args.repeats} repeats, {args.stat}")
     print(f"{'workload':<14} {'plain us/step':>14} {'run':>9} {'run+h2d':>9} {'added us':>9} {'overhead':>9}")
     for r in results:
         print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.run_us_per_step:>9.1f} "
@@ -178,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         rows = [asdict(r) | {"added_us_per_step": r.added_us_per_step, "relative": r.relative} for r in results]
         payload = {"platform": jax.devices()[0].platform, "jax_version": jax.__version__,
-                   "calls": args.calls, "repeats": args.repeats, "results": rows}
+                   "calls": args.calls, "repeats": args.repeats, "statistic": args.stat, "results": rows}
         directory = os.path.dirname(os.path.abspath(args.out))
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".json")
         with os.fdopen(fd, "w") as handle:

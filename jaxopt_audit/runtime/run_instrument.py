@@ -49,7 +49,7 @@ import types
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -72,7 +72,7 @@ _PRODUCERS_LIMIT = 16384
 _PRODUCER_ENDS = 8  # output leaves tracked for read attribution: this many at each end
 TIME_FIRST = 8  # calls of each function always timed (the first ones vary most)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
-TIME_GAP_S = 0.002  # ... and at most one timed call per TIME_GAP_S: each costs a thread wake-up
+TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each costs a thread wake-up
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
 
@@ -138,9 +138,10 @@ class FunctionRecord:
         return self.exec_s * self.calls / self.exec_measured if self.exec_measured else 0.0
 
 
-@dataclass(frozen=True)
-class TransferKey:
-    """A kind of transfer at a user line: direction is h2d, d2h or sync (block_until_ready)."""
+class TransferKey(NamedTuple):
+    """A kind of transfer at a user line: direction is h2d, d2h or sync (block_until_ready).
+
+    A NamedTuple, not a dataclass: it is hashed and compared on every counted read, in C."""
 
     direction: str
     path: str
