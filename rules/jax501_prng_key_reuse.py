@@ -39,7 +39,8 @@ class PrngKeyReuse(Rule):
     The rule stays quiet on keys rebound before each use, distinct elements of a split
     (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic
     guard (`if step % eval_every == 0:` draws the same evaluation samples each time, on
-    purpose), the same key in each repetition of a timed benchmark loop, and keys it cannot
+    purpose), the same key in each repetition of a timed benchmark loop, two draws compared
+    in one assertion (a determinism test), and keys it cannot
     follow: attributes (`state.rng`) and keys passed to other libraries' functions
     (`env.reset(key, params)`).
     """

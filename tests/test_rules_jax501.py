@@ -273,3 +273,15 @@ def test_flax_module_init_and_apply_consume_their_keys():
             z = model.apply(params, x, train=True, rngs={"dropout": dropout_rng})
             return y, z
     """) == [14, 15]
+
+
+def test_quiet_on_determinism_checks_in_one_assertion():
+    assert lines("""
+        import jax
+        import numpy as np
+
+        def test_sampler_is_deterministic():
+            key = jax.random.key(0)
+            assert (jax.random.normal(key, (3,)) == jax.random.normal(key, (3,))).all()
+            np.testing.assert_allclose(jax.random.uniform(key), jax.random.uniform(key))
+    """) == [7]  # within each assertion the reuse is the point; across the two it is a reuse

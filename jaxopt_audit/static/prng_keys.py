@@ -54,6 +54,7 @@ _MAX_LOOP_DEPTH = 6  # deeper nests are walked once per enclosing pass (2^depth 
 class Use:
     node: cst.Call  # the consuming call
     loops: tuple[int, ...]  # ids of the loops (statements or comprehensions) it sits in
+    statement: int = 0  # id of the simple statement it sits in
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,8 @@ class _FunctionFlow:
         self.reuses: dict[int, Reuse] = {}
         self.consumed_params: set[str] = set()
         self.iterating = next((r for r in fn.transform_roots if r in ITERATING_TRANSFORMS), None)
+        self.statement_id = 0
+        self.in_assertion = False
 
     def run(self) -> None:
         node = self.fn.node
@@ -189,6 +192,8 @@ class _FunctionFlow:
         return state
 
     def small(self, stmt: cst.BaseSmallStatement, state: _State) -> _State | None:
+        self.statement_id = id(stmt)
+        self.in_assertion = _is_assertion(self.model, stmt)
         if isinstance(stmt, cst.Expr):
             self.expr(stmt.value, state)
         elif isinstance(stmt, cst.Assign):
@@ -368,14 +373,16 @@ class _FunctionFlow:
             looping = previous.node is call or bool(repeating)
             # a fixed key under `if step % k == 0` is deliberate (comparable eval samples each
             # time), and so is the same workload in every repetition of a timed benchmark loop
-            deliberate = id(call) in self.analysis.periodic_calls or any(
+            fixed_on_purpose = id(call) in self.analysis.periodic_calls or any(
                 f.loop_id in self.analysis.timed_loops for f in repeating)
-            if not (looping and deliberate):
+            # `assert (sample(key) == sample(key)).all()`: a determinism test reuses on purpose
+            determinism_check = self.in_assertion and previous.statement == self.statement_id
+            if not ((looping and fixed_on_purpose) or (not looping and determinism_check)):
                 self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
             self.reuses[id(call)] = Reuse(call, path, None, "iteration", self.iterating)
-        use = Use(call, tuple(f.loop_id for f in self.loops))
+        use = Use(call, tuple(f.loop_id for f in self.loops), self.statement_id)
         for member in state.aliases.get(path, frozenset({path})):
             state.used[member] = use
 
@@ -397,6 +404,17 @@ def _path(expr: cst.BaseExpression | None) -> str | None:
             if value is not None:
                 return f"{expr.value.value}[{value}]"
     return None
+
+
+def _is_assertion(model: SemanticModel, stmt: cst.BaseSmallStatement) -> bool:
+    """`assert ...`, `np.testing.assert_allclose(...)`, `self.assertEqual(...)`."""
+    if isinstance(stmt, cst.Assert):
+        return True
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+        func = stmt.value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return name.lower().startswith("assert")
+    return False
 
 
 def _may_draw_module_rngs(call: cst.Call) -> bool:
