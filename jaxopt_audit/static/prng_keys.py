@@ -12,7 +12,8 @@ derives a new key without consuming. In the body of `lax.scan` / `fori_loop` / `
 `lax.map`, consuming a key captured from the enclosing scope is a reuse on every iteration.
 A key consumed on every k-th iteration under a periodic guard (`if step % k == 0:`) is left
 alone: a fixed evaluation or sampling key is a deliberate choice there; so is the same key in
-every repetition of a loop that reads a timer (a benchmark repeats the same workload).
+every repetition of a loop that reads a timer (a benchmark repeats the same workload), and
+two draws compared within one assertion (a determinism test).
 
 A flax linen module's `init(key, x)` and `apply(..., rngs={"dropout": key})` consume the keys
 they are given. Only names are tracked: keys in attributes or containers (`state.key`) and
