@@ -175,15 +175,23 @@ def test_first_and_last_stage_of_a_pipeline_show_the_rewrite(tmp_path: Path) -> 
     run_before, before = audit_in_subprocess(tmp_path, driver, "training_loop", "stage0_original", "1", env=count_all)
     run_after, after = audit_in_subprocess(tmp_path, driver, "training_loop", "stage5_scan", "1", env=count_all)
     assert run_before.returncode == run_after.returncode == 0, run_before.stderr + run_after.stderr
-    steps = 3 * 94  # small workload: 3 epochs of 3,000 samples in batches of 32
+    from jaxopt_audit.reference_pipelines.training_loop import stage0_original
+    from jaxopt_audit.reference_pipelines.training_loop.workload import make_workload
+
+    small = make_workload("small")
+    steps = small.n_epochs * small.steps_per_epoch
+    source = Path(stage0_original.__file__).read_text().splitlines()
+    convert_line = 1 + next(i for i, text in enumerate(source) if "batch_jax = {k: jnp.array(v)" in text)
+    noise_line = 1 + next(i for i, text in enumerate(source) if "noise = np.asarray(" in text)
     # stage 0: op by op (nothing jitted), a NumPy batch copied in (x and y) and noise read back per step
     assert before["functions"] == []
-    assert transfers(before, "h2d")[-1:] == [("stage0_original.py", 56, 2 * steps, "jnp.array")]
-    assert ("stage0_original.py", 37, steps, "np.asarray") in transfers(before, "d2h")
+    assert ("stage0_original.py", convert_line, 2 * steps, "jnp.array") in transfers(before, "h2d")
+    assert ("stage0_original.py", noise_line, steps, "np.asarray") in transfers(before, "d2h")
     assert sorted(code for code, _, _ in findings(before)) == ["JAX301", "JAX302"]
     # stage 5: one compiled scan per epoch, data moved once, nothing per step
     epoch = function(after, "train_epoch")
-    assert (epoch["calls"], epoch["compiles"], epoch["h2d_transfers"], epoch["d2h_transfers"]) == (3, 1, 0, 0)
+    assert (epoch["calls"], epoch["compiles"], epoch["h2d_transfers"], epoch["d2h_transfers"]) == \
+        (small.n_epochs, 1, 0, 0)
     assert after["findings"] == []
     moved_before = sum(t["count"] for t in before["transfers"] if t["direction"] != "sync")
     moved_after = sum(t["count"] for t in after["transfers"] if t["direction"] != "sync")
