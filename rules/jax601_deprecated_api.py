@@ -10,7 +10,7 @@ from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.names import canonical, dotted
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
-from jaxopt_audit.static.walk import children, walk
+from jaxopt_audit.static.walk import child_fields, walk
 
 
 class DeprecatedApi(Rule):
@@ -113,6 +113,17 @@ _LEAVES = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Ima
                      cst.Break, cst.Continue, cst.Ellipsis, cst.Global, cst.Nonlocal})
 
 
+def _node_types(base: type) -> set[type]:
+    out = {base}
+    for sub in base.__subclasses__():
+        out |= _node_types(sub)
+    return out
+
+
+# Node types worth entering (exact types: libcst's ABC isinstance checks dominate a walk).
+_BRANCHES = frozenset(t for t in _node_types(cst.CSTNode) if t not in _LEAVES)
+
+
 def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
     """(node, entry, resolved name) for every spelled use, in source order."""
     found: list[tuple[cst.CSTNode, Deprecation, str]] = []
@@ -137,7 +148,16 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
         elif (t is cst.Try or t is cst.TryStar) and _catches_missing_api(node):
             stack.extend(reversed([n for n in (*node.handlers, node.orelse, node.finalbody) if n is not None]))
             continue
-        stack.extend(reversed(list(children(node))))
+        pushed: list[cst.CSTNode] = []
+        for name in child_fields(t):
+            value = getattr(node, name)
+            vt = type(value)
+            if vt is tuple or vt is list:
+                pushed.extend(v for v in value if type(v) in _BRANCHES)
+            elif vt in _BRANCHES:
+                pushed.append(value)
+        pushed.reverse()
+        stack.extend(pushed)
     return found
 
 
