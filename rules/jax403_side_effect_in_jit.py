@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
-from jaxopt_audit.static.model import Function, SemanticModel
+from jaxopt_audit.static.model import Assignment, Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
 from jaxopt_audit.static.walk import walk
@@ -188,7 +188,7 @@ class SideEffectInJit(Rule):
                             f"which lives outside traced `{_name(fn)}`: it runs once at trace time and leaks a tracer",
                       fix="Return the value (or stack it in the outputs of lax.scan) instead of storing it.")
 
-    def _outer_write(self, model: SemanticModel, assignment, fn: Function) -> Iterator[Report]:
+    def _outer_write(self, model: SemanticModel, assignment: Assignment, fn: Function) -> Iterator[Report]:
         node = assignment.site.node
         value = assignment.value
         if value is None or not is_traced_value(model, value, fn):
