@@ -57,7 +57,7 @@ import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
 
-from .run_cachemiss import HEADER, REDEFINED, CacheMiss, parse_cache_miss
+from .run_cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .run_sites import Site, UserFiles
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -728,4 +728,4 @@ def _static_arguments(fun: Any, options: dict[str, Any]) -> tuple[frozenset[int]
     return frozenset(positions), frozenset(keywords), positional
 
 
-__all__ = ["Instrument", "FunctionRecord", "Recompile", "RecordingJit", "TransferKey", "REDEFINED"]
+__all__ = ["Instrument", "FunctionRecord", "Recompile", "RecordingJit", "TransferKey"]
