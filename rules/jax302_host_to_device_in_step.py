@@ -196,8 +196,7 @@ def _numpy_origin(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
     for a in bindings:
         if not isinstance(a.value, cst.Call):
             return None
-        q = model.resolve(a.value.func)
-        if q is not None and q.startswith("numpy.") and not q.startswith("numpy.random.default_rng"):
+        if is_numpy_value(model, a.value, fn):
             continue
         target = model.callee(a.value, fn).function
         if target is not None and _numpy_function(model, target):

@@ -48,8 +48,11 @@ JAX_HOST_RESULTS = frozenset({
     "jax.config.update", "jax.make_mesh", "jax.sharding.Mesh", "jax.sharding.NamedSharding",
     "jax.sharding.PartitionSpec", "jax.profiler.trace", "jax.profiler.start_trace",
     "jax.profiler.stop_trace", "jax.profiler.TraceAnnotation", "jax.profiler.StepTraceAnnotation",
-    "jax.random.key_data",
+    "jax.random.key_data", "jax.lax.axis_size", "jax.lax.axis_index_groups",
 })
+# Their function argument runs on the host with NumPy values, not on tracers.
+HOST_CALLBACKS = frozenset({"jax.pure_callback", "jax.debug.callback", "jax.experimental.io_callback",
+                            "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_tap"})
 JAX_HOST_PREFIXES = ("jax.config.", "jax.profiler.", "jax.debug.", "jax.sharding.",
                      "jax.experimental.compilation_cache", "jax.monitoring.", "jax.export.",
                      "jax.distributed.", "jax.dtypes.", "orbax.")

@@ -108,6 +108,23 @@ def _counted(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
     return False
 
 
+def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
+    """A name bound to `np.random.default_rng(...)` / `RandomState(...)`."""
+    if not isinstance(expr, cst.Name):
+        return False
+    scope = fn
+    while scope is not None:
+        bindings = [a for a in scope.bindings(expr.value) if a.value is not None]
+        if bindings:
+            return all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in (
+                "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator")
+                for a in bindings)
+        if expr.value in scope.params:
+            return False
+        scope = scope.parent
+    return False
+
+
 def _binds_numpy(model: SemanticModel, a, scope, depth: int) -> bool:
     if a.value is not None:
         return is_numpy_value(model, a.value, scope, depth + 1)
@@ -145,6 +162,8 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
             return not model.is_array(expr, fn)
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("astype", "reshape", "copy", "T"):
             return is_numpy_value(model, expr.func.value, fn, depth + 1)
+        if isinstance(expr.func, cst.Attribute) and _is_numpy_generator(model, expr.func.value, fn):
+            return True  # rng.normal(...), rng.integers(...)
         return False
     if isinstance(expr, cst.Subscript):
         return is_numpy_value(model, expr.value, fn, depth + 1)

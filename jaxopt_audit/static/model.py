@@ -881,6 +881,14 @@ class SemanticModel:
 
     def _propagate_traced(self) -> None:
         work = []
+        host_side: set[int] = set()  # functions handed to host callbacks run on NumPy values
+        for fn in self.functions:
+            for site in fn.calls:
+                call = site.node
+                if self.resolve(call.func) in apis.HOST_CALLBACKS and call.args:
+                    target = self.function_ref(call.args[0].value, fn)
+                    if target is not None:
+                        host_side.add(id(target))
         for cls in self.classes.values():
             # flax/equinox/haiku module methods run under apply/filter_jit: traced, but their
             # parameters may be static configuration (`train: bool`), so none is assumed traced
@@ -900,11 +908,13 @@ class SemanticModel:
             fn = work.pop()
             for site in fn.calls:
                 target = self.callee(site.node, fn).function
-                if target is not None and not target.traced and not target.is_module:
+                if target is not None and not target.traced and not target.is_module \
+                        and id(target) not in host_side:
                     target.traced = True
                     work.append(target)
             for inner in self.functions:
-                if inner.parent is fn and not inner.traced and not inner.is_module:
+                if inner.parent is fn and not inner.traced and not inner.is_module \
+                        and id(inner) not in host_side:
                     if inner.name == "<lambda>" or inner.transform_roots:
                         inner.traced = True
                         # a lambda handed to a transform gets traced arguments; any other lambda
