@@ -14,7 +14,7 @@ from jaxopt_audit.runtime.pipeline import Pipeline, Stage, Validation
 
 from .workload import make_workload, max_relative_error, prefix, work_units
 
-# Float32 agreement with stage 0: |out - ref| / (|ref| + 1e-3) over final weights, final step
+# Float32 agreement with stage 0: |out - ref| / (|ref| + 0.01) over final weights, final step
 # sizes and the windowed squared error. Every stage computes the same arithmetic; only XLA's
 # fusion (and, in the last stage, evaluation order) changes rounding, which the meta-learned
 # step sizes then carry forward through the run.
