@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -92,6 +93,8 @@ class DeprecatedApi(Rule):
     def check(self, model: SemanticModel) -> Iterator[Report]:
         if not any(q.split(".", 1)[0] in ("jax", "jaxlib") for q in model.imports.bound.values()):
             return  # every deprecated name resolves through an import of jax
+        if model.source is not None and _LAST_SEGMENT.search(model.source) is None:
+            return  # every use spells the listed name's last segment, in an import or an attribute
         first_legacy: dict[str, list[cst.CSTNode]] = {}
         for node, entry, spelled in _find(model):
             if entry.status == "legacy":
@@ -106,6 +109,8 @@ class DeprecatedApi(Rule):
             yield Report(nodes[0], _message(entry, name) + more, fix=_fix(entry), severity="info")
 
 
+_LAST_SEGMENT = re.compile(r"\b(?:" + "|".join(sorted({re.escape(e.name.rsplit(".", 1)[-1]) for e in DEPRECATIONS},
+                                                       key=len, reverse=True)) + r")\b")
 # Every segment of every listed name: an attribute chain naming none of them cannot match.
 _SEGMENTS = frozenset(part for entry in DEPRECATIONS for part in entry.name.split("."))
 # Leaves and literals: nothing below them can name an API.

@@ -10,8 +10,7 @@ import libcst as cst
 from jaxopt_audit.static.model import Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import enclosing_functions, runs_every_step
-from jaxopt_audit.static.walk import children, target_names
-from jaxopt_audit.static.walk import read_names
+from jaxopt_audit.static.walk import children, read_names, target_names
 
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
                        "jax.tree_multimap", "jax.tree_util.tree_multimap"})
@@ -156,23 +155,26 @@ class ManualOptimizerUpdate(Rule):
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         for fn in model.functions:
+            tree_maps = [s for s in fn.calls if model.resolve(s.node.func) in TREE_MAPS]
+            if not tree_maps and not fn.comprehensions:
+                continue
             gradient_names = _gradient_bindings(model, fn)
             computes_gradients = any(
                 _calls_gradient_transform(model, scope) for scope in enclosing_functions(fn)
                 if not scope.is_module)
-            for site in fn.calls:
+            for site in tree_maps:
                 call: cst.Call = site.node
-                if model.resolve(call.func) not in TREE_MAPS:
-                    continue
                 term = _tree_map_update(model, call, fn, gradient_names)
                 if term is not None and (computes_gradients or runs_every_step(model, site) is not None):
                     yield Report(call, self._message(f"`{describe(call.func)}` applying `{describe(term)}`"))
-            has_comprehension = any(isinstance(a.site.node, cst.CompFor) for a in fn.assignments)
-            for node in _comprehensions(fn) if has_comprehension else ():
+            for comp in fn.comprehensions:
+                node = comp.node
+                if isinstance(node, cst.SetComp):
+                    continue
                 term = _comprehension_update(node, fn, gradient_names)
                 if term is None:
                     continue
-                site = Site(node, fn, _loop_of(fn, node), False)
+                site = Site(node, fn, comp.loop, False)
                 if computes_gradients or runs_every_step(model, site) is not None:
                     kind = "dict" if isinstance(node, cst.DictComp) else "list"
                     yield Report(node, self._message(f"a {kind} comprehension applying `{describe(term)}`"))
@@ -264,26 +266,6 @@ def _tree_map_update(model: SemanticModel, call: cst.Call, fn: Function,
     tree = args[position] if position < len(args) else None
     if tree is not None and (_is_gradient(tree, gradient_names) or _is_gradient(step, set())):
         return expression
-    return None
-
-
-def _comprehensions(fn: Function) -> Iterator[cst.CSTNode]:
-    """Dict, list and generator comprehensions in `fn`'s own body (not in nested defs/lambdas)."""
-    body = fn.node if fn.is_module else fn.node.body
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        if isinstance(node, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):
-            yield node
-        stack.extend(children(node))
-
-
-def _loop_of(fn: Function, node: cst.CSTNode):
-    for a in fn.assignments:
-        if a.site.node is getattr(node, "for_in", None):
-            return a.site.loop
     return None
 
 

@@ -83,7 +83,8 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
         return FileResult(path, [], ScanError(path, f"cannot decode: {exc}; save it as UTF-8"), 0)
     text = module.code
     lines = text.splitlines()
-    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "")
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text)
     raw: list[tuple[Rule, object]] = []
     internal: ScanError | None = None
     for rule in rules:

@@ -88,6 +88,7 @@ class Function:
     tests: list[Site] = field(default_factory=list)  # If/While tests, IfExp tests, BooleanOperation, not
     subscripts: list[Site] = field(default_factory=list)
     fstrings: list[Site] = field(default_factory=list)
+    comprehensions: list[Site] = field(default_factory=list)  # list/set/dict comps, generator expressions
     returns: list[cst.BaseExpression] = field(default_factory=list)
     nested: dict[str, "Function"] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
@@ -275,6 +276,7 @@ class _Builder:
                 self._assignment(fn, (name,), node.item, Site(node, fn, loop, guarded))
             return
         elif t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            fn.comprehensions.append(Site(node, fn, loop, guarded, in_test))
             # comprehension variables are bound from the iterated value
             comp = node.for_in
             while comp is not None:
@@ -409,8 +411,10 @@ def _only_syncs(body: cst.BaseExpression, model: "SemanticModel") -> bool:
 class SemanticModel:
     """Everything the rules need to know about one file."""
 
-    def __init__(self, module: cst.Module, path: str = "<string>", package: str = "") -> None:
+    def __init__(self, module: cst.Module, path: str = "<string>", package: str = "",
+                 source: str | None = None) -> None:
         self.module = module
+        self.source = source  # the decoded text, when the caller has it (cheap text prefilters)
         self.path = path
         self.package = package
         self.imports = ImportTable()

@@ -33,16 +33,29 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+_is_node_type: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    """isinstance(value, CSTNode) through a per-type cache (CSTNode is an ABC: slow to check)."""
+    t = type(value)
+    known = _is_node_type.get(t)
+    if known is None:
+        known = _is_node_type[t] = isinstance(value, cst.CSTNode)
+    return known
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The syntactic children of `node` in field order (roughly source order)."""
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif type(value) is tuple or type(value) is list:
+        t = type(value)
+        if t is tuple or t is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(item):
                     yield item
+        elif _is_node(value):
+            yield value
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
