@@ -13,15 +13,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import markdown as md
+from ..fileio import write_text_atomic
 
 EXIT_OK, EXIT_ERROR = 0, 2
 REQUIRED_KEYS = ("pipeline", "size", "platform", "device", "jax_version", "variants")
@@ -380,19 +379,6 @@ def render(runs: list[Run], plot_files: dict[str, str]) -> str:
     out.append(f"jaxopt-audit report {' '.join(r.path.name for r in runs)} -o {base['pipeline']}.md")
     out += ["```", ""]
     return "\n".join(out)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_report(result_paths: Sequence[str], output: str | None = None) -> tuple[Path, list[Path]]:

@@ -18,15 +18,14 @@ import datetime as dt
 import importlib
 import json
 import math
-import os
 import sys
-import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
+from ..fileio import write_json_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
@@ -327,21 +326,6 @@ def _trace_stage(pipeline: Pipeline, stage: Stage, stage_workload: Any, trace_di
 
 
 # ---------------------------------------------------------------- output
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write next to the target and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, allow_nan=False)
-            out.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
 
 def _fmt_s(seconds: float | None) -> str:
     if seconds is None:

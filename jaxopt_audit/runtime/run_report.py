@@ -7,13 +7,12 @@ Built once from what the instruments recorded (`build_report`); the terminal ren
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .run_instrument import FunctionRecord, Instrument
 from .run_sites import display_path
+from ..fileio import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -165,15 +164,4 @@ def _r(seconds: float) -> float:
 
 def write_json(report: RunReport, path: str) -> None:
     """Write the JSON report atomically (a reader never sees half a file)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".jaxopt-audit-run-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(report.to_json(), handle, indent=2, sort_keys=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text_atomic(path, json.dumps(report.to_json(), indent=2) + "\n")

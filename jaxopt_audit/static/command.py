@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -18,6 +17,7 @@ from rich.markdown import Markdown
 from .config import ConfigError
 from .engine import scan_paths
 from .registry import RuleLoadError, find_rule, load_rules
+from ..fileio import write_text_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -31,19 +31,6 @@ def _split(value: str | None) -> list[str] | None:
 def _usage_error(message: str) -> int:
     print(f"jaxopt-audit: error: {message}", file=sys.stderr)
     return EXIT_ERROR
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".jaxopt-audit-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def scan_command(args: argparse.Namespace) -> int:
@@ -81,7 +68,7 @@ def scan_command(args: argparse.Namespace) -> int:
         from ..report.sarif import render_sarif
         text = {"json": render_json, "sarif": render_sarif, "github": render_github}[fmt](result)
         if args.output:
-            _write_atomically(args.output, text)
+            write_text_atomic(args.output, text)
         else:
             sys.stdout.write(text)
     else:
@@ -89,7 +76,7 @@ def scan_command(args: argparse.Namespace) -> int:
         if args.output:
             console = Console(file=open(os.devnull, "w"), record=True, width=120)
             render_terminal(result, console, concise=fmt == "concise", statistics=args.statistics)
-            _write_atomically(args.output, console.export_text())
+            write_text_atomic(args.output, console.export_text())
         else:
             render_terminal(result, Console(highlight=False), concise=fmt == "concise",
                             statistics=args.statistics)
