@@ -59,7 +59,7 @@ def dispatch_timing(name: str, fn: Callable[[], jax.Array], repeats: int) -> Dis
     for _ in range(repeats):
         start = time.perf_counter()
         result = fn()
-        returned.append(time.perf_counter() - start)  # noqa: JAX701  deliberately unsynchronized: the pitfall shown
+        returned.append(time.perf_counter() - start)  # noqa: JAX701  unsynchronized on purpose: the pitfall
         jax.block_until_ready(result)
         synchronized.append(time.perf_counter() - start)
     return DispatchTiming(name, statistics.median(returned), statistics.median(synchronized))
@@ -88,8 +88,8 @@ def format_report(size: str, pairs: Sequence[BeforeAfter], dispatches: Sequence[
     lines = [f"jit_basics microbenchmarks, {side}x{side} float32 on {jax.devices()[0].device_kind} "
              f"(median seconds per call)",
              f"{'microbenchmark':55} {'rule':7} {'before':>10} {'after':>10} {'speedup':>8}"]
-    lines += [f"{p.name:55} {p.rule:7} {p.before_s:10.5f} {p.after_s:10.5f} {p.before_s / p.after_s:7.1f}x"
-              for p in pairs]
+    lines += [f"{p.name:55} {p.rule:7} {p.before_s:10.5f} {p.after_s:10.5f} "
+              f"{p.before_s / p.after_s:7.1f}x" for p in pairs]
     lines += ["", "async dispatch (JAX701): a timer stopped when the call returns vs after block_until_ready",
               f"{'call':55} {'returned':>10} {'finished':>10} {'under-report':>12}"]
     lines += [f"{d.name:55} {d.returned_s:10.5f} {d.synchronized_s:10.5f} "

@@ -1,4 +1,4 @@
-"""+ data on device: the data set is copied to the device once and preprocessed there in JAX (JAX302, JAX301).
+"""+ data on device: the data set is copied to the device once and preprocessed in JAX (JAX302, JAX301).
 
 The case study's "Optimization 2": no NumPy work and no host-to-device copy per batch; batches are
 sliced from device-resident arrays and normalised and augmented by a jitted JAX function. Same math
