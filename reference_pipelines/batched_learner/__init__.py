@@ -16,8 +16,9 @@ from .workload import make_workload, max_relative_error, prefix, work_units
 
 # Float32 agreement with stage 0: |out - ref| / (|ref| + 0.01) over final weights, final step
 # sizes and the windowed squared error. Every stage computes the same arithmetic; only XLA's
-# fusion (and, in the last stage, evaluation order) changes rounding, which the meta-learned
-# step sizes then carry forward through the run.
+# fusion changes rounding, which the meta-learned step sizes carry through the run. Measured:
+# ~4e-6 at small size (stage 0 vs each stage), 3e-7 at full size (stage 3 vs stage 2); a 1%
+# error in the weights or two seeds swapped is far above it.
 TOLERANCE = 1e-3
 
 
@@ -40,7 +41,7 @@ PIPELINE = Pipeline(
         "own PRNG key for its start in the session log, its target weights, their drift and the "
         "target noise, shared by the four conditions."),
     stages=(
-        Stage("stage0_original", full_size_prefix=0.0005),
+        Stage("stage0_original", full_size_prefix=0.0002),
         Stage("stage1_scan", addresses=("JAX101", "JAX201", "JAX301")),
         Stage("stage2_vmap", addresses=("JAX202",)),
         Stage("stage3_fused"),
