@@ -11,6 +11,7 @@ normalisation) x 30 seeds x 276,000 observations. All conditions use the same 30
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Mapping
 
 import jax
@@ -88,10 +89,12 @@ def make_workload(size: str) -> Workload:
     stream = StreamConfig(
         feature_mean=jnp.mean(sessions, axis=0), feature_std=jnp.std(sessions, axis=0),
         flip_rate=spec.flip_rate, noise_std=TARGET_NOISE_STD)
+    # Scalars live on the device with the data, so no call copies them from the host.
+    to_device = partial(jax.tree.map, lambda value: jnp.asarray(value, jnp.float32))
     workload = Workload(
         n_obs=spec.n_obs, window=spec.window, conditions=CONDITIONS,
-        seed_keys=jax.random.split(seeds_key, spec.n_seeds), sessions=sessions, stream=stream,
-        hp=Hyperparameters())
+        seed_keys=jax.random.split(seeds_key, spec.n_seeds), sessions=sessions,
+        stream=to_device(stream), hp=to_device(Hyperparameters()))
     return jax.block_until_ready(workload)
 
 
