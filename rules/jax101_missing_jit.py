@@ -154,9 +154,6 @@ def _candidate(fn: Function) -> bool:
         return False
     if fn.cls is not None and fn.cls.is_jax_module:
         return False  # flax/equinox module methods are traced through apply/filter_jit
-    return (fn.does_array_work or (fn.traced and _has_array_ops(fn))) and not fn.contains_step_loop
-
-
-def _has_array_ops(fn: Function) -> bool:
-    """A traced function's array work: any `jnp`/`lax` call or arithmetic on its parameters."""
-    return bool(fn.calls)
+    # jit pays off by fusing and dispatching once: a function with a single eager op (or one that
+    # only calls other functions doing the work) has nothing to fuse
+    return fn.array_ops >= 2 and not fn.contains_step_loop

@@ -8,7 +8,10 @@ libcst's PositionProvider costs about as much as the parse.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
@@ -139,6 +142,13 @@ def _scan_in_worker(path: str) -> FileResult:
     return scan_file(path, _worker_rules, _worker_config.ignored_for(path))
 
 
+def _pool_context():
+    """fork is fastest, but forking a process that runs other threads (JAX's, when a library
+    caller has imported it) can deadlock the children: spawn then."""
+    threaded = threading.active_count() > 1 or "jax" in sys.modules or "jaxlib" in sys.modules
+    return multiprocessing.get_context("spawn" if threaded else "fork")
+
+
 def resolve_config(paths: list[str], config: Config | str | None) -> Config:
     """`None`: the nearest pyproject.toml to the first path; a path: that file; a Config: as is."""
     if isinstance(config, Config):
@@ -169,7 +179,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(files) >= 8:
         chunk = max(1, len(files) // (jobs * 8))
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
                                  initargs=([r.CODE for r in chosen], rules_dirs, cfg)) as pool:
             file_results = pool.map(_scan_in_worker, files, chunksize=chunk)
             for file_result in file_results:

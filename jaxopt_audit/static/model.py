@@ -89,6 +89,7 @@ class Function:
     subscripts: list[Site] = field(default_factory=list)
     fstrings: list[Site] = field(default_factory=list)
     comprehensions: list[Site] = field(default_factory=list)  # list/set/dict comps, generator expressions
+    operations: list[Site] = field(default_factory=list)  # binary operators and comparisons
     returns: list[cst.BaseExpression] = field(default_factory=list)
     nested: dict[str, "Function"] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
@@ -106,6 +107,7 @@ class Function:
     array_names: set[str] = field(default_factory=set)
     does_jax_work: bool = False
     does_array_work: bool = False
+    array_ops: int = 0  # eager array operations in its own body: calls, operators, indexing
     uses_scan: bool = False
     contains_step_loop: bool = False
     per_step: bool = False
@@ -240,6 +242,8 @@ class _Builder:
             fn.tests.append(Site(node, fn, loop, guarded, in_test))
         elif t is cst.Subscript:
             fn.subscripts.append(Site(node, fn, loop, guarded, in_test))
+        elif t is cst.BinaryOperation or t is cst.Comparison:
+            fn.operations.append(Site(node, fn, loop, guarded, in_test))
         elif t is cst.FormattedString:
             fn.fstrings.append(Site(node, fn, loop, guarded, in_test))
         elif t is cst.Assign:
@@ -669,6 +673,10 @@ class SemanticModel:
             return "array" if self.value_kind(expr.elt, scope, depth + 1) == "array" else None
         return None
 
+    def _value_kind_cached(self, expr: cst.BaseExpression, scope: Function) -> str | None:
+        """value_kind before the dataflow has run returns None for names: cheap and safe."""
+        return self.value_kind(expr, scope) if scope.array_names or scope.array_params else None
+
     def _call_kind(self, call: cst.Call, scope: Function, depth: int) -> str | None:
         callee = self.callee(call, scope)
         q = callee.qualname
@@ -943,15 +951,23 @@ class SemanticModel:
                 if fn.is_module:
                     continue
                 work, array_work, scan = fn.does_jax_work, fn.does_array_work, fn.uses_scan
+                ops = 0
                 for site in fn.calls:
                     kind = self.call_work(site.node, fn)
                     if kind:
                         work = True
                     if kind == "array":
                         array_work = True
+                        ops += 1
                     target = self.callee(site.node, fn).function
                     if target is not None and target.uses_scan:
                         scan = True
+                # `x[x < 0]`, `w - lr * g`: operators and indexing on arrays run eagerly too
+                ops += sum(1 for s in fn.operations if self._value_kind_cached(s.node, fn) == "array")
+                ops += sum(1 for s in fn.subscripts if self._value_kind_cached(s.node.value, fn) == "array")
+                fn.array_ops = ops
+                if ops:
+                    array_work = work = True
                 if (work, array_work, scan) != (fn.does_jax_work, fn.does_array_work, fn.uses_scan):
                     fn.does_jax_work, fn.does_array_work, fn.uses_scan = work, array_work, scan
                     self._kind_cache = {}
@@ -1041,9 +1057,9 @@ class SemanticModel:
                             fn.array_names.update(a.targets)
                             self._kind_cache = {}
                             grew = True
-                    for a in fn.assignments:  # loop targets iterate over arrays
-                        if a.value is None and isinstance(a.site.node, cst.For):
-                            if self.value_kind(a.site.node.iter, fn) == "array":
+                    for a in fn.assignments:  # loop and comprehension targets iterate over arrays
+                        if a.value is None and isinstance(a.site.node, (cst.For, cst.CompFor)):
+                            if self._iterates_arrays(a.site.node.iter, fn):
                                 if not set(a.targets) <= fn.array_names:
                                     fn.array_names.update(a.targets)
                                     self._kind_cache = {}
@@ -1074,6 +1090,12 @@ class SemanticModel:
                             changed = True
             if not changed:
                 break
+
+    def _iterates_arrays(self, it: cst.BaseExpression, fn: Function) -> bool:
+        """`for x in xs` over an array, or `zip(params, grads)` with an array among its arguments."""
+        if isinstance(it, cst.Call) and self.resolve(it.func) in ("builtins.zip", "builtins.enumerate"):
+            return any(self._iterates_arrays(a.value, fn) for a in it.args if a.keyword is None)
+        return self.value_kind(it, fn) == "array"
 
     def _binding_is_array(self, a: Assignment, fn: Function) -> bool:
         value = a.value

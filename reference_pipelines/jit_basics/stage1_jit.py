@@ -23,13 +23,14 @@ def gram(x):
     return jnp.dot(x, x.T)
 
 
-def get_negatives(x):  # noqa: JAX101  a boolean mask cannot be jitted; stage 2 rewrites it
+def get_negatives(x):  # a boolean mask cannot be jitted as written; stage 2 rewrites it
     return x[x < 0]  # shape depends on values
 
 
 def run(workload: Workload) -> dict[str, list]:
     activations, products, negative_sums = [], [], []
-    for x in workload.inputs:
+    inputs = jnp.asarray(workload.inputs)  # already on the device: no copy
+    for x in inputs:
         activations.append(selu(x))
         products.append(np.array(gram(x)))  # the result is copied to the host
         negative_sums.append(jnp.sum(get_negatives(x)))

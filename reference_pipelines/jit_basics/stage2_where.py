@@ -1,4 +1,4 @@
-"""+ jnp.where: the sum of negatives without boolean-mask indexing, so it can be jitted (JAX401, JAX101).
+"""+ jnp.where: the sum of negatives without boolean-mask indexing, so it can be jitted (JAX101; JAX401 under jit).
 
 `x[x < 0]` has a value-dependent shape, which jit rejects (NonConcreteBooleanIndexError); masking
 with `jnp.where(x < 0, x, 0)` keeps the shape static and gives the same sum.
@@ -30,7 +30,8 @@ def negative_sum(x):
 
 def run(workload: Workload) -> dict[str, list]:
     activations, products, negative_sums = [], [], []
-    for x in workload.inputs:
+    inputs = jnp.asarray(workload.inputs)  # already on the device: no copy
+    for x in inputs:
         activations.append(selu(x))
         products.append(np.array(gram(x)))  # the result is copied to the host
         negative_sums.append(negative_sum(x))
