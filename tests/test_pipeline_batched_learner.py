@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxopt_audit.reference_pipelines.batched_learner.workload import EARLY_STEPS
 from jaxopt_audit.runtime.pipeline import Pipeline, load_pipeline
 
 pytestmark = pytest.mark.slow
@@ -50,7 +51,8 @@ def test_outputs_have_the_documented_shapes_and_are_finite(workload, outputs):
     n_conditions, n_seeds = len(workload.conditions), workload.n_seeds
     expected = {"weights": (n_conditions, n_seeds, workload.n_features + 1),
                 "step_sizes": (n_conditions, n_seeds, workload.n_features + 1),
-                "window_mse": (n_conditions, n_seeds, workload.n_obs // workload.window)}
+                "window_mse": (n_conditions, n_seeds, workload.n_obs // workload.window),
+                "early_sq_error": (n_conditions, n_seeds, min(EARLY_STEPS, workload.n_obs))}
     for stage, out in outputs.items():
         assert {name: value.shape for name, value in out.items()} == expected, stage
         assert all(np.all(np.isfinite(value)) for value in out.values()), stage
@@ -77,6 +79,20 @@ def test_validation_rejects_wrong_results(pipeline, workload, outputs):
     assert not pipeline.validate(reference, swapped, workload, stage).ok
     broken = dict(outputs[stage.module], window_mse=np.full_like(reference["window_mse"], np.nan))
     assert not pipeline.validate(reference, broken, workload, stage).ok
+
+
+def test_full_size_runs_validate_against_stage0_on_a_prefix(pipeline, workload, outputs):
+    # What bench does at full size: stage 0 runs on a prefix, the later stage on everything.
+    stage0 = pipeline.stages[0]
+    prefix_workload = pipeline.prefix(workload, 0.75)
+    assert prefix_workload.n_obs >= EARLY_STEPS
+    reference = jax.block_until_ready(pipeline.stage_module(stage0).run(prefix_workload))
+    stage = pipeline.stages[-1]
+    validation = pipeline.validate(reference, outputs[stage.module], workload, stage)
+    assert validation.ok and "prefix" in validation.detail, validation
+    late = dict(outputs[stage.module])
+    late["early_sq_error"] = late["early_sq_error"] * 1.01
+    assert not pipeline.validate(reference, late, workload, stage).ok
 
 
 def test_bulk_stream_draws_equal_the_per_step_draws(workload):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .learners import UPDATES, LearnerState, init_learner, normalize_features
 from .stream import StreamState, init_stream, stream_step
-from .workload import Condition, Workload
+from .workload import EARLY_STEPS, Condition, Workload
 
 
 def step(condition: Condition, learner_state: LearnerState, stream_state: StreamState, t: int,
@@ -30,7 +30,7 @@ def step(condition: Condition, learner_state: LearnerState, stream_state: Stream
 
 
 def run_seed(condition: Condition, key: jax.Array,
-             workload: Workload) -> tuple[jax.Array, jax.Array, np.ndarray]:
+             workload: Workload) -> tuple[jax.Array, jax.Array, np.ndarray, np.ndarray]:
     learner_state = init_learner(condition.optimizer, workload.n_features, workload.hp)
     stream_state = init_stream(key, workload.sessions.shape[0])
     squared_errors = []
@@ -39,22 +39,25 @@ def run_seed(condition: Condition, key: jax.Array,
             condition, learner_state, stream_state, t, workload)
         squared_errors.append(float(squared_error))
     window_mse = np.mean(np.reshape(squared_errors, (-1, workload.window)), axis=1)
-    return learner_state.optimizer.weights, learner_state.optimizer.step_sizes, window_mse
+    early_sq_error = np.asarray(squared_errors[:EARLY_STEPS])
+    return learner_state.optimizer.weights, learner_state.optimizer.step_sizes, window_mse, early_sq_error
 
 
 def run(workload: Workload) -> dict[str, jax.Array]:
-    weights, step_sizes, window_mse = [], [], []
+    weights, step_sizes, window_mse, early_sq_error = [], [], [], []
     for condition in workload.conditions:
         for seed in range(workload.n_seeds):
-            seed_weights, seed_step_sizes, seed_window_mse = run_seed(
+            seed_weights, seed_step_sizes, seed_window_mse, seed_early_sq_error = run_seed(
                 condition, workload.seed_keys[seed], workload)
             weights.append(seed_weights)
             step_sizes.append(seed_step_sizes)
             window_mse.append(seed_window_mse)
+            early_sq_error.append(seed_early_sq_error)
     shape = (len(workload.conditions), workload.n_seeds, -1)
     return {"weights": jnp.stack(weights).reshape(shape),
             "step_sizes": jnp.stack(step_sizes).reshape(shape),
-            "window_mse": jnp.asarray(np.stack(window_mse), jnp.float32).reshape(shape)}
+            "window_mse": jnp.asarray(np.stack(window_mse), jnp.float32).reshape(shape),
+            "early_sq_error": jnp.asarray(np.stack(early_sq_error), jnp.float32).reshape(shape)}
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ import numpy as np
 
 from .learners import UPDATES, Hyperparameters, LearnerState, init_learner, normalize_features
 from .stream import StreamConfig, init_stream, stream_step
-from .workload import Condition, Workload
+from .workload import EARLY_STEPS, Condition, Workload
 
 
 @partial(jax.jit, static_argnames=("condition", "n_obs", "window"))
 def run_condition(condition: Condition, seed_keys: jax.Array, sessions: jax.Array,
                   stream_config: StreamConfig, hp: Hyperparameters, n_obs: int,
-                  window: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+                  window: int) -> tuple[jax.Array, ...]:
     def run_seed(key):
         learner_state = init_learner(condition.optimizer, sessions.shape[1], hp)
         stream_state = init_stream(key, sessions.shape[0])
@@ -39,22 +39,24 @@ def run_condition(condition: Condition, seed_keys: jax.Array, sessions: jax.Arra
         (learner_state, _), squared_errors = jax.lax.scan(
             step, (learner_state, stream_state), jnp.arange(n_obs))
         window_mse = jnp.mean(squared_errors.reshape(-1, window), axis=1)
-        return learner_state.optimizer.weights, learner_state.optimizer.step_sizes, window_mse
+        return (learner_state.optimizer.weights, learner_state.optimizer.step_sizes, window_mse,
+                squared_errors[:EARLY_STEPS])
 
     return jax.vmap(run_seed)(seed_keys)
 
 
 def run(workload: Workload) -> dict[str, jax.Array]:
-    weights, step_sizes, window_mse = [], [], []
+    weights, step_sizes, window_mse, early_sq_error = [], [], [], []
     for condition in workload.conditions:
-        condition_weights, condition_step_sizes, condition_window_mse = run_condition(
+        condition_weights, condition_step_sizes, condition_window_mse, condition_early = run_condition(
             condition, workload.seed_keys, workload.sessions, workload.stream, workload.hp,
             workload.n_obs, workload.window)
         weights.append(condition_weights)
         step_sizes.append(condition_step_sizes)
         window_mse.append(condition_window_mse)
+        early_sq_error.append(condition_early)
     return {"weights": jnp.stack(weights), "step_sizes": jnp.stack(step_sizes),
-            "window_mse": jnp.stack(window_mse)}
+            "window_mse": jnp.stack(window_mse), "early_sq_error": jnp.stack(early_sq_error)}
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import numpy as np
 
 from .learners import UPDATES, Hyperparameters, init_normalizer, init_optimizer, normalize_features
 from .stream import StreamConfig, apply_draws, init_stream, session_row, step_draws
-from .workload import Condition, Workload
+from .workload import EARLY_STEPS, Condition, Workload
 
 # Steps per trip of the inner loop: 2 measured 0-25% faster than 1 here; 4 and more were slower.
 UNROLL = 2
@@ -30,7 +30,7 @@ UNROLL = 2
 @partial(jax.jit, static_argnames=("conditions", "n_obs", "window"))
 def run_experiment(conditions: tuple[Condition, ...], seed_keys: jax.Array, sessions: jax.Array,
                    stream_config: StreamConfig, hp: Hyperparameters, n_obs: int,
-                   window: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+                   window: int) -> tuple[jax.Array, ...]:
     optimizers = tuple(dict.fromkeys(condition.optimizer for condition in conditions))
     groups = {name: tuple(c for c in conditions if c.optimizer == name) for name in optimizers}
     n_seeds, n_features = seed_keys.shape[0], sessions.shape[1]
@@ -72,25 +72,29 @@ def run_experiment(conditions: tuple[Condition, ...], seed_keys: jax.Array, sess
         rows = jax.vmap(session_row, in_axes=(0, None, None), out_axes=1)(
             carry[2], t, sessions.shape[0])
         carry, squared_errors = jax.lax.scan(step, carry, (draws, sessions[rows]), unroll=UNROLL)
-        return carry, jnp.mean(squared_errors, axis=0)
+        return carry, (jnp.mean(squared_errors, axis=0), squared_errors[:min(window, EARLY_STEPS)])
 
     carry = (optimizer_states, normalizers, stream_states)
-    (optimizer_states, _, _), window_mse = jax.lax.scan(
+    (optimizer_states, _, _), (window_mse, early_sq_error) = jax.lax.scan(
         window_step, carry, jnp.arange(n_obs // window))
+    # The first steps in order: window 0's head, or every window when windows are short.
+    early_sq_error = early_sq_error.reshape((-1,) + early_sq_error.shape[2:])[:EARLY_STEPS]
     weights = jnp.concatenate([optimizer_states[name].weights for name in optimizers])
     step_sizes = jnp.concatenate([optimizer_states[name].step_sizes for name in optimizers])
     window_mse = jnp.moveaxis(window_mse, 0, -1)
+    early_sq_error = jnp.moveaxis(early_sq_error, 0, -1)
     # Back to the caller's order of conditions (they were grouped by optimiser).
     grouped = [condition for name in optimizers for condition in groups[name]]
     index = jnp.array([grouped.index(condition) for condition in conditions])
-    return weights[index], step_sizes[index], window_mse[index]
+    return weights[index], step_sizes[index], window_mse[index], early_sq_error[index]
 
 
 def run(workload: Workload) -> dict[str, jax.Array]:
-    weights, step_sizes, window_mse = run_experiment(
+    weights, step_sizes, window_mse, early_sq_error = run_experiment(
         workload.conditions, workload.seed_keys, workload.sessions, workload.stream, workload.hp,
         workload.n_obs, workload.window)
-    return {"weights": weights, "step_sizes": step_sizes, "window_mse": window_mse}
+    return {"weights": weights, "step_sizes": step_sizes, "window_mse": window_mse,
+            "early_sq_error": early_sq_error}
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ normalisation) x 30 seeds x 276,000 observations. All conditions use the same 30
 (common random numbers), so condition differences are not seed noise. Outputs of every stage:
 - `weights`        (conditions, seeds, 18): final weights (17 features + bias),
 - `step_sizes`     (conditions, seeds, 18): final per-weight step sizes (IDBD: log step sizes),
-- `window_mse`     (conditions, seeds, n_obs // window): mean squared prediction error per window.
+- `window_mse`     (conditions, seeds, n_obs // window): mean squared prediction error per window,
+- `early_sq_error` (conditions, seeds, 50): the squared error of each of the first 50 steps, which
+  is what a full-size run can be checked on against stage 0 run on a prefix.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .learners import Hyperparameters
 from .sessions import N_FEATURES, make_sessions
 from .stream import StreamConfig
 
-OUTPUT_NAMES = ("weights", "step_sizes", "window_mse")
+OUTPUT_NAMES = ("weights", "step_sizes", "window_mse", "early_sq_error")
+EARLY_STEPS = 50
 # Below this magnitude errors count as absolute: weights of large raw features are ~1e-4.
 RELATIVE_FLOOR = 0.01
 
@@ -110,10 +113,11 @@ def work_units(workload: Workload) -> float:
     return float(workload.n_obs * workload.n_seeds * len(workload.conditions))
 
 
-def max_relative_error(reference: Mapping[str, Any], outputs: Mapping[str, Any]) -> tuple[float, str]:
-    """max |out - ref| / (|ref| + 0.01) over every output, and which output it was."""
+def max_relative_error(reference: Mapping[str, Any], outputs: Mapping[str, Any],
+                       names: tuple[str, ...] = OUTPUT_NAMES) -> tuple[float, str]:
+    """max |out - ref| / (|ref| + 0.01) over the named outputs, and which output it was."""
     worst, where = 0.0, ""
-    for name in OUTPUT_NAMES:
+    for name in names:
         ref = np.asarray(reference[name], np.float64)
         out = np.asarray(outputs[name], np.float64)
         if ref.shape != out.shape:
