@@ -1182,7 +1182,7 @@ class SemanticModel:
         """Node positions, computed on first use and only for the statements asked about."""
         if self._positions is None:
             from .positions import Positions
-            self._positions = Positions(self.module)
+            self._positions = Positions(self.module, self.source)
         return self._positions
 
     def line_of(self, node: cst.CSTNode) -> int:

@@ -28,8 +28,9 @@ class Span(NamedTuple):
 
 
 class Positions:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, source: str | None = None) -> None:
         self.module = module
+        self._source_lines = source.splitlines() if source is not None else None
         self._parents: dict[int, cst.CSTNode] | None = None
         self._tree: ast.Module | None = None
         self._whole: object = None  # fallback: the full PositionProvider mapping
@@ -104,12 +105,22 @@ class Positions:
             first_line = twin.lineno
             for decorator in getattr(twin, "decorator_list", ()):
                 first_line = min(first_line, decorator.lineno)
-            self._rendered[key] = (mapping, stripped, first_line, twin.col_offset)
-        mapping, stripped, first_line, indent = self._rendered[key]
+            self._rendered[key] = (mapping, stripped, first_line, module.code.splitlines())
+        mapping, stripped, first_line, rendered = self._rendered[key]
         code_range = mapping.get(stripped if node is statement else node)
         if code_range is None:
             return None
-        # Every line of a block's statement carries the block's indentation, which the
-        # standalone rendering leaves out.
-        return Span(first_line + code_range.start.line - 1, code_range.start.column + indent,
-                    first_line + code_range.end.line - 1, code_range.end.column + indent)
+        start_line = first_line + code_range.start.line - 1
+        end_line = first_line + code_range.end.line - 1
+        # The standalone rendering leaves out the block's indentation on the lines libcst
+        # re-indents, but not on raw ones (inside a multi-line string): compare each line with
+        # the original to know how much was left out.
+        return Span(start_line, code_range.start.column + self._shift(start_line, rendered, code_range.start.line),
+                    end_line, code_range.end.column + self._shift(end_line, rendered, code_range.end.line))
+
+    def _shift(self, line: int, rendered: list[str], rendered_line: int) -> int:
+        if self._source_lines is None:
+            self._source_lines = self.module.code.splitlines()
+        original = self._source_lines[line - 1]
+        ours = rendered[rendered_line - 1] if rendered_line - 1 < len(rendered) else ""
+        return len(original) - len(ours)
