@@ -84,9 +84,9 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
         return FileResult(path, [], ScanError(path, _syntax_message(exc, source)), 0)
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         return FileResult(path, [], ScanError(path, f"cannot decode: {exc}; save it as UTF-8"), 0)
-    text = module.code
+    # The text as parsed (not `module.code`, which would re-generate the whole module).
+    text = source.decode(module.encoding, "replace") if isinstance(source, bytes) else source
     lines = text.splitlines()
-    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
     model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text)
     raw: list[tuple[Rule, object]] = []
     internal: ScanError | None = None
@@ -142,6 +142,13 @@ def _scan_in_worker(path: str) -> FileResult:
     return scan_file(path, _worker_rules, _worker_config.ignored_for(path))
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _pool_context():
     """fork is fastest, but forking a process that runs other threads (JAX's, when a library
     caller has imported it) can deadlock the children: spawn then."""
@@ -178,10 +185,13 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     files = found.files
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(files) >= 8:
-        chunk = max(1, len(files) // (jobs * 8))
+        # Largest files first, in small chunks, so no core idles at the end on one big file;
+        # the output order does not depend on this (findings are sorted).
+        by_size = sorted(files, key=_size, reverse=True)
+        chunk = max(1, len(files) // (jobs * 64))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
                                  initargs=([r.CODE for r in chosen], rules_dirs, cfg)) as pool:
-            file_results = pool.map(_scan_in_worker, files, chunksize=chunk)
+            file_results = pool.map(_scan_in_worker, by_size, chunksize=chunk)
             for file_result in file_results:
                 _collect(result, file_result)
                 if progress is not None:

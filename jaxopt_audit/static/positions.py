@@ -30,6 +30,7 @@ class Span(NamedTuple):
 class Positions:
     def __init__(self, module: cst.Module, source: str | None = None) -> None:
         self.module = module
+        self._source = source  # the parsed text; `module.code` would re-generate it (slow)
         self._source_lines = source.splitlines() if source is not None else None
         self._parents: dict[int, cst.CSTNode] | None = None
         self._tree: ast.Module | None = None
@@ -65,7 +66,7 @@ class Positions:
 
     def _ast(self) -> ast.Module:
         if self._tree is None:
-            self._tree = ast.parse(self.module.code)
+            self._tree = ast.parse(self._source if self._source is not None else self.module.code)
         return self._tree
 
     def _statement_of(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ast.stmt]:
