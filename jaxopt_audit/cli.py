@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from typing import Callable, Sequence
 
@@ -17,10 +18,16 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 RUNTIME_EXTRA_HINT = "install the runtime extra: pip install 'jaxopt-audit[runtime]'"
 
 
-def _lazy(target: str) -> Callable[[argparse.Namespace], int]:
-    """`module:function` imported only when the subcommand runs."""
+def _lazy(target: str, needs: tuple[str, ...] = ()) -> Callable[[argparse.Namespace], int]:
+    """`module:function` imported only when the subcommand runs; `needs` are the packages of
+    the runtime extra it cannot work without."""
 
     def call(args: argparse.Namespace) -> int:
+        missing = [name for name in needs if importlib.util.find_spec(name) is None]
+        if missing:
+            print(f"jaxopt-audit: {args.command} needs {', '.join(missing)}, which "
+                  f"{'is' if len(missing) == 1 else 'are'} not installed; {RUNTIME_EXTRA_HINT}", file=sys.stderr)
+            return EXIT_ERROR
         module_name, func_name = target.split(":")
         try:
             module = importlib.import_module(f"jaxopt_audit.{module_name}")
@@ -79,14 +86,14 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", default=None, metavar="DIR", help="capture an XProf trace into DIR")
     p.add_argument("--repeats", type=int, default=None, help="steady-state repeats (default: adaptive)")
     p.add_argument("--budget", type=float, default=None, help="seconds of steady-state timing per stage")
-    p.set_defaults(func=_lazy("runtime.bench:bench_command"))
+    p.set_defaults(func=_lazy("runtime.bench:bench_command", needs=("jax", "numpy")))
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a markdown case study from bench results")
     p.add_argument("results", nargs="+", help="one or more bench JSON files (e.g. CPU and GPU)")
     p.add_argument("-o", "--output", default=None, help="markdown file (default: reports/<pipeline>.md)")
-    p.set_defaults(func=_lazy("report.casestudy:report_command"))
+    p.set_defaults(func=_lazy("report.casestudy:report_command", needs=("matplotlib",)))
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +105,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-scan", action="store_true", help="do not cross-check with the static scan")
     p.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module as a script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="script.py and its arguments")
-    p.set_defaults(func=_lazy("runtime.run:run_command"))
+    p.set_defaults(func=_lazy("runtime.run:run_command", needs=("jax", "numpy")))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -241,3 +241,14 @@ def test_output_file_is_written(project, tmp_path, capsys):
     code, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "-o", str(target)], capsys)
     assert code == 1 and out == ""
     assert json.loads(target.read_text())["files_scanned"] == 2
+
+
+def test_runtime_commands_name_the_extra_when_jax_is_missing(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("jax", "matplotlib") else real(name, *a))
+    for args in (["bench", "batched_learner"], ["run", "script.py"], ["report", "results.json"]):
+        code, _, err = run_cli(args, capsys)
+        assert code == 2 and "pip install 'jaxopt-audit[runtime]'" in err and "Traceback" not in err
