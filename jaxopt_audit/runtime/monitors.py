@@ -68,6 +68,26 @@ Direction = Literal["h2d", "d2h"]
 CompileKind = Literal["trace", "lower", "compile"]
 
 
+class ReadOnce:
+    """The arrays already read back to the host: each counts once, and is forgotten when freed
+    (a new array that reuses the address counts again). Callers hold their own lock."""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+
+    def first(self, array: Any) -> bool:
+        """True the first time `array` is seen."""
+        key = id(array)
+        known = self._refs.get(key)
+        if known is not None and known() is array:
+            return False
+        try:
+            self._refs[key] = weakref.ref(array, lambda _r, k=key, refs=self._refs: refs.pop(k, None))
+        except TypeError:
+            pass  # not weak-referenceable: counted every time it is read
+        return True
+
+
 # ---------------------------------------------------------------- compilations
 
 @dataclass(frozen=True)
@@ -339,7 +359,7 @@ class _TransferSink:
         self._sites: Counter[TransferSite] = Counter()
         self._h2d_observable = False
         self._log: _StderrLog | None = None
-        self._read_arrays: dict[int, weakref.ref] = {}
+        self._read_arrays = ReadOnce()
         self._saved_guard: Any = None
         self._saved_value: Any = None
         self._saved_numpy: dict[str, Callable[..., Any]] = {}
@@ -356,7 +376,7 @@ class _TransferSink:
                 return
             self._h2d = self._d2h = 0
             self._sites = Counter()
-            self._read_arrays = {}
+            self._read_arrays = ReadOnce()
             self._log = _StderrLog(self._on_guard_line)
             self._saved_guard = jax.config.jax_transfer_guard_host_to_device
             jax.config.update("jax_transfer_guard_host_to_device", "log_explicit")
@@ -384,7 +404,7 @@ class _TransferSink:
             assert self._log is not None
             self._log.close()
             self._log = None
-            self._read_arrays = {}
+            self._read_arrays = ReadOnce()
 
     def _forward_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -412,15 +432,9 @@ class _TransferSink:
             self._sites[TransferSite("h2d", None, None, what.removeprefix("aval=").split(", dst_")[0])] += 1
 
     def _on_host_read(self, array: Any) -> None:
-        key = id(array)
         with self._lock:
-            known = self._read_arrays.get(key)
-            if known is not None and known() is array:
+            if not self._read_arrays.first(array):
                 return  # already on the host in this window
-            try:
-                self._read_arrays[key] = weakref.ref(array, lambda _r, k=key: self._read_arrays.pop(k, None))
-            except TypeError:
-                pass
             self._d2h += 1
             path, line = _call_site() if self._call_sites else (None, None)
             self._sites[TransferSite("d2h", path, line, f"{array.dtype}{list(array.shape)}")] += 1

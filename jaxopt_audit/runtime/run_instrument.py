@@ -57,6 +57,7 @@ import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
 
+from .monitors import ReadOnce
 from .run_cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .run_sites import Site, UserFiles
 
@@ -236,7 +237,7 @@ class Instrument:
         self.annotate: Callable[[FunctionRecord, int], Any] | None = None
         self._local = threading.local()
         self._producers: dict[int, tuple[weakref.ref, FunctionRecord]] = {}
-        self._read_arrays: dict[int, weakref.ref] = {}
+        self._read_arrays = ReadOnce()
         self._lock = threading.Lock()
         self._restore: list[Callable[[], None]] = []
         self._done: queue.SimpleQueue = queue.SimpleQueue()
@@ -612,13 +613,8 @@ class Instrument:
     def _note_read(self, array: Any, via: str, direction: str) -> None:
         key = id(array)
         with self._lock:
-            known = self._read_arrays.get(key)
-            if known is not None and known() is array:
+            if not self._read_arrays.first(array):
                 return  # this array is already on the host
-            try:
-                self._read_arrays[key] = weakref.ref(array, lambda _r, k=key: self._read_arrays.pop(k, None))
-            except TypeError:
-                pass
         producer = self._producers.get(key)
         record = producer[1] if producer is not None and producer[0]() is array else None
         if record is not None:
