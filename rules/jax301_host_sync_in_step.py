@@ -144,7 +144,7 @@ class HostSyncInStep(Rule):
                 if test is None or not model.runs_per_step(site):
                     continue
                 for operand in _operands(test):
-                    if model.is_array(operand, fn):
+                    if model.is_array(operand, fn) and not model.is_container(operand, fn):
                         yield Report(operand, self._message(
                             model, site, f"the condition `{describe(operand)}` (implicit bool())"))
 

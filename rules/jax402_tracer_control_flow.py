@@ -121,7 +121,7 @@ class TracerControlFlow(Rule):
                 node = site.node
                 if isinstance(node, (cst.If, cst.While, cst.IfExp)):
                     test = node.test
-                    if model.is_traced(test, fn) and not _is_boolean_op(test):
+                    if model.is_traced(test, fn) and not _is_boolean_op(test) and not _container_test(model, test, fn):
                         kind = {cst.If: "an `if`", cst.While: "a `while`", cst.IfExp: "a conditional expression"}[type(node)]
                         yield Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
                                            "fails with TracerBoolConversionError under jit")
@@ -133,7 +133,7 @@ class TracerControlFlow(Rule):
                                                   "Python bool, which fails under jit; use `jnp.logical_and`/"
                                                   "`jnp.logical_or`")
                 elif isinstance(node, cst.UnaryOperation):
-                    if model.is_traced(node.expression, fn):
+                    if model.is_traced(node.expression, fn) and not model.is_container(node.expression, fn):
                         yield Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
                                            "fails under jit; use `jnp.logical_not`")
             for site in fn.calls:
@@ -149,6 +149,13 @@ class TracerControlFlow(Rule):
                                                     "but it is traced under jit; use `jax.lax.fori_loop` or "
                                                     "make it a static argument")
                             break
+
+
+def _container_test(model: SemanticModel, test: cst.BaseExpression, fn) -> bool:
+    """`if masks:` / `if not leaves:` on a Python list of arrays tests its length: static."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    return model.is_container(test, fn)
 
 
 def _is_boolean_op(node: cst.BaseExpression) -> bool:

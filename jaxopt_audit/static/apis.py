@@ -84,7 +84,7 @@ def ecosystem_result(q: str) -> str | None:
         return "object" if len(parts) == 2 or last[:1].isupper() else None
     if last[:1].isupper():
         return "object"  # a module, model or distribution constructor
-    if any(p[:1].isupper() for p in parts[1:-1]):
+    if last == "create" and parts[-2][:1].isupper():
         return "array"  # `TrainState.create(...)`: a classmethod building a state pytree
     if last.startswith(("is_", "assert")):
         return None

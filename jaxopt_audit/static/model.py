@@ -764,6 +764,20 @@ class SemanticModel:
     def is_array(self, expr: cst.BaseExpression, scope: Function) -> bool:
         return self.value_kind(expr, scope) == "array"
 
+    def is_container(self, expr: cst.BaseExpression, scope: Function, depth: int = 0) -> bool:
+        """A Python list/tuple/dict/set (of arrays or not): its truth is its length, a static fact."""
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+            return True
+        if isinstance(expr, cst.Call) and self.resolve(expr.func) in (
+                "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set", "jax.tree.leaves",
+                "jax.tree_util.tree_leaves"):
+            return True
+        if isinstance(expr, cst.Name) and depth < 4:
+            bindings = [a for a in scope.bindings(expr.value) if a.value is not None]
+            return bool(bindings) and len(bindings) == len(scope.bindings(expr.value)) and all(
+                len(a.targets) == 1 and self.is_container(a.value, scope, depth + 1) for a in bindings)
+        return False
+
     def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
         """In traced code: the value is a tracer. Module-level constants are treated as static
         (RULES.md), and so are `self.*` attributes set at construction."""
