@@ -26,8 +26,6 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
     "flax.nnx.value_and_grad": (0,), "flax.nnx.scan": (0,), "flax.linen.scan": (0,),
     "flax.linen.vmap": (0,), "flax.linen.remat": (0,), "flax.nnx.remat": (0,),
 }
-# lax.switch takes a sequence of branches; lax.cond may take operands after the branches.
-SEQUENCE_OF_FUNCTIONS = frozenset({"jax.lax.switch"})
 
 SCAN_LIKE = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
                        "flax.nnx.scan", "flax.linen.scan"})
@@ -52,7 +50,8 @@ JAX_HOST_RESULTS = frozenset({
 })
 # Their function argument runs on the host with NumPy values, not on tracers.
 HOST_CALLBACKS = frozenset({"jax.pure_callback", "jax.debug.callback", "jax.experimental.io_callback",
-                            "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_tap"})
+                            "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_tap",
+                            "jax.experimental.host_callback.id_print"})
 JAX_HOST_PREFIXES = ("jax.config.", "jax.profiler.", "jax.debug.", "jax.sharding.",
                      "jax.experimental.compilation_cache", "jax.monitoring.", "jax.export.",
                      "jax.distributed.", "jax.dtypes.", "orbax.")
@@ -131,7 +130,6 @@ DEVICE_PUT_FUNCTIONS = frozenset({
     "jax.numpy.array", "jax.numpy.asarray", "jax.device_put", "jax.device_put_replicated",
     "jax.device_put_sharded", "jax.make_array_from_process_local_data",
 })
-PREFETCH_FUNCTIONS = frozenset({"flax.jax_utils.prefetch_to_device"})
 
 TIMER_FUNCTIONS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",

@@ -39,10 +39,6 @@ class Loop:
     is_epoch: bool = False  # it contains another step loop (directly or through calls)
     children: list["Loop"] = field(default_factory=list)
 
-    @property
-    def line_node(self) -> cst.CSTNode:
-        return self.node
-
     def encloses(self, other: "Loop | None") -> bool:
         while other is not None:
             if other is self:
@@ -431,6 +427,7 @@ class SemanticModel:
         self._module_values_static = False
         self._kind_cache: dict[tuple[int, int, bool], str | None] = {}
         self.name_seq: dict[int, int] = {}
+        self.host_callback_functions: set[int] = set()  # ids; filled by _propagate_traced
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -907,7 +904,8 @@ class SemanticModel:
 
     def _propagate_traced(self) -> None:
         work = []
-        host_side: set[int] = set()  # functions handed to host callbacks run on NumPy values
+        # functions handed to host callbacks run on NumPy values
+        host_side = self.host_callback_functions
         for fn in self.functions:
             for site in fn.calls:
                 call = site.node

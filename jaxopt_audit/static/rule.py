@@ -13,7 +13,7 @@ import inspect
 import re
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Iterable, NamedTuple
 
 import libcst as cst
 
@@ -138,6 +138,3 @@ def describe(node: cst.CSTNode, limit: int = 40) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
-
-def reports(items: Iterator[Report]) -> list[Report]:
-    return list(items)

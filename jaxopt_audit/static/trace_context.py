@@ -22,13 +22,6 @@ from .model import Function, SemanticModel
 # Maps over pytree structure: tracing comes from the caller, if any.
 STRUCTURE_MAPS = apis.TREE_MAPS
 
-# Calls whose function argument runs on the host with concrete NumPy values.
-HOST_CALLBACKS = frozenset({
-    "jax.pure_callback", "jax.debug.callback", "jax.experimental.io_callback",
-    "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_tap",
-    "jax.experimental.host_callback.id_print",
-})
-
 # jax.* namespaces whose calls return arrays (as opposed to pytree utilities or transforms).
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 ARRAY_METHODS = frozenset({"reshape", "astype", "transpose", "ravel", "flatten", "squeeze",
@@ -38,25 +31,12 @@ ARRAY_METHODS = frozenset({"reshape", "astype", "transpose", "ravel", "flatten",
 ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "reshape", "T"})
 
 
-def host_callback_functions(model: SemanticModel) -> set[int]:
-    """ids of the functions passed to a host callback: their bodies see concrete values."""
-    out: set[int] = set()
-    for fn in model.functions:
-        for site in fn.calls:
-            call = site.node
-            if model.resolve(call.func) in HOST_CALLBACKS and call.args:
-                target = model.function_ref(call.args[0].value, fn)
-                if target is not None:
-                    out.add(id(target))
-    return out
-
-
 def really_traced(model: SemanticModel) -> set[int]:
     """ids of the functions JAX runs on tracers (see the module docstring)."""
     cached = getattr(model, "_really_traced_cache", None)
     if cached is not None:
         return cached
-    callbacks = host_callback_functions(model)
+    callbacks = model.host_callback_functions
     traced: set[int] = set()
     work: list[Function] = []
     for fn in model.functions:
