@@ -16,7 +16,7 @@ import time
 import jax
 import numpy as np
 
-from jaxopt_audit.runtime.pipeline import load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import load_pipeline
 
 # Fraction of the full experiment each stage is timed on (stage 0 is ~1-3 ms per step).
 FRACTIONS = {0: 0.0002, 1: 0.05, 2: 1.0, 3: 1.0}

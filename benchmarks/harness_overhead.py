@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxopt_audit.runtime.machine import machine_info
-from jaxopt_audit.runtime.measure import harness_overhead, measure
+from jaxopt_audit.runtime.bench.machine import machine_info
+from jaxopt_audit.runtime.bench.measure import harness_overhead, measure
 from jaxopt_audit.runtime.monitors import CompileMonitor, TransferMonitor
 
 

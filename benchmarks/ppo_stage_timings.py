@@ -44,7 +44,7 @@ def time_call(run: Any, workload: Any) -> tuple[Any, float]:
 
 def time_stages(size: str, stage_indices: list[int] | None, repeats: int,
                 fraction: float | None) -> list[StageTiming]:
-    from jaxopt_audit.runtime.pipeline import load_pipeline
+    from jaxopt_audit.runtime.bench.pipeline import load_pipeline
 
     pipeline = load_pipeline("ppo_cartpole")
     full = pipeline.make_workload(size)

@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxopt_audit.runtime.monitors import TransferMonitor
-from jaxopt_audit.runtime.run_instrument import Instrument
-from jaxopt_audit.runtime.run_sites import UserFiles
+from jaxopt_audit.runtime.run.instrument import Instrument
+from jaxopt_audit.runtime.run.sites import UserFiles
 
 
 @dataclass(frozen=True)

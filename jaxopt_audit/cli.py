@@ -86,7 +86,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", default=None, metavar="DIR", help="capture an XProf trace into DIR")
     p.add_argument("--repeats", type=int, default=None, help="steady-state repeats (default: adaptive)")
     p.add_argument("--budget", type=float, default=None, help="seconds of steady-state timing per stage")
-    p.set_defaults(func=_lazy("runtime.bench:bench_command", needs=("jax", "numpy")))
+    p.set_defaults(func=_lazy("runtime.bench.harness:bench_command", needs=("jax", "numpy")))
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
@@ -105,7 +105,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-scan", action="store_true", help="do not cross-check with the static scan")
     p.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module as a script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="script.py and its arguments")
-    p.set_defaults(func=_lazy("runtime.run:run_command", needs=("jax", "numpy")))
+    p.set_defaults(func=_lazy("runtime.run.command:run_command", needs=("jax", "numpy")))
 
 
 def build_parser() -> argparse.ArgumentParser:

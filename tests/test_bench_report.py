@@ -13,7 +13,7 @@ jax = pytest.importorskip("jax")
 jsonschema = pytest.importorskip("jsonschema")
 
 from jaxopt_audit.cli import main  # noqa: E402
-from jaxopt_audit.runtime.pipeline import PIPELINE_NAMES  # noqa: E402
+from jaxopt_audit.runtime.bench.pipeline import PIPELINE_NAMES  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage, Validation
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage, Validation
 
 STEPS = {steps}
 
@@ -305,7 +305,7 @@ def test_bench_all_writes_one_file_per_pipeline(pipelines: Path, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     import importlib
 
-    from jaxopt_audit.runtime import bench
+    from jaxopt_audit.runtime.bench import harness as bench
 
     monkeypatch.setattr(bench, "PIPELINE_NAMES", ("tinypipe", "tinypipe_broken"))
     def load(name: str):  # what load_pipeline does for a built-in, for the test's packages

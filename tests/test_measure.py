@@ -10,7 +10,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxopt_audit.runtime.measure import Stats, break_even_calls, cost_analysis, measure  # noqa: E402
+from jaxopt_audit.runtime.bench.measure import Stats, break_even_calls, cost_analysis, measure  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

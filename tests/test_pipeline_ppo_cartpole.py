@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.pipeline import Pipeline, load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, load_pipeline
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402

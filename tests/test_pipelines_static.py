@@ -12,7 +12,7 @@ from jaxopt_audit.static.engine import scan_file
 from jaxopt_audit.static.registry import load_rules
 
 pytest.importorskip("jax")
-from jaxopt_audit.runtime.pipeline import PIPELINE_NAMES, load_pipeline  # noqa: E402
+from jaxopt_audit.runtime.bench.pipeline import PIPELINE_NAMES, load_pipeline  # noqa: E402
 
 RULES = [r() for r in load_rules()]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from jaxopt_audit.runtime.run_cachemiss import parse_cache_miss
+from jaxopt_audit.runtime.run.cachemiss import parse_cache_miss
 
 SCRIPTS = Path(__file__).parent / "run_scripts"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "run.schema.json").read_text())
@@ -137,7 +137,7 @@ def test_script_that_raises_half_way_is_still_reported(tmp_path: Path, capfd: py
     # Python's traceback first (without runpy or this tool's frames), then the report
     assert err.index("Traceback (most recent call last)") < err.index("jaxopt-audit run")
     assert 'raises_half_way.py", line 16, in main' in err
-    assert "runpy" not in err and "run_program.py" not in err
+    assert "runpy" not in err and "program.py" not in err
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jaxopt_audit.runtime.run_report import Finding, RunReport
+from jaxopt_audit.runtime.run.report import Finding, RunReport
 
 TOP_FUNCTIONS = 15
 TOP_TRANSFERS = 10

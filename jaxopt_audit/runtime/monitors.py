@@ -30,10 +30,11 @@ under test overrides ours; when jaxlib's logging is silenced (`TF_CPP_MIN_LOG_LE
 at start-up sees no line and `h2d` is reported as None (unknown), never as 0.
 
 How device-to-host transfers are seen: on CPU, jaxlib's buffers already live in host memory, so
-the transfer guard never fires for reads; instead the monitor wraps the Python entry points that
-read a `jax.Array` on the host: `ArrayImpl._value` (`float`, `int`, `bool`, `.item()`,
-`.tolist()`, `print`/`str`/`format`, `jax.device_get`) and `numpy.asarray` / `numpy.array` /
-`numpy.asanyarray` looked up through the `numpy` module (the CPU buffer-protocol path). A
+the transfer guard never fires for reads; instead the monitor subscribes to the Python entry
+points that read a `jax.Array` on the host (`runtime.host_reads`, the hooks `run` uses too:
+`float`, `int`, `bool`, `.item()`, `.tolist()`, `print`/`str`/`format`, `ArrayImpl._value`,
+`jax.device_get`, and `numpy.asarray` / `numpy.array` / `numpy.asanyarray` looked up through the
+`numpy` module, the CPU buffer-protocol path). A
 transfer is one distinct array read in the window (a second read of the same array is free on
 GPU, where the host copy is cached). Limits: NumPy functions that convert a `jax.Array` in C
 without going through those names (`np.exp(x)`, `memoryview(x)`), names bound before the window
@@ -57,6 +58,8 @@ from typing import Any, Callable, Literal
 import jax
 import jax.monitoring
 import numpy as np
+
+from .host_reads import HOST_READS
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -140,15 +143,20 @@ class _CompileListeners:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active: list[CompileMonitor] = []
+        # `run`'s instrument: called in the compiling thread (it attributes by thread-local state)
+        self._callbacks: list[Callable[[CompileEvent], None]] = []
         self._registered = False
+
+    def _register(self) -> None:
+        if not self._registered:
+            # jax.monitoring has no per-listener filter; registering once keeps overhead flat
+            jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+            jax.monitoring.register_event_listener(self._on_event)
+            self._registered = True
 
     def add(self, monitor: CompileMonitor) -> None:
         with self._lock:
-            if not self._registered:
-                # jax.monitoring has no per-listener filter; registering once keeps overhead flat
-                jax.monitoring.register_event_duration_secs_listener(self._on_duration)
-                jax.monitoring.register_event_listener(self._on_event)
-                self._registered = True
+            self._register()
             self._active.append(monitor)
 
     def remove(self, monitor: CompileMonitor) -> None:
@@ -156,11 +164,24 @@ class _CompileListeners:
             if monitor in self._active:
                 self._active.remove(monitor)
 
+    def subscribe(self, callback: Callable[[CompileEvent], None]) -> None:
+        """Call `callback` with every trace, lowering and compilation until `unsubscribe`."""
+        with self._lock:
+            self._register()
+            self._callbacks.append(callback)
+
+    def unsubscribe(self, callback: Callable[[CompileEvent], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
     def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
         kind = _DURATION_KINDS.get(event)
-        if kind is None or not self._active:
+        if kind is None or not (self._active or self._callbacks):
             return
         record = CompileEvent(kind, str(kwargs.get("fun_name", "?")), float(duration))  # type: ignore[arg-type]
+        for callback in tuple(self._callbacks):
+            callback(record)
         with self._lock:
             for monitor in self._active:
                 monitor._record(record)
@@ -173,7 +194,8 @@ class _CompileListeners:
                 monitor._cache_hits += 1
 
 
-_COMPILE_LISTENERS = _CompileListeners()
+COMPILE_LISTENERS = _CompileListeners()  # the process's one jax.monitoring listener
+_COMPILE_LISTENERS = COMPILE_LISTENERS
 
 
 class CompileMonitor:
@@ -361,8 +383,6 @@ class _TransferSink:
         self._log: _StderrLog | None = None
         self._read_arrays = ReadOnce()
         self._saved_guard: Any = None
-        self._saved_value: Any = None
-        self._saved_numpy: dict[str, Callable[..., Any]] = {}
         self._forwarder: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -439,33 +459,15 @@ class _TransferSink:
             path, line = _call_site() if self._call_sites else (None, None)
             self._sites[TransferSite("d2h", path, line, f"{array.dtype}{list(array.shape)}")] += 1
 
+    def _on_hook(self, array: Any, via: str, direction: str) -> None:
+        if direction == "d2h" and getattr(array, "_npy_value", None) is None:
+            self._on_host_read(array)
+
     def _install_d2h_hooks(self) -> None:
-        from jax._src.array import ArrayImpl
-
-        original_value = ArrayImpl.__dict__["_value"]
-        self._saved_value = original_value
-        sink = self
-
-        def value(self_: Any) -> np.ndarray:
-            if self_._npy_value is None:
-                sink._on_host_read(self_)
-            return original_value.__get__(self_, type(self_))
-
-        ArrayImpl._value = property(value)  # type: ignore[assignment]
-        for name in ("asarray", "array", "asanyarray"):
-            original = getattr(np, name)
-            self._saved_numpy[name] = original
-            setattr(np, name, _counting_numpy(original, sink, ArrayImpl))
+        HOST_READS.subscribe(self._on_hook)  # the hooks `run` uses too
 
     def _remove_d2h_hooks(self) -> None:
-        from jax._src.array import ArrayImpl
-
-        if self._saved_value is not None:
-            ArrayImpl._value = self._saved_value  # type: ignore[assignment]
-            self._saved_value = None
-        for name, original in self._saved_numpy.items():
-            setattr(np, name, original)
-        self._saved_numpy = {}
+        HOST_READS.unsubscribe(self._on_hook)
 
     # -- reading
 
@@ -476,20 +478,6 @@ class _TransferSink:
         with self._lock:
             h2d = self._h2d if self._h2d_observable else None
             return TransferCounts(h2d, self._d2h, dict(self._sites))
-
-
-def _counting_numpy(original: Callable[..., Any], sink: _TransferSink, array_type: type) -> Callable[..., Any]:
-    """`numpy.asarray`-like function that notes a host read of a device array first."""
-
-    def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
-        if type(obj) is array_type and obj._npy_value is None:
-            sink._on_host_read(obj)
-        return original(obj, *args, **kwargs)
-
-    convert.__name__ = original.__name__
-    convert.__doc__ = original.__doc__
-    convert.__wrapped__ = original  # type: ignore[attr-defined]
-    return convert
 
 
 _TRANSFER_SINK = _TransferSink()

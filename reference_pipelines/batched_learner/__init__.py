@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage, Validation
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage, Validation
 
 from .workload import EARLY_STEPS, OUTPUT_NAMES, make_workload, max_relative_error, prefix, work_units
 

@@ -7,7 +7,7 @@ async-dispatch timing pitfall, which no stage can show (stages never read the cl
 
 from __future__ import annotations
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage
 
 from .validation import TOLERANCE, validate
 from .workload import make_workload, work_units

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxopt_audit.runtime.pipeline import Stage, Validation
+from jaxopt_audit.runtime.bench.pipeline import Stage, Validation
 
 from .workload import Workload
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage
 
 from .workload import make_workload, prefix, validate, work_units
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxopt_audit.runtime.pipeline import Stage, Validation
+from jaxopt_audit.runtime.bench.pipeline import Stage, Validation
 
 from .ppo import PPOConfig
 

@@ -6,7 +6,7 @@ Stage by stage as the case study: jit, device-resident data with JAX preprocessi
 
 from __future__ import annotations
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage
 
 from .validation import LOSS_CURVE_TOLERANCE, MIN_LOSS_DROP, SAME_MATH_TOLERANCE, validate
 from .workload import make_workload, prefix, work_units

@@ -8,7 +8,7 @@ import sys
 
 import jax
 
-from jaxopt_audit.runtime.pipeline import load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import load_pipeline
 
 
 def main() -> None:

@@ -9,12 +9,13 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   arrays, NumPy and Python scalars in non-static arguments: each one is copied to the device)
   are counted. Wrappers of the same Python function share one `FunctionRecord`, and the line
   that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up.
-- Compilations: `jax.monitoring` duration events (trace, lowering to MLIR, XLA compile) are
+- Compilations: `jax.monitoring` duration events (trace, lowering to MLIR, XLA compile), from
+  the one listener `bench`'s monitors use (`monitors.COMPILE_LISTENERS`), are
   attributed to the top-level jitted call running in the same thread; one XLA compile is one
   new executable (a `.lower()` done earlier leaves only the compile to the call). Events
   outside any jitted call belong to eager (op-by-op) work and explicit `.lower()`.
 - Why it recompiled: `jax_explain_cache_misses` is switched on and JAX's explanations are taken
-  from its logger (and not printed), parsed by `run_cachemiss`.
+  from its logger (and not printed), parsed by `run.cachemiss`.
 - Execution time: for a sample of the top-level calls (the first `TIME_FIRST` of each function,
   then every `TIME_EVERY`-th, at most one per `TIME_GAP_S`), one background thread waits (`block_until_ready` releases the
   GIL) for the outputs of the call just before it and then for its own, and stamps both
@@ -22,10 +23,11 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   device time is its sampled mean times its calls. Sampling keeps the thread's wake-ups (GIL
   hand-overs) rare in a fast loop; the GIL switch interval is lowered for the run so a stamp is
   late by at most ~0.5 ms.
-- Device-to-host reads and syncs: the host entry points of `jax.Array` (`float`, `int`, `bool`,
+- Device-to-host reads and syncs: through `runtime.host_reads` (the hooks `bench`'s transfer
+  monitor uses too) on the host entry points of `jax.Array` (`float`, `int`, `bool`,
   `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
   `numpy.asarray`/`array`/`asanyarray` (the CPU buffer-protocol path) and `jax.device_get` /
-  `jax.block_until_ready` are wrapped; each read is attributed to the user's line that asked
+  `jax.block_until_ready`; each read is attributed to the user's line that asked
   for it and, when the array came out of a recorded jitted call, to that function (of outputs
   with many leaves, the first and last 8 are tracked: where losses and metrics sit). An array is
   counted once however often it is read (the host copy is cached on accelerators).
@@ -57,14 +59,11 @@ import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
 
-from .monitors import ReadOnce
-from .run_cachemiss import HEADER, CacheMiss, parse_cache_miss
-from .run_sites import Site, UserFiles
+from ..host_reads import HOST_READS
+from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
+from .cachemiss import HEADER, CacheMiss, parse_cache_miss
+from .sites import Site, UserFiles
 
-TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_COMPILE_EVENTS = (TRACE_EVENT, LOWER_EVENT, COMPILE_EVENT)
 CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
 # JAX raises these loggers' "PERSISTENT COMPILATION CACHE MISS" lines to WARNING when explaining
 _QUIETED_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
@@ -256,7 +255,7 @@ class Instrument:
         # JAX's filtered tracebacks and cache-miss call sites then skip this tool's frames
         register = getattr(source_info_util, "register_exclusion", None)
         if register is not None:
-            register(os.path.dirname(os.path.abspath(__file__)))
+            register(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # all of runtime/
         self._patch(jax, "jit", self._make_jit_factory(jax.jit))
         self._install_compile_listener()
         self._install_cache_miss_capture()
@@ -400,28 +399,23 @@ class Instrument:
 
     def _install_compile_listener(self) -> None:
         listener = self._on_compile_event
-        jax.monitoring.register_event_duration_secs_listener(listener)
+        COMPILE_LISTENERS.subscribe(listener)  # the one listener `bench`'s monitors use too
+        self._restore.append(lambda: COMPILE_LISTENERS.unsubscribe(listener))
 
-        def undo() -> None:
-            try:
-                jax.monitoring.unregister_event_duration_secs_listener(listener)
-            except (AttributeError, AssertionError, ValueError):
-                pass
-        self._restore.append(undo)
-
-    def _on_compile_event(self, event: str, duration: float, **_: Any) -> None:
-        if not self.active or event not in _COMPILE_EVENTS:
+    def _on_compile_event(self, event: CompileEvent) -> None:
+        if not self.active:
             return
-        self.compile_s_by_kind[event] += duration
+        duration = event.seconds
+        self.compile_s_by_kind[event.kind] += duration
         stack = getattr(self._local, "stack", None)
         if stack:
             frame = stack[0]  # the outermost top-level call in this thread owns the work
             frame.compile_s += duration
-            if event == COMPILE_EVENT:
+            if event.kind == "compile":
                 frame.compiles += 1
         else:
             self.eager_compile_s += duration
-            if event == COMPILE_EVENT:
+            if event.kind == "compile":
                 self.eager_compiles += 1
 
     def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
@@ -511,104 +505,16 @@ class Instrument:
                 del producers[key]
 
     def _install_host_reads(self) -> None:
-        hooks: dict[str, str] = {
-            "__float__": "float()", "__int__": "int()", "__bool__": "bool()", "__index__": "index",
-            "__complex__": "complex()", "item": ".item()", "tolist": ".tolist()", "__str__": "str()/print",
-            "__repr__": "repr()", "__format__": "f-string/format", "__array__": "np.asarray",
-            "tobytes": ".tobytes()",
-        }
-        for name, via in hooks.items():
-            original = ArrayImpl.__dict__.get(name)
-            if original is None:
-                continue
-            self._patch(ArrayImpl, name, self._reading_method(original, via))
-        value = ArrayImpl.__dict__.get("_value")
-        if isinstance(value, property):
-            self._patch(ArrayImpl, "_value", property(self._reading_method(value.fget, "host read")))
-        self._patch(ArrayImpl, "block_until_ready", self._syncing_method(self._original_block))
-        for name in ("asarray", "array", "asanyarray"):
-            self._patch(np, name, self._reading_function(getattr(np, name), f"np.{name}"))
-        self._patch(jax, "device_get", self._reading_tree_function(jax.device_get, "jax.device_get", "d2h"))
-        self._patch(jax, "block_until_ready",
-                    self._reading_tree_function(jax.block_until_ready, "block_until_ready", "sync"))
+        HOST_READS.subscribe(self._on_host_read)  # the hooks `bench`'s TransferMonitor uses too
+        self._restore.append(lambda: HOST_READS.unsubscribe(self._on_host_read))
 
-    def _in_hook(self) -> bool:
-        return getattr(self._local, "hook_depth", 0) > 0
-
-    def _enter_hook(self) -> None:
-        self._local.hook_depth = getattr(self._local, "hook_depth", 0) + 1
-
-    def _exit_hook(self) -> None:
-        self._local.hook_depth -= 1
-
-    def _reading_method(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
-        instrument = self
-
-        def read(array: Any, *args: Any, **kwargs: Any) -> Any:
-            if not instrument.active or instrument._in_hook():
-                return original(array, *args, **kwargs)
-            instrument._enter_hook()
-            try:
-                instrument._note_read(array, via, "d2h")
-                return original(array, *args, **kwargs)
-            finally:
-                instrument._exit_hook()
-
-        functools.update_wrapper(read, original)
-        return read
-
-    def _syncing_method(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        instrument = self
-
-        def block_until_ready(array: Any) -> Any:
-            if not instrument.active or instrument._in_hook():
-                return original(array)
-            instrument._enter_hook()
-            try:
-                instrument._note_sync("block_until_ready")
-                return original(array)
-            finally:
-                instrument._exit_hook()
-
-        return block_until_ready
-
-    def _reading_function(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
-        instrument = self
-
-        @functools.wraps(original)
-        def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if type(obj) is not ArrayImpl or not instrument.active or instrument._in_hook():
-                return original(obj, *args, **kwargs)
-            instrument._enter_hook()
-            try:
-                instrument._note_read(obj, via, "d2h")
-                return original(obj, *args, **kwargs)
-            finally:
-                instrument._exit_hook()
-
-        return convert
-
-    def _reading_tree_function(self, original: Callable[..., Any], via: str, direction: str) -> Callable[..., Any]:
-        instrument = self
-
-        @functools.wraps(original)
-        def on_tree(tree: Any, *args: Any, **kwargs: Any) -> Any:
-            if not instrument.active or instrument._in_hook():
-                return original(tree, *args, **kwargs)
-            instrument._enter_hook()
-            try:
-                arrays = [leaf for leaf in jax.tree_util.tree_leaves(tree) if type(leaf) is ArrayImpl]
-                if direction == "sync":
-                    if arrays:
-                        instrument._note_sync(via)
-                else:
-                    for array in arrays:
-                        instrument._note_read(array, via, direction)
-                return original(tree, *args, **kwargs)
-            finally:
-                instrument._exit_hook()
-
-        return on_tree
+    def _on_host_read(self, array: Any, via: str, direction: str) -> None:
+        if not self.active:
+            return
+        if direction == "sync":
+            self._note_sync(via)
+        else:
+            self._note_read(array, via, direction)
 
     def _note_read(self, array: Any, via: str, direction: str) -> None:
         key = id(array)
@@ -650,18 +556,18 @@ class Instrument:
 
         @functools.wraps(original)
         def put(obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if not instrument.active or instrument._in_hook() or not _is_top_level():
+            if not instrument.active or HOST_READS.inside() or not _is_top_level():
                 return original(obj, *args, **kwargs)
             count = _host_array_count(obj)
             if count:
                 site = instrument.user_files.caller_site(2)
                 if site is not None:
                     instrument._count_transfer(TransferKey("h2d", site.path, site.line, via), None, count)
-            instrument._enter_hook()
+            HOST_READS.enter()  # what the copy does inside is not the user's doing
             try:
                 return original(obj, *args, **kwargs)
             finally:
-                instrument._exit_hook()
+                HOST_READS.exit()
 
         return put
 

@@ -1,6 +1,6 @@
 """`jaxopt-audit run [options] script.py [args]` / `run -m module [args]`: a runtime audit.
 
-Runs the program in this process with the instruments of `run_instrument` on (and an XProf
+Runs the program in this process with the instruments of `run.instrument` on (and an XProf
 trace with --trace), then prints what happened per jitted function and per source line, with
 the rule codes that explain the worst of it, on stderr, and writes the JSON report with
 --json. With JAXOPT_AUDIT_H2D_TOTAL=1 in the environment the report also gives jaxlib's own
@@ -20,12 +20,12 @@ from typing import Any
 from jaxopt_audit.report.run_terminal import render
 
 # JAX is imported here, at import time, so that cli.py can say which extra to install
-from .run_findings import confirm_with_scan, derive_findings
-from .run_instrument import Instrument
-from .run_program import Program, ProgramNotFound, check, run as run_program
-from .run_report import build_report, write_json
-from .run_sites import UserFiles
-from .run_trace import RunTrace, TraceStepsError, parse_steps
+from .findings import confirm_with_scan, derive_findings
+from .instrument import Instrument
+from .program import Program, ProgramNotFound, check, run as run_program
+from .report import build_report, write_json
+from .sites import UserFiles
+from .trace import RunTrace, TraceStepsError, parse_steps
 
 EXIT_USAGE = 2
 H2D_TOTAL_ENV = "JAXOPT_AUDIT_H2D_TOTAL"  # =1: also count every host-to-device transfer (see below)
@@ -122,7 +122,7 @@ def _open_transfer_monitor() -> Any:
     if os.environ.get(H2D_TOTAL_ENV) != "1":
         return None
     try:
-        from .monitors import TransferMonitor
+        from ..monitors import TransferMonitor
 
         monitor = TransferMonitor(forward_interval=0.1)  # the program's stderr keeps flowing
         monitor.__enter__()

@@ -10,9 +10,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .run_instrument import FunctionRecord, Instrument
-from .run_sites import display_path
-from ..fileio import write_text_atomic
+from .instrument import FunctionRecord, Instrument
+from .sites import display_path
+from ...fileio import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class RunReport:
 
 def build_report(instrument: Instrument, argv: list[str], exit_status: int, error: str | None,
                  wall_s: float) -> RunReport:
-    """Turn the instruments' records into the report (findings are added by run_findings)."""
+    """Turn the instruments' records into the report (findings are added by run.findings)."""
     functions = tuple(sorted((_function(r) for r in instrument.functions.values() if r.calls or r.compiles),
                              key=lambda f: (-f.compile_s - f.exec_s - f.dispatch_s, f.path, f.line, f.name)))
     transfers = tuple(sorted(

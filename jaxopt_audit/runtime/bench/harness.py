@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
-from ..fileio import write_json_atomic
+from ...fileio import write_json_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
@@ -54,7 +54,7 @@ def resolve_pipeline(name: str) -> Pipeline:
                          f"and not an importable module ({exc}); see `jaxopt-audit bench --list`") from exc
     pipeline = getattr(module, "PIPELINE", None)
     if not isinstance(pipeline, Pipeline):
-        raise UsageError(f"module {name!r} has no PIPELINE of type jaxopt_audit.runtime.pipeline.Pipeline; "
+        raise UsageError(f"module {name!r} has no PIPELINE of type jaxopt_audit.runtime.bench.pipeline.Pipeline; "
                          "define one at module level")
     if not pipeline.package:
         object.__setattr__(pipeline, "package", module.__name__)
@@ -312,7 +312,7 @@ def _trace_stage(pipeline: Pipeline, stage: Stage, stage_workload: Any, trace_di
     """Capture TRACE_STEPS steady-state calls with step markers; return where and the summary."""
     import jax
 
-    from .trace import TraceCapture, open_command, step_marker
+    from ..trace import TraceCapture, open_command, step_marker
 
     run = pipeline.stage_module(stage).run
     log_dir = trace_dir / pipeline.name / stage.module
@@ -511,7 +511,7 @@ def bench_command(args: argparse.Namespace) -> int:
         payload: Any = all_results[0] if len(all_results) == 1 else all_results
         print(json.dumps(payload, indent=2, allow_nan=False))
     if options.trace_dir is not None:
-        from .trace import open_command
+        from ..trace import open_command
 
         print(f"jaxopt-audit bench: traces in {options.trace_dir}; open them with: "
               f"{open_command(options.trace_dir)}", file=sys.stderr)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, ContextManager
 
-from .run_instrument import FunctionRecord
-from .trace import TraceCapture, open_command, step_marker
+from .instrument import FunctionRecord
+from ..trace import TraceCapture, open_command, step_marker
 
 
 class TraceStepsError(ValueError):
@@ -93,7 +93,7 @@ class RunTrace:
         info["path"] = self._path
         info["open"] = open_command(self.log_dir)
         try:
-            from .trace import summarize_trace
+            from ..trace import summarize_trace
 
             info["summary"] = summarize_trace(self._path).render()
         except Exception as exc:  # the trace file is the deliverable; its summary is a bonus

@@ -23,10 +23,10 @@ from collections import Counter
 from dataclasses import replace
 from typing import Iterable
 
-from .run_cachemiss import REDEFINED, SHAPE, STATIC, WEAK_TYPE, DTYPE, PYTREE
-from .run_instrument import FunctionRecord, Instrument
-from .run_report import Finding
-from .run_sites import display_path
+from .cachemiss import REDEFINED, SHAPE, STATIC, WEAK_TYPE, DTYPE, PYTREE
+from .instrument import FunctionRecord, Instrument
+from .report import Finding
+from .sites import display_path
 
 REPEATED = 3
 

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import jax
 
 from .machine import MachineInfo, machine_info
-from .monitors import CompileCounts, CompileMonitor, TransferCounts, TransferMonitor
+from ..monitors import CompileCounts, CompileMonitor, TransferCounts, TransferMonitor
 
 Clock = Callable[[], float]
 Progress = Callable[[str, int, "int | None"], None]  # (phase, done, total or None)
