@@ -10,13 +10,15 @@ are installed while at least one subscriber is registered and removed with the l
 A subscriber is called before the read happens, in the reading thread, with the array (None
 for a sync of a whole tree), what the user called (`"float()"`, `"np.asarray"`, ...) and the
 direction (`"d2h"` or `"sync"`). One user call is one notification: reads made inside another
-hooked call (`float()` reading `_value`) are not reported again.
+hooked call (`float()` reading `_value`) are not reported again. `waited_s` sums the time spent
+inside the outermost hooked calls: the host waiting for the device (and copying the value).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+import time
 from typing import Any, Callable
 
 import jax
@@ -47,6 +49,7 @@ class HostReads:
         self._restore: list[Callable[[], None]] = []
         self._local = threading.local()
         self.original_block: Callable[[Any], Any] | None = None
+        self.waited_s = 0.0  # inside outermost hooked calls, all threads, since the first install
 
     # -- subscribers
 
@@ -74,6 +77,13 @@ class HostReads:
 
     def exit(self) -> None:
         self._local.depth -= 1
+
+    def _timed(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.waited_s += time.perf_counter() - start
 
     def _notify(self, array: Any, via: str, direction: str) -> None:
         for subscriber in self._subscribers:
@@ -118,7 +128,7 @@ class HostReads:
             hooks.enter()
             try:
                 hooks._notify(array, via, "d2h")
-                return original(array, *args, **kwargs)
+                return hooks._timed(original, array, *args, **kwargs)
             finally:
                 hooks.exit()
 
@@ -134,7 +144,7 @@ class HostReads:
             hooks.enter()
             try:
                 hooks._notify(array, "block_until_ready", "sync")
-                return original(array)
+                return hooks._timed(original, array)
             finally:
                 hooks.exit()
 
@@ -150,7 +160,7 @@ class HostReads:
             hooks.enter()
             try:
                 hooks._notify(obj, via, "d2h")
-                return original(obj, *args, **kwargs)
+                return hooks._timed(original, obj, *args, **kwargs)
             finally:
                 hooks.exit()
 
@@ -172,7 +182,9 @@ class HostReads:
                 else:
                     for array in arrays:
                         hooks._notify(array, via, direction)
-                return original(tree, *args, **kwargs)
+                if not arrays:
+                    return original(tree, *args, **kwargs)
+                return hooks._timed(original, tree, *args, **kwargs)
             finally:
                 hooks.exit()
 

@@ -14,7 +14,6 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
 from jaxopt_audit.report.run_terminal import render
@@ -85,16 +84,15 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
         h2d_total = _close_transfer_monitor(jaxlib_transfers)
     wall_s = time.perf_counter() - start
 
-    report = build_report(instrument, program.argv, outcome.exit_status, outcome.error, wall_s)
-    report = replace(report, h2d_total=h2d_total)
-    findings = derive_findings(instrument)
+    findings = derive_findings(instrument, wall_s)
     scan = "skipped (--no-scan)"
     if not args.no_scan and findings:
         paths = program.source_paths + [f.path for f in findings]
         findings, scan = confirm_with_scan(findings, paths)
     elif not findings:
         scan = "not needed (no runtime findings)"
-    report = replace(report, findings=tuple(findings), scan=scan, trace=trace_info)
+    report = build_report(instrument, program.argv, outcome.exit_status, outcome.error, wall_s,
+                          tuple(findings), scan, trace_info, h2d_total)
     status = outcome.exit_status
     if args.json:  # before the terminal report: a closed stderr must not lose the file
         try:

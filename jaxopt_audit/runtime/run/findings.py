@@ -2,9 +2,14 @@
 
 From the instruments' records:
 
+- JAX101 missing-jit: a user function called again and again that executed JAX ops one by one
+  (at least two eager ops per call): its eager op count per call and its share of the wall time.
+  A function only ever called from another such function is left to its caller's finding.
 - JAX102 jit-in-loop: `jax.jit` applied again and again at one line (a new wrapper, so a new
-  trace, each time), or a function compiled again and again (the finding names the arguments
-  whose shape, dtype, weak type or static value changed, from JAX's cache-miss explanations).
+  trace, each time).
+- JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
+  argument's shape, dtype, weak type, static value or structure changed (from JAX's cache-miss
+  explanations, which name the argument).
 - JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
   `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
@@ -25,13 +30,17 @@ from typing import Iterable
 
 from .cachemiss import REDEFINED, SHAPE, STATIC, WEAK_TYPE, DTYPE, PYTREE
 from .instrument import FunctionRecord, Instrument
-from .report import Finding
+from .report import EagerFunctionReport, Finding, eager_functions
 from .sites import display_path
 
 REPEATED = 3
 
+EAGER_OPS_WORTH_A_JIT = 2  # as the static rule: one op gains nothing from a jit
+
 RULE_NAMES = {
+    "JAX101": "missing-jit",
     "JAX102": "jit-in-loop",
+    "JAX103": "recompile-on-changing-input",
     "JAX301": "host-sync-in-step",
     "JAX302": "host-to-device-in-step",
 }
@@ -48,14 +57,45 @@ _FIX_BY_KIND = {
 }
 
 
-def derive_findings(instrument: Instrument) -> list[Finding]:
+def derive_findings(instrument: Instrument, wall_s: float) -> list[Finding]:
     """All runtime findings, sorted (path, line, code)."""
     findings: list[Finding] = []
+    covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
+    for eager in eager_functions(instrument, wall_s):
+        if eager.calls < REPEATED or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT or eager.nested_in_eager:
+            continue
+        findings.append(_missing_jit(eager))
+        if eager.h2d_transfers >= REPEATED and eager.called_from:
+            findings.append(_copied_by_eager_ops(eager))
+            covered.update((path, line) for path, line, _ in eager.h2d_lines)
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
-    findings.extend(_transfers(instrument))
+    findings.extend(f for f in _transfers(instrument) if (f.path, f.line) not in covered or f.code != "JAX302")
     return sorted(findings, key=lambda f: (f.path, f.line, f.code, f.message))
+
+
+def _missing_jit(eager: EagerFunctionReport) -> Finding:
+    where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
+    compiled = f", {eager.compiles} eager compilations ({eager.compile_s:.3g} s)" if eager.compiles else ""
+    return Finding(
+        "JAX101", RULE_NAMES["JAX101"], eager.path, eager.line,
+        f"{eager.name} is not jitted and ran {eager.ops_per_call:.0f} JAX ops one by one per call over "
+        f"{eager.calls} calls{where}: {eager.ops} eager ops{compiled}, {eager.wall_share:.0%} of the wall "
+        "time inside them",
+        f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",
+        eager.calls, round(eager.op_s + eager.compile_s, 6))
+
+
+def _copied_by_eager_ops(eager: EagerFunctionReport) -> Finding:
+    path, _, line = eager.called_from[0].rpartition(":")
+    lines = ", ".join(f"{os.path.basename(p)}:{n} x{c}" for p, n, c in eager.h2d_lines[:6])
+    return Finding(
+        "JAX302", RULE_NAMES["JAX302"], path, int(line),
+        f"{eager.h2d_transfers} host (NumPy) arrays given to {eager.name} here were copied to the device by "
+        f"its eager ops over {eager.calls} calls, {eager.h2d_transfers / eager.calls:.0f} per call ({lines})",
+        "move the data set to the device once (jax.device_put before the loop) and slice it on the device, "
+        f"and jax.jit {eager.name}", eager.h2d_transfers, None)
 
 
 def _jit_rebuilt(record: FunctionRecord) -> Iterable[Finding]:
@@ -88,7 +128,7 @@ def _recompiling(record: FunctionRecord) -> Iterable[Finding]:
     fix = "; ".join(_FIX_BY_KIND[k] for k, _ in kinds.most_common() if k in _FIX_BY_KIND) or \
         "keep the arguments' shapes, dtypes and static values the same from call to call"
     yield Finding(
-        "JAX102", RULE_NAMES["JAX102"], display_path(path), line,
+        "JAX103", RULE_NAMES["JAX103"], display_path(path), line,
         f"{record.name} was compiled {record.compiles} times in {every} because {changed} changed "
         f"({what}); last: {example}",
         fix, record.compiles, round(record.compile_s, 6))

@@ -16,13 +16,21 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   outside any jitted call belong to eager (op-by-op) work and explicit `.lower()`.
 - Why it recompiled: `jax_explain_cache_misses` is switched on and JAX's explanations are taken
   from its logger (and not printed), parsed by `run.cachemiss`.
-- Execution time: for a sample of the top-level calls (the first `TIME_FIRST` of each function,
-  then every `TIME_EVERY`-th, at most one per `TIME_GAP_S`), one background thread waits (`block_until_ready` releases the
-  GIL) for the outputs of the call just before it and then for its own, and stamps both
-  completions: the call's device time is `done - max(start, previous done)`. A function's
-  device time is its sampled mean times its calls. Sampling keeps the thread's wake-ups (GIL
-  hand-overs) rare in a fast loop; the GIL switch interval is lowered for the run so a stamp is
-  late by at most ~0.5 ms.
+- Execution time, measured on a sample of the top-level calls (the first `TIME_FIRST` of each
+  function, then every `TIME_EVERY`-th, at most one per `TIME_GAP_S`): the outputs of the call
+  before are waited for, then the call is made and its own outputs waited for, in the calling
+  thread, so the sample is the call's time from dispatch to results with nothing else queued.
+  A function's device time is the sum of its samples plus its other calls at the samples'
+  median (the report says how many were timed); a call that compiled is not a sample.
+- Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above,
+  plus the rest of the calls that compiled), in the device's hands (inside top-level jitted
+  calls and blocked in a host read or a sync: `HostReads.waited_s`), and the rest, the
+  program's own Python (eager op dispatch included), all measured on one clock.
+- Eager (op-by-op) work: `EvalTrace.process_primitive` (every primitive JAX executes outside a
+  compiled function) is wrapped: each op is counted for every user function on the stack (one
+  `EagerRecord` per function; a new frame object is a new call), its time and the eager
+  compilations inside it are added to the innermost user function's record, and its NumPy
+  inputs are counted as host-to-device copies at the user's line.
 - Device-to-host reads and syncs: through `runtime.host_reads` (the hooks `bench`'s transfer
   monitor uses too) on the host entry points of `jax.Array` (`float`, `int`, `bool`,
   `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
@@ -43,7 +51,7 @@ import inspect
 import itertools
 import logging
 import os
-import queue
+import statistics
 import sys
 import threading
 import time
@@ -58,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
+from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
@@ -67,14 +76,18 @@ from .sites import Site, UserFiles
 CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
 # JAX raises these loggers' "PERSISTENT COMPILATION CACHE MISS" lines to WARNING when explaining
 _QUIETED_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
-_SWITCH_INTERVAL_S = 0.0005
 _PRODUCERS_LIMIT = 16384
 _PRODUCER_ENDS = 8  # output leaves tracked for read attribution: this many at each end
 TIME_FIRST = 8  # calls of each function always timed (the first ones vary most)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
-TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each costs a thread wake-up
+TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one costs the overlap
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
+# not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
+_EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromfile", "fromfunction",
+                         "fromiter", "fromstring", "load", "dtype", "iinfo", "finfo", "promote_types",
+                         "result_type", "can_cast", "issubdtype", "isdtype", "ndim", "shape", "size",
+                         "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl"})
 
 ArrayImpl: type = type(jnp.zeros(()))
 _DEVICE_ONLY = frozenset({ArrayImpl})
@@ -117,9 +130,8 @@ class FunctionRecord:
     traced_uses: int = 0  # calls made under another transformation (inlined, not run)
     compiles: int = 0
     compile_s: float = 0.0
-    call_s: float = 0.0  # time inside top-level calls, compilation excluded (dispatch)
-    exec_s: float = 0.0  # device time summed over the timed calls
-    exec_measured: int = 0  # how many calls were timed
+    call_s: float = 0.0  # time inside top-level calls that did not compile
+    exec_samples: list[float] = field(default_factory=list)  # synchronised calls: dispatch to results
     h2d_transfers: int = 0  # host leaves copied to the device as arguments
     host_array_args: int = 0  # of which NumPy arrays
     calls_with_host_arrays: int = 0
@@ -133,9 +145,39 @@ class FunctionRecord:
         return sum(self.jit_sites.values())
 
     @property
+    def exec_measured(self) -> int:
+        """How many calls were timed."""
+        return len(self.exec_samples)
+
+    @property
     def exec_estimate_s(self) -> float:
-        """Device time of all calls: the timed calls' mean times the number of calls."""
-        return self.exec_s * self.calls / self.exec_measured if self.exec_measured else 0.0
+        """Device time of all calls: the timed calls, plus the others at the timed calls' median."""
+        samples = self.exec_samples
+        if not samples:
+            return 0.0
+        others = max(0, self.calls - len(samples))
+        return sum(samples) + others * statistics.median(samples)
+
+
+@dataclass
+class EagerRecord:
+    """Op-by-op work issued from one user function (not jitted): ops counted inclusively."""
+
+    name: str
+    path: str
+    line: int
+    code: Any  # the function's code object
+    calls: int = 0  # calls seen doing eager work
+    ops: int = 0  # primitives executed eagerly inside it (its callees included)
+    own_ops: int = 0  # of which issued directly by its own lines
+    op_s: float = 0.0  # time inside its eager ops (callees' included), compilation excluded
+    compiles: int = 0  # eager compilations inside them
+    compile_s: float = 0.0
+    h2d_transfers: int = 0  # NumPy inputs of its eager ops (each one copied to the device)
+    h2d_sites: Counter[Site] = field(default_factory=Counter)  # ... by the line of the op
+    callers: Counter[Site] = field(default_factory=Counter)  # where its calls came from
+    caller_codes: set[Any] = field(default_factory=set)
+    last_frame: Any = field(default=None, repr=False)  # the frame of its current call
 
 
 class TransferKey(NamedTuple):
@@ -230,7 +272,13 @@ class Instrument:
         self.eager_compiles = 0
         self.eager_compile_s = 0.0
         self.compile_s_by_kind: Counter[str] = Counter()
-        self.exec_unmeasured = 0
+        self.eager: dict[Any, EagerRecord] = {}  # code object -> record
+        self.eager_ops = 0
+        self.eager_op_s = 0.0  # inside eager ops, their compilation excluded
+        self.in_calls_s = 0.0  # the program's thread inside top-level jitted calls that did not compile
+        self.compile_extra_s = 0.0  # ... inside calls that compiled, beyond the compile events
+        self._waited_at_install = 0.0
+        self.waited_s = 0.0  # blocked in host reads and syncs (HostReads.waited_s over the run)
         self.on_call = on_call  # e.g. the trace's step counter
         # wraps each top-level call (record, call number) -> context manager: trace step markers
         self.annotate: Callable[[FunctionRecord, int], Any] | None = None
@@ -239,8 +287,6 @@ class Instrument:
         self._read_arrays = ReadOnce()
         self._lock = threading.Lock()
         self._restore: list[Callable[[], None]] = []
-        self._done: queue.SimpleQueue = queue.SimpleQueue()
-        self._watcher: threading.Thread | None = None
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
         self._original_block = ArrayImpl.block_until_ready
@@ -261,21 +307,17 @@ class Instrument:
         self._install_cache_miss_capture()
         self._install_host_reads()
         self._install_host_writes()
-        saved_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(saved_interval, _SWITCH_INTERVAL_S))
-        self._restore.append(lambda: sys.setswitchinterval(saved_interval))
-        self._watcher = threading.Thread(target=self._watch_completions, name="jaxopt-audit-exec-timer",
-                                         daemon=True)
-        self._watcher.start()
+        self._install_eager_ops()
+        self._waited_at_install = HOST_READS.waited_s
         self.active = True
 
-    def uninstall(self, drain_timeout_s: float = 60.0) -> None:
-        """Wait for outstanding device work to be timed, then restore everything."""
+    def uninstall(self) -> None:
+        """Restore everything."""
+        if self.active:
+            self.waited_s = HOST_READS.waited_s - self._waited_at_install
         self.active = False
-        if self._watcher is not None:
-            self._done.put(None)
-            self._watcher.join(drain_timeout_s)
-            self._watcher = None
+        for record in self.eager.values():
+            record.last_frame = None  # frames hold the program's locals
         while self._restore:
             self._restore.pop()()
 
@@ -327,9 +369,15 @@ class Instrument:
     def _recorded_call(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> Any:
         record = wrapper._record
         stack = self._stack()
+        nested = bool(stack)
         host_leaves, host_arrays = self._count_host_leaves(wrapper, args, kwargs)
         frame = _CallFrame(record)
         self._last_transfer = None  # a jitted call separates occurrences of transfers
+        begin = time.perf_counter()
+        timed = not nested and (record.calls < TIME_FIRST or
+                                (record.calls % TIME_EVERY == 0 and begin >= self._next_timed))
+        if timed:
+            self.wait(self._previous_leaves)  # nothing queued before the timed call
         stack.append(frame)
         start = time.perf_counter()
         try:
@@ -338,12 +386,26 @@ class Instrument:
             else:
                 with self.annotate(record, record.calls + 1):
                     out = wrapper._jitted(*args, **kwargs)
+            if timed:
+                self.wait(out)
         finally:
             end = time.perf_counter()
             stack.pop()
-            self._account_compilation(frame, nested=bool(stack))
+            self._account_compilation(frame, nested)
         record.calls += 1
-        record.call_s += max(0.0, end - start - frame.compile_s)
+        inside = max(0.0, end - start - frame.compile_s)
+        compiled = bool(frame.compiles or frame.compile_s)
+        if not compiled:
+            record.call_s += inside
+        if not nested:
+            if compiled:  # JAX's own bookkeeping around a compilation
+                self.compile_extra_s += max(0.0, end - begin - frame.compile_s)
+            else:
+                self.in_calls_s += max(0.0, end - begin)
+        if timed:
+            self._next_timed = end + TIME_GAP_S
+            if not compiled:  # a compiling call says nothing of steady state
+                record.exec_samples.append(inside)
         if host_leaves:
             record.h2d_transfers += host_leaves
             if host_arrays:
@@ -359,9 +421,6 @@ class Instrument:
             leaves = [leaf for leaf in leaves if type(leaf) is ArrayImpl]
         if leaves:
             self._remember_producer(leaves, record)
-            if record.calls <= TIME_FIRST or (record.calls % TIME_EVERY == 0 and end >= self._next_timed):
-                self._next_timed = end + TIME_GAP_S
-                self._done.put((record, start + frame.compile_s, self._previous_leaves, leaves))
             self._previous_leaves = leaves
         if self.on_call is not None:
             self.on_call(record, out)
@@ -417,6 +476,12 @@ class Instrument:
             self.eager_compile_s += duration
             if event.kind == "compile":
                 self.eager_compiles += 1
+            owners = getattr(self._local, "eager_owner", None)
+            if owners is not None:  # compiling an eager op the user's functions issued
+                for owner in owners:
+                    owner.compile_s += duration
+                    owner.compiles += event.kind == "compile"
+                self._local.eager_compile_s += duration
 
     def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
         record = frame.record
@@ -465,24 +530,6 @@ class Instrument:
             frame.misses.append(miss)
 
     # ------------------------------------------------------------ execution time
-
-    def _watch_completions(self) -> None:
-        block = self._original_block
-        while True:
-            item = self._done.get()
-            if item is None:
-                return
-            record, start, before, leaves = item
-            before_done = _completion(before, block)
-            done = _completion(leaves, block)
-            del before, leaves, item
-            if done is None:
-                # outputs all donated onward before they could be waited for: not timed
-                self.exec_unmeasured += 1
-                continue
-            begin = start if before_done is None else max(start, before_done)
-            record.exec_s += max(0.0, done - begin)
-            record.exec_measured += 1
 
     def wait(self, outputs: Any) -> None:
         """Block until `outputs` are computed, without counting it as the program's sync."""
@@ -544,6 +591,98 @@ class Instrument:
             if function is not None:
                 self.transfer_functions.setdefault(key, Counter())[function] += count
 
+    # ------------------------------------------------------------ eager (op-by-op) work
+
+    def _install_eager_ops(self) -> None:
+        # primitives executed one by one (lax, grad's primal ops) ...
+        self._patch(jax_core.EvalTrace, "process_primitive",
+                    self._eager_entry(jax_core.EvalTrace.process_primitive, primitive=True))
+        # ... and the library functions that are themselves jitted (most of jax.numpy, jax.nn,
+        # jax.random): their cached calls run in C++ and never reach process_primitive
+        for module in (jnp, jax.nn, jax.random):
+            for name, value in list(vars(module).items()):
+                if name.startswith("_") or name in _EAGER_SKIP or not callable(value) or isinstance(value, type):
+                    continue
+                if type(value).__name__ in ("PjitFunction", "function"):
+                    self._patch(module, name, functools.wraps(value)(self._eager_entry(value)))
+        ufunc = getattr(jnp, "ufunc", None)
+        if isinstance(ufunc, type) and "__call__" in vars(ufunc):
+            self._patch(ufunc, "__call__", self._eager_entry(vars(ufunc)["__call__"]))
+        array_operators = getattr(_array_methods, "_array_operators", {})
+        for name in array_operators:
+            original = ArrayImpl.__dict__.get(name)
+            if original is not None and callable(original):
+                self._patch(ArrayImpl, name, self._eager_entry(original))
+
+    def _eager_entry(self, original: Callable[..., Any], primitive: bool = False) -> Callable[..., Any]:
+        """`original` counted as one eager op when it runs outside every trace and jitted call."""
+        instrument = self
+        local = self._local
+
+        def eager(*args: Any, **kwargs: Any) -> Any:
+            if (not instrument.active or getattr(local, "eager_owner", None) is not None
+                    or getattr(local, "stack", None) or HOST_READS.inside()
+                    or (not primitive and not _is_top_level())):
+                return original(*args, **kwargs)
+            owners = instrument._note_eager_op(args[2] if primitive else args)
+            if not owners:
+                return original(*args, **kwargs)
+            local.eager_owner, local.eager_compile_s = owners, 0.0
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = max(0.0, time.perf_counter() - start - local.eager_compile_s)
+                instrument.eager_op_s += spent
+                for owner in owners:
+                    owner.op_s += spent
+                local.eager_owner = None
+
+        return eager
+
+    def _note_eager_op(self, args: Any) -> list[EagerRecord]:
+        """Count one eager op for the user functions on the stack (innermost first)."""
+        self.eager_ops += 1
+        self._last_transfer = None  # an op between two reads: separate occurrences
+        frame = sys._getframe(2)
+        is_user = self.user_files.is_user
+        chain: list[EagerRecord] = []
+        site: Site | None = None
+        while frame is not None:
+            code = frame.f_code
+            if is_user(code.co_filename):
+                if site is None:
+                    site = Site(code.co_filename, frame.f_lineno)
+                record = self.eager.get(code)
+                if record is None:
+                    record = self.eager[code] = EagerRecord(code.co_qualname, code.co_filename,
+                                                            code.co_firstlineno, code)
+                record.ops += 1
+                if record.last_frame is not frame:
+                    record.last_frame = frame
+                    record.calls += 1
+                    caller = frame.f_back
+                    while caller is not None and not is_user(caller.f_code.co_filename):
+                        caller = caller.f_back
+                    if caller is not None:
+                        record.callers[Site(caller.f_code.co_filename, caller.f_lineno)] += 1
+                        record.caller_codes.add(caller.f_code)
+                if not chain:
+                    record.own_ops += 1
+                chain.append(record)
+                if code.co_name == "<module>":  # the script's top: nothing above is the user's
+                    break
+            frame = frame.f_back
+        if chain and site is not None:
+            # NumPy arrays (JAX wraps them as ndarray subclasses); 0-d ones are Python scalars' literals
+            arrays = sum(1 for arg in args if isinstance(arg, np.ndarray) and arg.ndim)
+            if arrays:
+                for record in chain:
+                    record.h2d_transfers += arrays
+                    record.h2d_sites[site] += arrays
+                self._count_transfer(TransferKey("h2d", site.path, site.line, "eager op"), None, arrays)
+        return chain
+
     # ------------------------------------------------------------ host writes outside jit
 
     def _install_host_writes(self) -> None:
@@ -570,19 +709,6 @@ class Instrument:
                 HOST_READS.exit()
 
         return put
-
-
-def _completion(leaves: list[Any], block: Callable[[Any], Any]) -> float | None:
-    """When the computation that produced `leaves` finished; None if all were donated away."""
-    for leaf in leaves:
-        try:
-            if leaf.is_deleted():  # donated to a later call already
-                continue
-            block(leaf)
-            return time.perf_counter()
-        except Exception:  # deleted between the check and the wait
-            continue
-    return None
 
 
 def _host_array_count(obj: Any) -> int:
@@ -630,4 +756,4 @@ def _static_arguments(fun: Any, options: dict[str, Any]) -> tuple[frozenset[int]
     return frozenset(positions), frozenset(keywords), positional
 
 
-__all__ = ["Instrument", "FunctionRecord", "Recompile", "RecordingJit", "TransferKey"]
+__all__ = ["EagerRecord", "Instrument", "FunctionRecord", "Recompile", "RecordingJit", "TransferKey"]

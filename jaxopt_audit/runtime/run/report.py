@@ -1,7 +1,14 @@
 """The machine report of `jaxopt-audit run`: records, and the JSON object DESIGN.md specifies.
 
-Built once from what the instruments recorded (`build_report`); the terminal renderer and
-`--json` both read it, neither analyses.
+Built once, from what the instruments recorded and the findings derived from them
+(`build_report`); the terminal renderer and `--json` both read it, neither analyses.
+
+The time split is measured on one clock, the program thread's: wall = compile + device + host,
+where compile is the trace, lowering and XLA compilation JAX reports (plus the rest of the calls
+that compiled), device the time the program's thread was in the device's hands (inside
+top-level jitted calls and blocked in host reads and syncs) and host the rest: the program's
+own Python, eager op dispatch included. Per function, device time is measured on synchronised
+sample calls (`exec_measured` of them); their sum is checked against the run's device time.
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .instrument import FunctionRecord, Instrument
+from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
 from ...fileio import write_text_atomic
 
@@ -32,8 +39,8 @@ class FunctionReport:
     calls: int
     compiles: int
     compile_s: float
-    exec_s: float  # device time of its calls (the mean of `exec_measured` timed calls x calls)
-    dispatch_s: float  # host time inside its calls, compilation excluded
+    exec_s: float  # device time of its calls: `exec_measured` synchronised calls, the rest at their median
+    dispatch_s: float  # the program's thread inside its calls that did not compile
     h2d_transfers: int
     d2h_transfers: int
     host_array_args: int
@@ -48,6 +55,38 @@ class FunctionReport:
     @property
     def d2h_per_call(self) -> float:
         return self.d2h_transfers / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True)
+class EagerFunctionReport:
+    """A user function that executed JAX ops one by one (not under jit)."""
+
+    name: str
+    path: str
+    line: int
+    calls: int
+    ops: int  # eager ops inside it, its callees' included
+    ops_per_call: float
+    op_s: float  # time inside those ops, compilation excluded
+    compiles: int  # eager compilations inside those ops
+    compile_s: float
+    wall_share: float  # (op_s + compile_s) / wall
+    h2d_transfers: int  # NumPy inputs of its eager ops, copied to the device
+    h2d_lines: tuple[tuple[str, int, int], ...]  # (path, line, count) of those ops
+    called_from: tuple[str, ...]  # "path:line" of its callers, most frequent first
+    nested_in_eager: bool  # only ever called from another function reported here
+
+
+@dataclass(frozen=True)
+class TimeSplit:
+    """How the wall time divides, each part measured, with the method stated."""
+
+    compile_s: float
+    device_s: float
+    host_s: float
+    eager_op_s: float  # part of host: dispatching eager ops
+    functions_device_s: float  # the per-function device times summed (sampled)
+    methods: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -87,6 +126,9 @@ class RunReport:
     eager_compile_s: float
     functions: tuple[FunctionReport, ...]
     transfers: tuple[TransferReport, ...]
+    eager_ops: int = 0
+    eager_functions: tuple[EagerFunctionReport, ...] = ()
+    split: TimeSplit | None = None
     findings: tuple[Finding, ...] = ()
     h2d_total: int | None = None  # every host-to-device transfer jaxlib made (None: not observable)
     scan: str = "skipped"  # "ok", "skipped", or why it could not run
@@ -114,8 +156,16 @@ class RunReport:
             "host_s": self.host_s,
             "eager_compiles": self.eager_compiles,
             "eager_compile_s": self.eager_compile_s,
+            "eager_ops": self.eager_ops,
+            "time_split": None if self.split is None else {
+                "compile_s": self.split.compile_s, "device_s": self.split.device_s, "host_s": self.split.host_s,
+                "eager_op_s": self.split.eager_op_s, "functions_device_s": self.split.functions_device_s,
+                "methods": dict(self.split.methods)},
             "h2d_total": self.h2d_total,
             "functions": functions,
+            "eager_functions": [asdict(e) | {"called_from": list(e.called_from),
+                                              "h2d_lines": [{"path": p, "line": n, "count": c} for p, n, c in e.h2d_lines]}
+                                for e in self.eager_functions],
             "transfers": [asdict(t) | {"functions": list(t.functions)} for t in self.transfers],
             "findings": [asdict(f) for f in self.findings],
             "scan": self.scan,
@@ -124,9 +174,22 @@ class RunReport:
         }
 
 
+SPLIT_METHODS = (
+    ("compile", "trace + lowering + XLA compile durations reported by jax.monitoring, plus the rest "
+                "of the jitted calls that compiled"),
+    ("device", "the program's thread inside top-level jitted calls (dispatch to results where a call "
+               "is synchronised) and blocked in host reads and syncs, timed around each"),
+    ("host", "wall - compile - device: the program's own Python between those, eager op dispatch "
+             "included"),
+    ("function device", "per jitted function: calls synchronised before and after (the first "
+                        "8, then 1 in 16 at most every 20 ms), the other calls at their median"),
+)
+
+
 def build_report(instrument: Instrument, argv: list[str], exit_status: int, error: str | None,
-                 wall_s: float) -> RunReport:
-    """Turn the instruments' records into the report (findings are added by run.findings)."""
+                 wall_s: float, findings: tuple[Finding, ...] = (), scan: str = "skipped",
+                 trace: dict[str, Any] | None = None, h2d_total: int | None = None) -> RunReport:
+    """The whole report from the instruments' records and the findings derived from them."""
     functions = tuple(sorted((_function(r) for r in instrument.functions.values() if r.calls or r.compiles),
                              key=lambda f: (-f.compile_s - f.exec_s - f.dispatch_s, f.path, f.line, f.name)))
     transfers = tuple(sorted(
@@ -135,17 +198,48 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                         tuple(sorted(instrument.transfer_functions.get(key, {}))))
          for key, count in instrument.transfers.items()),
         key=lambda t: (-t.count, t.path, t.line, t.direction, t.via)))
-    compile_s = sum(instrument.compile_s_by_kind.values())
-    busy_s = sum(record.exec_estimate_s for record in instrument.functions.values())
-    device_s = min(busy_s, max(0.0, wall_s - compile_s))
-    host_s = max(0.0, wall_s - compile_s - device_s)
+    compile_s = sum(instrument.compile_s_by_kind.values()) + instrument.compile_extra_s
+    device_s = instrument.in_calls_s + instrument.waited_s
+    host_s = wall_s - compile_s - device_s
+    functions_device_s = sum(record.exec_estimate_s for record in instrument.functions.values())
     notes = []
-    if instrument.exec_unmeasured:
-        notes.append(f"{instrument.exec_unmeasured} sampled calls had all outputs donated before they "
-                     "could be timed; device times are estimated from the other sampled calls")
+    if host_s < 0:
+        notes.append(f"compile + device exceed the wall time by {-host_s:.3g} s: nested traces report "
+                     "overlapping compile durations; host time is shown as 0")
+        host_s = 0.0
+    if functions_device_s - device_s > 0.1 * wall_s:
+        notes.append(f"the jitted functions' sampled device times add up to {functions_device_s:.3g} s, more than "
+                     f"the {device_s:.3g} s the program waited for the device: their work overlapped the "
+                     "program's Python (asynchronous dispatch)")
+    split = TimeSplit(_r(compile_s), _r(device_s), _r(host_s), _r(instrument.eager_op_s),
+                      _r(functions_device_s), SPLIT_METHODS)
     return RunReport(tuple(argv), exit_status, error, _r(wall_s), _r(compile_s), _r(device_s), _r(host_s),
                      instrument.eager_compiles, _r(instrument.eager_compile_s), functions, transfers,
+                     eager_ops=instrument.eager_ops, eager_functions=eager_functions(instrument, wall_s),
+                     split=split, findings=findings, h2d_total=h2d_total, scan=scan, trace=trace,
                      notes=tuple(notes))
+
+
+def eager_functions(instrument: Instrument, wall_s: float) -> tuple[EagerFunctionReport, ...]:
+    """User functions that ran ops eagerly, the costliest first (module level left out)."""
+    reports = []
+    repeated = {code for code, r in instrument.eager.items() if r.calls >= 3}
+    for record in instrument.eager.values():
+        if record.code.co_name == "<module>" or not record.ops:
+            continue
+        reports.append(_eager(record, wall_s, bool(record.caller_codes) and record.caller_codes <= repeated))
+    return tuple(sorted(reports, key=lambda e: (-(e.op_s + e.compile_s), e.path, e.line)))
+
+
+def _eager(record: EagerRecord, wall_s: float, nested: bool) -> EagerFunctionReport:
+    called_from = tuple(f"{display_path(site.path)}:{site.line}" for site, _ in record.callers.most_common(3))
+    share = (record.op_s + record.compile_s) / wall_s if wall_s > 0 else 0.0
+    return EagerFunctionReport(record.name, display_path(record.path), record.line, record.calls, record.ops,
+                               round(record.ops / record.calls, 2) if record.calls else 0.0, _r(record.op_s),
+                               record.compiles, _r(record.compile_s), round(share, 4), record.h2d_transfers,
+                               tuple((display_path(site.path), site.line, count)
+                                     for site, count in sorted(record.h2d_sites.items())),
+                               called_from, nested)
 
 
 def _function(record: FunctionRecord) -> FunctionReport:
