@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from collections import Counter
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -34,6 +36,8 @@ def render(report: RunReport, file: TextIO | None = None) -> None:
         _print_recompiles(console, report)
     else:
         console.print("No jitted function was called (nothing went through jax.jit).")
+    if report.eager_functions:
+        console.print(_eager_table(report))
     if report.transfers:
         console.print(_transfers_table(report))
     _print_findings(console, report)
@@ -68,8 +72,17 @@ def _summary(report: RunReport) -> Text:
     text.append(f"wall {_seconds(wall)} = compile {_seconds(report.compile_s)} ({_share(report.compile_s, wall)})"
                 f" + device {_seconds(report.device_s)} ({_share(report.device_s, wall)})"
                 f" + host {_seconds(report.host_s)} ({_share(report.host_s, wall)})\n")
-    text.append("device = time the device was busy with jitted calls; host = Python, dispatch, "
-                "eager ops and waits\n", style="dim")
+    text.append("compile = JAX's trace/lower/compile events; device = the program waiting in jitted calls, "
+                "host reads and syncs; host = the program's own Python (eager op dispatch included)\n", style="dim")
+    split = report.split
+    if split is not None and report.functions:
+        sampled = sum(f.exec_measured for f in report.functions)
+        text.append(f"jitted functions' device time, measured on {sampled} synchronised calls: "
+                    f"{_seconds(split.functions_device_s)} (the run's device part: {_seconds(split.device_s)})\n",
+                    style="dim")
+    if report.eager_ops:
+        text.append(f"{report.eager_ops} JAX ops ran eagerly (outside jit), "
+                    f"{_seconds(split.eager_op_s if split else 0.0)} dispatching them\n", style="dim")
     if report.h2d_total is not None:
         on_lines = sum(t.count for t in report.transfers if t.direction == "h2d")
         text.append(f"{report.h2d_total} host-to-device transfers in all (jaxlib's count, Python scalars "
@@ -95,18 +108,32 @@ def _functions_table(report: RunReport) -> Table:
     return table
 
 
+def _eager_table(report: RunReport) -> Table:
+    table = Table(title="un-jitted functions running JAX ops one by one", title_justify="left")
+    for header, justify in (("function", "left"), ("where", "left"), ("calls", "right"), ("ops/call", "right"),
+                            ("in ops", "right"), ("eager compiles", "right"), ("share of wall", "right"),
+                            ("NumPy copies", "right")):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    shown = [e for e in report.eager_functions if not e.nested_in_eager][:TOP_FUNCTIONS]
+    for e in shown:
+        table.add_row(e.name, f"{e.path}:{e.line}", str(e.calls), f"{e.ops_per_call:.3g}",
+                      _seconds(e.op_s + e.compile_s), f"{e.compiles}", f"{100 * e.wall_share:.0f}%",
+                      str(e.h2d_transfers))
+    return table
+
+
 def _print_recompiles(console: Console, report: RunReport) -> None:
     for f in report.functions:
         if not f.recompiles:
             continue
         count = f.compiles - 1
         console.print(f"[bold]{f.name}[/bold] recompiled {count} time{'s' if count != 1 else ''}:")
-        shown = f.recompiles[:5]
-        for r in shown:
-            where = f" (call at {r.path}:{r.line})" if r.path else ""
-            console.print(f"  - {r.reason}{where}", markup=False)
-        if len(f.recompiles) > len(shown):
-            console.print(f"  ... {len(f.recompiles) - len(shown)} more")
+        # identical causes at one call line are one line with a count
+        lines = Counter(f"{r.reason}" + (f" (call at {r.path}:{r.line})" if r.path else "") for r in f.recompiles)
+        for text, times in lines.most_common(5):
+            console.print(f"  - {text}" + (f"  x{times}" if times > 1 else ""), markup=False)
+        if len(lines) > 5:
+            console.print(f"  ... {len(lines) - 5} more distinct causes")
 
 
 def _transfers_table(report: RunReport) -> Table:

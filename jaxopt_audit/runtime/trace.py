@@ -9,7 +9,7 @@
     print(trace.summary().render())      # top XLA ops, step times, compilation, copies
 
 The trace is what `jax.profiler.start_trace` writes (`DIR/plugins/profile/<run>/<host>.xplane.pb`),
-so `xprof --logdir DIR` or `tensorboard --logdir DIR` (with tensorboard-plugin-profile) opens it.
+so `xprof server --logdir DIR` opens it (`open_command` says what is installed here).
 The summary reads the XSpace with `jax.profiler.ProfileData` (jaxlib's own parser, offline):
 XLA ops are the events carrying an `hlo_op` stat (CPU thunks and GPU kernels alike), steps are
 the `StepTraceAnnotation` events (they carry `step_num`), compilation is the union of the
@@ -19,7 +19,9 @@ host's lowering/compilation events, and copies are the host<->device transfer ev
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
+import shlex
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -117,8 +119,22 @@ def step_marker(step: int, name: str = STEP_NAME) -> jax.profiler.StepTraceAnnot
 
 
 def open_command(log_dir: str | os.PathLike[str]) -> str:
-    """The shell command that serves the trace in a browser."""
-    return f"xprof --logdir {os.fspath(log_dir)} --port 6006   (or: tensorboard --logdir {os.fspath(log_dir)})"
+    """The shell command that serves the trace in a browser, as installed here.
+
+    The runtime extra brings xprof (through tensorboard-plugin-profile), not tensorboard: the
+    hint names tensorboard only where it is installed. xprof 2.2x's command is `xprof server`;
+    older ones took the flags directly.
+    """
+    where = shlex.quote(os.fspath(log_dir))
+    if importlib.util.find_spec("xprof") is None:
+        command = f"pip install xprof && xprof server --logdir {where} --port 6006"
+    elif importlib.util.find_spec("xprof.cli") is not None:
+        command = f"xprof server --logdir {where} --port 6006"
+    else:
+        command = f"xprof --logdir {where} --port 6006"
+    if importlib.util.find_spec("tensorboard") is not None:
+        command += f"   (or: tensorboard --logdir {where})"
+    return command + ", then open http://localhost:6006"
 
 
 def find_xplane(log_dir: str | os.PathLike[str]) -> Path:
