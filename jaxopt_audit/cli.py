@@ -90,8 +90,10 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write a markdown case study from bench results")
-    p.add_argument("results", nargs="+", help="one or more bench JSON files (e.g. CPU and GPU)")
+    p = sub.add_parser("report", help="write a markdown case study from bench or run results")
+    p.add_argument("results", nargs="+",
+                   help="bench JSON files of one pipeline (e.g. CPU and GPU), or `run --json` files of "
+                        "versions of your program, oldest first (before.json after.json)")
     p.add_argument("-o", "--output", default=None, help="markdown file (default: reports/<pipeline>.md)")
     p.set_defaults(func=_lazy("report.casestudy:report_command", needs=("matplotlib",)))
 

@@ -1,5 +1,7 @@
 """`jaxopt-audit report`: a markdown case study (in the spirit of seed 001) from bench results JSON.
 
+`run --json` results are a study of the user's own rewrite instead (`run_study`).
+
 One or more results files of the same pipeline (e.g. a CPU run and a GPU run) become one report:
 the problem (stage 0 and what the scanner finds in it), a before/after table per run (time,
 speedup per stage and cumulative, throughput, compile time, break-even), the runs side by side,
@@ -260,7 +262,7 @@ def _stage_sections(runs: list[Run], findings: dict[int, tuple[list[dict[str, An
                 lines.append(f"- **{prefix}failed:** {r['error']}")
                 continue
             compile_parts = r.get("compile") or {}
-            extrapolated = (f", measured on {r['prefix_fraction']:.0%} of the work and extrapolated"
+            extrapolated = (f", measured on {md.share(r['prefix_fraction'])} of the work and extrapolated"
                             if r.get("extrapolated") else "")
             lines.append(
                 f"- **{prefix}Measured:** {md.seconds(r['steady_s']['median'])} per run "
@@ -337,8 +339,9 @@ cost analysis and exist only for stages whose `run` is itself one jitted program
 once, so with `scan`/`fori_loop` they are lower bounds."""
 
 
-def render(runs: list[Run], plot_files: dict[str, str]) -> str:
+def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None = None) -> str:
     base = runs[0].data
+    output_name = output_name or f"{base['pipeline']}.md"
     names = rule_names()
     findings = stage_findings(runs[0])
     for run in runs[1:]:  # findings are per file: any run that recorded them fills gaps
@@ -372,19 +375,22 @@ def render(runs: list[Run], plot_files: dict[str, str]) -> str:
     out += ["## Validation", "", _validation_table(runs), ""]
     out += ["## Machines", "", *_machines(runs), ""]
     out += ["## How this was measured", "", METHOD, ""]
-    sizes = sorted({r.data["size"] for r in runs})
     out += ["## Reproduce", "", "```sh"]
-    for size in sizes:
-        out.append(f"jaxopt-audit bench {base['pipeline']} --size {size} --out {base['pipeline']}-{size}.json")
-    out.append(f"jaxopt-audit report {' '.join(r.path.name for r in runs)} -o {base['pipeline']}.md")
+    for run in runs:  # each bench writes the very file the report command below reads
+        source = run.data.get("pipeline_path") or base["pipeline"]
+        out.append(f"jaxopt-audit bench {source} --size {run.data['size']} --out {run.path.name}")
+    out.append(f"jaxopt-audit report {' '.join(r.path.name for r in runs)} -o {output_name}")
     out += ["```", ""]
     return "\n".join(out)
 
 
 def write_report(result_paths: Sequence[str], output: str | None = None) -> tuple[Path, list[Path]]:
     """Write the markdown and its plots; return their paths."""
-    from . import plots
+    from . import plots, run_study
 
+    own = run_study.load(result_paths)  # `run --json` results: the study of the user's rewrite
+    if own is not None:
+        return run_study.write_study(own, output)
     runs = load_runs(result_paths)
     pipeline = runs[0].data["pipeline"]
     md_path = Path(output) if output else Path("reports") / f"{pipeline}.md"
@@ -394,7 +400,7 @@ def write_report(result_paths: Sequence[str], output: str | None = None) -> tupl
         "throughput": plots.throughput_plot([r.data for r in runs], labels,
                                             md_path.with_name(f"{md_path.stem}-throughput.png")),
     }
-    text = render(runs, {k: p.name for k, p in plot_paths.items()})
+    text = render(runs, {k: p.name for k, p in plot_paths.items()}, md_path.name)
     write_text_atomic(md_path, text)
     return md_path, list(plot_paths.values())
 

@@ -53,6 +53,14 @@ def quantity(value: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip() if unit else text
 
 
+def share(fraction: float) -> str:
+    """A fraction of the work as a percentage that never reads 0% for a measured part:
+    0.25 -> '25%', 0.0002 -> '0.02%'."""
+    if fraction >= 0.01 or fraction <= 0:
+        return f"{fraction:.0%}"
+    return f"{fraction * 100:.2g}%"
+
+
 def percent(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 

@@ -1,4 +1,7 @@
-"""PNG plots for the case study: time per stage (log scale) and throughput, one bar group per run."""
+"""PNG plots for the case studies: time per stage (log scale) and throughput, one bar group per
+run, with error bars from the fastest to the slowest measured call; a run study's time split.
+
+Numbers read as a person writes them: `29.1 h`, `340 ms`, `1,144x`, never `1.14e+03x`."""
 
 from __future__ import annotations
 
@@ -22,13 +25,21 @@ def _stage_labels(runs: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
     return sorted(seen.items())
 
 
-def _value(run: dict[str, Any], stage: int, key: str) -> tuple[float | None, bool]:
+def _value(run: dict[str, Any], stage: int, key: str) -> tuple[float | None, bool, tuple[float, float] | None]:
+    """(median, extrapolated, (low, high) of the measured spread) of one stage."""
     for variant in run["variants"]:
         if variant["stage"] == stage and "error" not in variant:
+            steady = variant["steady_s"]
+            median, low, high = steady["median"], steady.get("min"), steady.get("max")
+            spread = (low, high) if low and high and steady.get("repeats", 1) > 1 else None
             if key == "time":
-                return variant["steady_s"]["median"], bool(variant.get("extrapolated"))
-            return variant["throughput"]["value"], bool(variant.get("extrapolated"))
-    return None, False
+                return median, bool(variant.get("extrapolated")), spread
+            value = variant["throughput"]["value"]
+            if value is None or spread is None or not median:
+                return value, bool(variant.get("extrapolated")), None
+            # throughput is work / time: the slowest call gives the lowest throughput
+            return value, bool(variant.get("extrapolated")), (value * median / high, value * median / low)
+    return None, False, None
 
 
 def _speedup(run: dict[str, Any], stage: int) -> float | None:
@@ -46,19 +57,24 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
     positions = np.arange(len(stages))
     all_values: list[float] = []
     for r, (run, label) in enumerate(zip(runs, labels)):
-        values, hatches, speedups = [], [], []
+        values, hatches, speedups, errors = [], [], [], [[], []]
         for stage, _ in stages:
-            value, extrapolated = _value(run, stage, key)
+            value, extrapolated, spread = _value(run, stage, key)
             values.append(np.nan if value is None else value)
             hatches.append("//" if extrapolated else "")
             speedups.append(_speedup(run, stage) if stage else None)
+            low, high = spread if spread is not None and value is not None else (value, value)
+            errors[0].append(0.0 if value is None else max(value - low, 0.0))
+            errors[1].append(0.0 if value is None else max(high - value, 0.0))
         offsets = positions - 0.4 + width * (r + 0.5)
-        bars = ax.bar(offsets, values, width, label=label)
+        bars = ax.bar(offsets, values, width, label=label, yerr=errors, capsize=3,
+                      error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         all_values += [v for v in values if np.isfinite(v)]
+        all_values += [v + e for v, e in zip(values, errors[1]) if np.isfinite(v)]
         for bar, hatch, value, speedup in zip(bars, hatches, values, speedups):
             bar.set_hatch(hatch)
             if np.isfinite(value):
-                text = _short(value, key) + (f"\n{speedup:.3g}x" if speedup is not None else "")
+                text = _short(value, key) + (f"\n{speedup_text(speedup)}" if speedup is not None else "")
                 ax.annotate(text, (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom",
                             fontsize=7, xytext=(0, 2), textcoords="offset points")
     ax.set_yscale("log")
@@ -73,9 +89,14 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
     ax.grid(axis="y", which="both", alpha=0.3)
     if len(runs) > 1:
         ax.legend(fontsize=8)
+    notes = ["error bars: fastest to slowest measured call"]
     if any(v.get("extrapolated") for run in runs for v in run["variants"]):
-        ax.text(0.99, 0.98, "hatched: measured on a prefix, extrapolated", transform=ax.transAxes,
-                ha="right", va="top", fontsize=7)
+        notes.append("hatched: measured on a prefix, extrapolated")
+    ax.text(0.99, 0.98, "; ".join(notes), transform=ax.transAxes, ha="right", va="top", fontsize=7)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -85,6 +106,11 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
     return path
 
 
+def speedup_text(value: float) -> str:
+    """3.21 -> '3.21x', 31.2 -> '31.2x', 1143.6 -> '1,144x'."""
+    return f"{value:.3g}x" if value < 100 else f"{value:,.0f}x"
+
+
 def _three_digits(value: float) -> str:
     """123.4 -> '123', 12.34 -> '12.3', 1.234 -> '1.23' (never scientific notation)."""
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
@@ -92,7 +118,10 @@ def _three_digits(value: float) -> str:
 
 def _short(value: float, key: str) -> str:
     if key == "time":
-        for scale, suffix in ((1.0, " s"), (1e-3, " ms"), (1e-6, " µs")):
+        for scale, suffix in ((86400.0, " d"), (3600.0, " h"), (60.0, " min"), (1.0, " s"), (1e-3, " ms"),
+                              (1e-6, " µs")):
+            if scale >= 60 and value < 2 * scale:  # 90 s, not 1.50 min; 100 min, not 1.67 h
+                continue
             if value >= scale:
                 return _three_digits(value / scale) + suffix
         return f"{_three_digits(value * 1e9)} ns"
@@ -114,3 +143,28 @@ def throughput_plot(runs: Sequence[dict[str, Any]], labels: Sequence[str], path:
     unit = runs[0].get("throughput_unit") or runs[0]["variants"][0]["throughput"]["unit"]
     return _bars(runs, labels, "throughput", f"{unit} (log scale)",
                  f"{runs[0]['pipeline']}: throughput per stage", path)
+
+
+def run_split_plot(runs: Sequence[tuple[str, float, float, float]], path: Path) -> Path:
+    """One horizontal bar per run, split into compile, device and host seconds, with the total and
+    the speedup against the first run written at the end of each bar."""
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.6 * len(runs)), dpi=120)
+    labels = [label for label, *_ in runs]
+    positions = np.arange(len(runs))[::-1]
+    left = np.zeros(len(runs))
+    for index, (part, color) in enumerate((("compile", "#d98c3a"), ("device", "#3a7dd9"), ("host", "#7a7a7a"))):
+        widths = np.array([run[1 + index] for run in runs])
+        ax.barh(positions, widths, left=left, color=color, label=part, height=0.6)
+        left += widths
+    first = left[0]
+    for y, total in zip(positions, left):
+        speedup = f"  ({speedup_text(first / total)} vs {labels[0]})" if total > 0 and total != first else ""
+        ax.annotate(f" {_short(total, 'time')}{speedup}", (total, y), va="center", fontsize=8)
+    ax.set_yticks(positions, labels, fontsize=8)
+    ax.set_xlim(0, max(left.max(), 1e-9) * 1.45)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _short(v, "time") if v > 0 else "0"))
+    ax.set_xlabel("wall time of the run")
+    ax.set_title("time split per run: compile + device + host", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
