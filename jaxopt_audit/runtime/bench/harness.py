@@ -7,8 +7,10 @@ stage's file, and optionally capture an XProf trace of two steady-state calls. A
 `full_size_prefix` at size "full" runs on `pipeline.prefix(workload, fraction)` and its times
 are scaled by the ratio of work units (`extrapolated: true`).
 
-PIPELINE is one of the names in `PIPELINE_NAMES`, `all`, or the dotted name of any importable
-module that defines `PIPELINE` (a team's own pipeline, or a test's).
+PIPELINE is one of the names in `PIPELINE_NAMES`, `all`, the path of a folder that follows the
+reference pipeline protocol (`./my_pipeline`: an `__init__.py` defining `PIPELINE`, one module per
+stage; see `pipeline.py` and the README), or the dotted name of any importable module that
+defines `PIPELINE` (a team's own pipeline, or a test's).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import importlib.util
 import json
+import os
+import re
 import math
 import sys
 import traceback
@@ -40,7 +45,9 @@ class UsageError(Exception):
 # ---------------------------------------------------------------- loading
 
 def resolve_pipeline(name: str) -> Pipeline:
-    """A built-in pipeline by name, or `package.module` defining PIPELINE."""
+    """A built-in pipeline by name, a pipeline folder by path, or `package.module` defining PIPELINE."""
+    if os.sep in name or "/" in name or os.path.isdir(name):
+        return load_pipeline_folder(name)
     if name in PIPELINE_NAMES:
         try:
             return load_pipeline(name)
@@ -58,6 +65,38 @@ def resolve_pipeline(name: str) -> Pipeline:
                          "define one at module level")
     if not pipeline.package:
         object.__setattr__(pipeline, "package", module.__name__)
+    return pipeline
+
+
+def load_pipeline_folder(folder: str) -> Pipeline:
+    """Import a user's pipeline folder as a package (its stages import as its submodules)."""
+    path = Path(folder).resolve()
+    init = path / "__init__.py"
+    if not path.is_dir():
+        raise UsageError(f"{folder}: no such pipeline folder; give a folder with an __init__.py defining "
+                         "PIPELINE (see the README, 'Your own pipeline')")
+    if not init.is_file():
+        raise UsageError(f"{folder}: no __init__.py; a pipeline folder defines PIPELINE in its __init__.py")
+    # a name of its own, so the folder cannot shadow (or be shadowed by) an installed package
+    package = "jaxopt_audit_user_" + re.sub(r"\W", "_", path.name)
+    if package not in sys.modules:
+        spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(path)])
+        if spec is None or spec.loader is None:
+            raise UsageError(f"{folder}: cannot be imported as a package")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[package] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[package]
+            raise UsageError(f"{init}: importing it failed ({type(exc).__name__}: {exc}); fix the pipeline "
+                             "module") from exc
+    pipeline = getattr(sys.modules[package], "PIPELINE", None)
+    if not isinstance(pipeline, Pipeline):
+        raise UsageError(f"{init} defines no PIPELINE of type jaxopt_audit.runtime.bench.pipeline.Pipeline; "
+                         "define one at module level")
+    object.__setattr__(pipeline, "package", package)
+    object.__setattr__(pipeline, "source", folder)
     return pipeline
 
 
@@ -259,6 +298,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
     _add_comparisons(variants, _work_unit_name(pipeline.throughput_unit))
     return {
         "pipeline": pipeline.name,
+        "pipeline_path": pipeline.source or None,  # a user's folder: what `bench` was given
         "title": pipeline.title,
         "description": pipeline.description,
         "size": options.size,

@@ -63,6 +63,7 @@ class Pipeline:
     prefix: Callable[[Any, float], Any] | None = None
     sizes: tuple[str, ...] = ("small", "full")
     package: str = field(default="", compare=False)  # filled by load_pipeline
+    source: str = field(default="", compare=False)  # the folder path `bench` was given, for a user's pipeline
 
     def stage_module(self, stage: Stage) -> ModuleType:
         return importlib.import_module(f"{self.package}.{stage.module}")
