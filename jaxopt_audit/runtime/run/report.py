@@ -182,7 +182,7 @@ SPLIT_METHODS = (
     ("host", "wall - compile - device: the program's own Python between those, eager op dispatch "
              "included"),
     ("function device", "per jitted function: calls synchronised before and after (the first "
-                        "8, then 1 in 16 at most every 20 ms), the other calls at their median"),
+                        "3, then 1 in 16 at most every 20 ms), the other calls at their median"),
 )
 
 
