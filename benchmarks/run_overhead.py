@@ -9,6 +9,9 @@ Workloads, each a loop a user might write, timed end to end (block at the end) a
   per call under `run`: host-leaf counting and output bookkeeping).
 - read_per_step: a jitted call plus a `float()` of its result every step (hook + stack walk).
 - mlp_step: a 64-256-256-1 MLP SGD step on a batch of 32 (a realistic small step).
+- train_step: the newcomer's script jitted: a 64-256-256-1 MLP step fed a NumPy batch and its
+  loss read with `.item()` every step (what `run`'s per-call bookkeeping costs on a real step).
+- eager_step: the same step not jitted, op by op (what the eager-op attribution costs).
 
 Three configurations: plain; `run` (the jit wrapper, compile attribution, sampled execution
 timing, host-read and host-copy hooks: what `jaxopt-audit run` switches on); `run+h2d` (that
@@ -122,8 +125,40 @@ def _workloads() -> dict[str, Callable[[int], Callable[[], None]]]:
             jax.block_until_ready(p)
         return loop
 
+    def newcomer(jitted: bool) -> Callable[[int], Callable[[], None]]:
+        def make(steps: int) -> Callable[[], None]:
+            rng = np.random.default_rng(0)
+            dims = (64, 256, 256, 1)
+            params0 = {f"w{i}": jnp.asarray(rng.standard_normal((a, b)) / np.sqrt(a), jnp.float32)
+                       for i, (a, b) in enumerate(zip(dims[:-1], dims[1:]))}
+            batches = [(rng.standard_normal((32, 64)).astype(np.float32),
+                        rng.standard_normal((32, 1)).astype(np.float32)) for _ in range(8)]
+
+            def loss(params, x, y):
+                h = x
+                for i in range(len(dims) - 1):
+                    h = h @ params[f"w{i}"]
+                    if i < len(dims) - 2:
+                        h = jnp.tanh(h)
+                return jnp.mean((h - y) ** 2)
+
+            def train_step(p, x, y):
+                value, grads = jax.value_and_grad(loss)(p, x, y)
+                return jax.tree.map(lambda w, g: w - 0.01 * g, p, grads), value
+
+            step = jax.jit(train_step) if jitted else train_step
+
+            def loop() -> None:
+                p = params0
+                for i in range(steps):
+                    x, y = batches[i % len(batches)]
+                    p, value = step(p, x, y)
+                    value.item()
+            return loop
+        return make
+
     return {"tiny_call": tiny_call, "params_100": params_100, "read_per_step": read_per_step,
-            "mlp_step": mlp_step}
+            "mlp_step": mlp_step, "train_step": newcomer(True), "eager_step": newcomer(False)}
 
 
 
