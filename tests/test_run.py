@@ -229,6 +229,48 @@ def test_report_on_two_runs_writes_the_study_of_the_rewrite(tmp_path: Path) -> N
     assert "jaxopt-audit report before.json after.json -o rewrite.md" in text
 
 
+# ---------------------------------------------------------------- every jit: pmap, shard_map, libraries
+
+@pytest.mark.slow
+def test_pmap_and_jitted_shard_map_are_recorded(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "pmap_and_shard_map.py"))
+    assert status == 0
+    assert function(report, "<lambda>")["calls"] == 4 and function(report, "<lambda>")["compiles"] == 1
+    total = function(report, "total")
+    assert (total["calls"], total["compiles"], total["line"]) == (4, 4, 13)  # the user's function, under shard_map
+    assert findings(report) == [("JAX103", "pmap_and_shard_map.py", 21)]  # a new length every step
+
+
+def _needs(module: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed (the test extra does not bring it)")
+
+
+@pytest.mark.slow
+def test_equinox_filter_jit_is_the_users_function(tmp_path: Path) -> None:
+    _needs("equinox")
+    status, report = audit(tmp_path, str(SCRIPTS / "eqx_filter_jit.py"))
+    assert status == 0
+    loss = function(report, "loss")
+    # equinox jits a wrapper of its own: reported at the user's decorator, not inside equinox
+    assert (os.path.basename(loss["path"]), loss["line"], loss["calls"], loss["compiles"]) == ("eqx_filter_jit.py", 8, 5, 1)
+    # equinox's own sync of every call is listed, but is not the user's JAX301: the float() is
+    assert ("eqx_filter_jit.py", 17, 5, "block_until_ready in equinox") in transfers(report, "sync")
+    assert findings(report) == [("JAX301", "eqx_filter_jit.py", 18)]
+
+
+@pytest.mark.slow
+def test_flax_nnx_jit_is_recorded(tmp_path: Path) -> None:
+    _needs("flax")
+    status, report = audit(tmp_path, str(SCRIPTS / "nnx_jit.py"))
+    assert status == 0
+    apply = function(report, "apply")
+    assert (os.path.basename(apply["path"]), apply["line"], apply["calls"], apply["compiles"]) == ("nnx_jit.py", 7, 5, 1)
+    assert findings(report) == [("JAX301", "nnx_jit.py", 15)]
+
+
 # ---------------------------------------------------------------- reference pipeline, small size
 
 @pytest.mark.slow

@@ -2,13 +2,19 @@
 
 What is recorded, and how (all in-process, all undone by `Instrument.uninstall`):
 
-- Every function the program jits: `jax.jit` is replaced for the run by a factory that returns
+- Every function the program jits: `jax.jit` and `jax.pmap` are replaced for the run by a
+  factory that returns
   a thin `RecordingJit` around the real jitted function (attributes such as `.lower`, `.trace`,
   `.eval_shape` are forwarded). A call made under a trace (inside another jit, `vmap`, `grad`)
   goes straight through; a top-level call is counted and timed, and its host leaves (NumPy
   arrays, NumPy and Python scalars in non-static arguments: each one is copied to the device)
   are counted. Wrappers of the same Python function share one `FunctionRecord`, and the line
-  that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up.
+  that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up. Libraries
+  that call `jax.jit` themselves are seen the same way (flax's `nnx.jit` wraps the user's
+  function; equinox's `filter_jit` jits its own wrapper named after it: the record points at
+  the user's function, or at the user's line that applied the library's jit). A `shard_map`
+  under `jit` is the jitted function. A `block_until_ready` a library makes inside its own
+  wrapper (equinox waits on every call) is listed with the library's name, not as the user's sync.
 - Compilations: `jax.monitoring` duration events (trace, lowering to MLIR, XLA compile), from
   the one listener `bench`'s monitors use (`monitors.COMPILE_LISTENERS`), are
   attributed to the top-level jitted call running in the same thread; one XLA compile is one
@@ -303,6 +309,7 @@ class Instrument:
         if register is not None:
             register(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # all of runtime/
         self._patch(jax, "jit", self._make_jit_factory(jax.jit))
+        self._patch(jax, "pmap", self._make_jit_factory(jax.pmap, "static_broadcasted_argnums"))
         self._install_compile_listener()
         self._install_cache_miss_capture()
         self._install_host_reads()
@@ -335,17 +342,20 @@ class Instrument:
 
     # ------------------------------------------------------------ jit
 
-    def _make_jit_factory(self, real_jit: Callable[..., Any]) -> Callable[..., Any]:
+    def _make_jit_factory(self, real_jit: Callable[..., Any], static_option: str = "static_argnums") -> Callable[..., Any]:
         instrument = self
 
         @functools.wraps(real_jit)
-        def jit(fun: Any = None, /, **options: Any) -> Any:
+        def jit(fun: Any = None, /, *args: Any, **options: Any) -> Any:
             if fun is None:  # decorator factory: @jax.jit(static_argnames=...)
-                return lambda f: jit(f, **options)
-            jitted = real_jit(fun, **options)
+                return lambda f: jit(f, *args, **options)
+            jitted = real_jit(fun, *args, **options)
             if not instrument.active:
                 return jitted
-            return instrument._wrap(fun, jitted, options)
+            statics = dict(options)
+            if static_option != "static_argnums":  # pmap: static_broadcasted_argnums
+                statics["static_argnums"] = statics.pop(static_option, None)
+            return instrument._wrap(fun, jitted, statics)
 
         return jit
 
@@ -355,16 +365,44 @@ class Instrument:
         name = getattr(target, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
         path = code.co_filename if code else "<unknown>"
         line = code.co_firstlineno if code else 0
+        site = self.user_files.caller_site(3)
+        if code is not None and not self.user_files.is_user(code.co_filename):
+            # jit applied by a library (equinox's filter_jit jits its own wrapper, named after the
+            # user's function): the user's function when their code names it, else the user's
+            # line that applied the library's jit (a decorator line)
+            found = self._user_code_named(getattr(fun, "__name__", None))
+            if found is not None:
+                path, line = found.co_filename, found.co_firstlineno
+            elif site is not None:
+                path, line = site
         key = (path, line, name)
         record = self.functions.get(key)
         positions, names, positional = _static_arguments(fun, options)
         if record is None:
             jax_name = getattr(fun, "__name__", None) or getattr(target, "__name__", name)
             record = self.functions[key] = FunctionRecord(name, path, line, jax_name, positional)
-        site = self.user_files.caller_site(3)
         if site is not None:
             record.jit_sites[site] += 1
         return RecordingJit(jitted, record, self, positions, names)
+
+    def _user_code_named(self, name: str | None) -> Any:
+        """The code of the user's function `name`, looked up in the globals of the user's frames."""
+        if not name:
+            return None
+        frame = sys._getframe(2)
+        while frame is not None:
+            if self.user_files.is_user(frame.f_code.co_filename):
+                found = frame.f_globals.get(name)
+                if found is not None:
+                    try:
+                        found = inspect.unwrap(found)
+                    except ValueError:
+                        return None
+                    code = getattr(found, "__code__", None)
+                    if code is not None and self.user_files.is_user(code.co_filename):
+                        return code
+            frame = frame.f_back
+        return None
 
     def _recorded_call(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> Any:
         record = wrapper._record
@@ -559,6 +597,9 @@ class Instrument:
         if not self.active:
             return
         if direction == "sync":
+            caller = sys._getframe(3)  # what called the hooked block_until_ready
+            if not self.user_files.is_user(caller.f_code.co_filename):
+                via = f"{via} in {_package_of(caller.f_code.co_filename)}"  # a library's own sync
             self._note_sync(via)
         else:
             self._note_read(array, via, direction)
@@ -709,6 +750,15 @@ class Instrument:
                 HOST_READS.exit()
 
         return put
+
+
+def _package_of(filename: str) -> str:
+    """`.../site-packages/equinox/_jit.py` -> 'equinox'."""
+    parts = os.path.normpath(filename).split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    return os.path.basename(os.path.dirname(filename)) or "a library"
 
 
 def _host_array_count(obj: Any) -> int:
