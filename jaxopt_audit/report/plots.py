@@ -14,7 +14,7 @@ matplotlib.use("Agg")  # files only: no display on CI or over ssh
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 
 def _stage_labels(runs: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
@@ -80,7 +80,14 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
     ax.set_yscale("log")
     if all_values:  # room above the tallest bar for its two-line label
         ax.set_ylim(min(all_values) / 1.5, max(all_values) * 2.2)
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    if key == "time":  # ticks at times a person names (10 s, 5 min, 1 h), not at powers of ten of seconds
+        low, high = ax.get_ylim()
+        ticks = [t for t in _TIME_TICKS if low <= t <= high]
+        if len(ticks) > 12:
+            ticks = ticks[::2]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+    else:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _short(v, key)))
     ax.yaxis.set_minor_formatter(NullFormatter())  # minor log ticks unlabelled: no "4x10^0" clutter
     ax.set_xticks(positions, [f"{i}\n{name.split('_', 1)[-1]}" for i, name in stages], fontsize=8)
@@ -111,6 +118,11 @@ def speedup_text(value: float) -> str:
     return f"{value:.3g}x" if value < 100 else f"{value:,.0f}x"
 
 
+_TIME_TICKS = sorted({m * 10.0 ** e for e in range(-9, 2) for m in (1, 2, 5)}
+                     | {120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 86400.0, 172800.0,
+                        432000.0})
+
+
 def _three_digits(value: float) -> str:
     """123.4 -> '123', 12.34 -> '12.3', 1.234 -> '1.23' (never scientific notation)."""
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
@@ -120,7 +132,7 @@ def _short(value: float, key: str) -> str:
     if key == "time":
         for scale, suffix in ((86400.0, " d"), (3600.0, " h"), (60.0, " min"), (1.0, " s"), (1e-3, " ms"),
                               (1e-6, " µs")):
-            if scale >= 60 and value < 2 * scale:  # 90 s, not 1.50 min; 100 min, not 1.67 h
+            if scale >= 60 and value < 2 * scale and value % scale:  # 90 s, not 1.50 min; but 1 h
                 continue
             if value >= scale:
                 return _three_digits(value / scale) + suffix
@@ -134,7 +146,7 @@ def _short(value: float, key: str) -> str:
 def time_plot(runs: Sequence[dict[str, Any]], labels: Sequence[str], path: Path) -> Path:
     """Steady-state time of the whole workload per stage, log scale."""
     pipeline = runs[0]["pipeline"]
-    return _bars(runs, labels, "time", "seconds per run (median, log scale)",
+    return _bars(runs, labels, "time", "time per run (median, log scale)",
                  f"{pipeline}: time per stage ({runs[0]['size']} workload)", path)
 
 

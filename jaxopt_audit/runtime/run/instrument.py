@@ -429,7 +429,8 @@ class Instrument:
         finally:
             end = time.perf_counter()
             stack.pop()
-            self._account_compilation(frame, nested)
+            if frame.compiles or frame.compile_s:
+                self._account_compilation(frame, nested)
         record.calls += 1
         inside = max(0.0, end - start - frame.compile_s)
         compiled = bool(frame.compiles or frame.compile_s)
