@@ -80,6 +80,11 @@ def _summary(report: RunReport) -> Text:
         text.append(f"jitted functions' device time, measured on {sampled} synchronised calls: "
                     f"{_seconds(split.functions_device_s)} (the run's device part: {_seconds(split.device_s)})\n",
                     style="dim")
+        traced = [f.trace_xla_s for f in report.functions if f.trace_xla_s is not None]
+        if traced:
+            gap = abs(sum(traced) - split.functions_device_s)
+            text.append(f"their XLA ops in the trace: {_seconds(sum(traced))} (the profiler's op events; "
+                        f"{_share(gap, report.wall_s)} of the wall time from the sampled device time)\n", style="dim")
     if report.eager_ops:
         text.append(f"{report.eager_ops} JAX ops ran eagerly (outside jit), "
                     f"{_seconds(split.eager_op_s if split else 0.0)} dispatching them\n", style="dim")

@@ -74,6 +74,7 @@ class TraceSummary:
     steps: tuple[StepTime, ...]
     compile_s: float
     copies: tuple[CopyTime, ...] = field(default_factory=tuple)
+    modules: tuple[tuple[str, float], ...] = ()  # (XLA module, seconds of its ops), e.g. ("jit_step", 0.03)
 
     def op_names(self) -> list[str]:
         return [op.name for op in self.top_ops]
@@ -85,6 +86,7 @@ class TraceSummary:
             "top_ops": [op.__dict__ for op in self.top_ops],
             "steps": [s.__dict__ for s in self.steps],
             "copies": [c.__dict__ for c in self.copies],
+            "modules": dict(self.modules),
         }
 
     def render(self, top: int = 10) -> str:
@@ -255,6 +257,9 @@ def summarize_trace(path: str | os.PathLike[str], top: int = 10) -> TraceSummary
                          for (direction, name), d in copies.items()),
                         key=lambda c: (c.direction, -c.count, c.name))
     steps.sort(key=lambda s: (s.name, s.step))
+    module_s: dict[str, float] = defaultdict(float)
+    for (_, module), seconds in op_time.items():
+        module_s[module] += seconds
     return TraceSummary(
         path=str(target),
         span_s=(last - first) / 1e9 if last > first else 0.0,
@@ -263,4 +268,5 @@ def summarize_trace(path: str | os.PathLike[str], top: int = 10) -> TraceSummary
         steps=tuple(steps),
         compile_s=_union_seconds(compile_intervals),
         copies=tuple(copy_times),
+        modules=tuple(sorted(module_s.items(), key=lambda m: (-m[1], m[0]))),
     )

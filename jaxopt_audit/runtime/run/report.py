@@ -47,6 +47,7 @@ class FunctionReport:
     jit_wrappers: int  # how many times jax.jit was applied to it
     exec_measured: int
     recompiles: tuple[RecompileReport, ...]
+    trace_xla_s: float | None = None  # its XLA ops' time in the --trace capture (None: not traced)
 
     @property
     def h2d_per_call(self) -> float:
@@ -190,7 +191,8 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                  wall_s: float, findings: tuple[Finding, ...] = (), scan: str = "skipped",
                  trace: dict[str, Any] | None = None, h2d_total: int | None = None) -> RunReport:
     """The whole report from the instruments' records and the findings derived from them."""
-    functions = tuple(sorted((_function(r) for r in instrument.functions.values() if r.calls or r.compiles),
+    modules = (trace or {}).get("xla_by_module") or {}
+    functions = tuple(sorted((_function(r, modules) for r in instrument.functions.values() if r.calls or r.compiles),
                              key=lambda f: (-f.compile_s - f.exec_s - f.dispatch_s, f.path, f.line, f.name)))
     transfers = tuple(sorted(
         (TransferReport(key.direction, display_path(key.path), key.line, count,
@@ -242,14 +244,24 @@ def _eager(record: EagerRecord, wall_s: float, nested: bool) -> EagerFunctionRep
                                called_from, nested)
 
 
-def _function(record: FunctionRecord) -> FunctionReport:
+def _function(record: FunctionRecord, modules: dict[str, float]) -> FunctionReport:
     recompiles = tuple(RecompileReport(r.reason, r.arguments, r.kinds,
                                        display_path(r.site.path) if r.site else None,
                                        r.site.line if r.site else None) for r in record.recompiles)
     return FunctionReport(record.name, display_path(record.path), record.line, record.calls, record.compiles,
                           _r(record.compile_s), _r(record.exec_estimate_s), _r(record.call_s), record.h2d_transfers,
                           record.d2h_transfers, record.host_array_args, record.wrappers_created,
-                          record.exec_measured, recompiles)
+                          record.exec_measured, recompiles, _traced(record, modules))
+
+
+def _traced(record: FunctionRecord, modules: dict[str, float]) -> float | None:
+    """XLA op seconds of the function's modules in the trace (`jit_train_step`, `pmap_f`, ...)."""
+    if not modules:
+        return None
+    name = record.jax_name.replace("<", "_").replace(">", "_")
+    total = sum(seconds for module, seconds in modules.items()
+                if module.split(".")[0] in (f"jit_{name}", f"pmap_{name}", f"xla_pmap_{name}", name))
+    return _r(total)
 
 
 def _r(seconds: float) -> float:

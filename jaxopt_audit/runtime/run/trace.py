@@ -95,7 +95,9 @@ class RunTrace:
         try:
             from ..trace import summarize_trace
 
-            info["summary"] = summarize_trace(self._path).render()
+            summary = summarize_trace(self._path)
+            info["summary"] = summary.render()
+            info["xla_by_module"] = dict(summary.modules)  # the per-function check of device time
         except Exception as exc:  # the trace file is the deliverable; its summary is a bonus
             info["summary"] = f"summary unavailable ({type(exc).__name__}: {exc})"
         return info
