@@ -323,6 +323,7 @@ def test_trace_steps_captures_a_trace(tmp_path: Path) -> None:
     assert ", 4: " not in report["trace"]["summary"]  # calls 2 and 3 are marked as steps, no more
     # the trace's own reads are not the program's: still 12 reads of step's outputs
     assert function(report, "step")["d2h_transfers"] == 12
+    assert function(report, "step")["trace_xla_s"] > 0  # its XLA ops, from the trace's modules
 
 
 @pytest.mark.slow
