@@ -87,7 +87,7 @@ def check_output_file(path: str | os.PathLike, option: str) -> None:
         raise OutputPathError(f"cannot write {option} {path}: {_why(exc)}; choose another path") from None
     if stat.S_ISDIR(info.st_mode):
         raise OutputPathError(f"cannot write {option} {path}: it is a directory; name a file "
-                              f"(for example {os.path.join(path, 'out.json')})")
+                              "(inside it, or elsewhere)")
     if stat.S_ISREG(info.st_mode):
         if not os.access(path, os.W_OK):
             raise OutputPathError(f"cannot write {option} {path}: permission denied; choose a writable path")
