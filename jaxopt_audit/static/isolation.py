@@ -44,10 +44,10 @@ def call_with_deep_stack(fn: Callable[..., T], *args: object) -> T:
 
     with _limit_lock:
         previous_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
         try:
             previous_stack = threading.stack_size(STACK_BYTES)
-        except (ValueError, RuntimeError):  # a platform that refuses the size: the default stack
+            sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
+        except (ValueError, RuntimeError):  # the platform refuses the size: default stack and limit
             previous_stack = threading.stack_size()
         try:
             worker = threading.Thread(target=run, name="jaxopt-audit-file", daemon=True)
