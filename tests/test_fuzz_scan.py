@@ -89,13 +89,13 @@ def assert_scans(files: dict[str, bytes]) -> None:
         assert any(Path(f.path).name == "good.py" for f in result.findings)
 
 
-@settings(max_examples=_examples(30))
+@settings(max_examples=_examples(25))
 @given(source=hypothesmith.from_grammar())
 def test_generated_python_from_the_grammar(source: str) -> None:
     assert_scans({"generated.py": source.encode("utf-8", "surrogatepass")})
 
 
-@settings(max_examples=_examples(8))
+@settings(max_examples=_examples(5))
 @given(source=hypothesmith.from_node())
 def test_generated_python_from_libcst_nodes(source: str) -> None:
     assert_scans({"generated.py": source.encode("utf-8", "surrogatepass")})
