@@ -10,11 +10,13 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import traceback
 from typing import Callable, Sequence
 
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 RUNTIME_EXTRA_HINT = "install the runtime extra: pip install 'jaxopt-audit[runtime]'"
 
 
@@ -129,6 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         print("jaxopt-audit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception:  # noqa: BLE001 - user errors are one-line messages; this is the tool's bug
+        traceback.print_exc()
+        print(f"jaxopt-audit: internal error (a bug in jaxopt-audit {__version__}, not in your code); "
+              "please report it with the command line and the traceback above", file=sys.stderr)
         return EXIT_ERROR
 
 

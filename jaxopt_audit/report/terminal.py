@@ -71,6 +71,9 @@ def render_terminal(result, console: Console, concise: bool = False, statistics:
                       f"({detail}) in {files} file{'s' if files != 1 else ''}; "
                       f"{result.files_scanned} file{'s' if result.files_scanned != 1 else ''} scanned.",
                       highlight=False)
+    elif result.errors:  # not "all checks passed" when some (or every) file was not checked
+        console.print(f"No findings in {result.files_scanned} file{'s' if result.files_scanned != 1 else ''} "
+                      "scanned.", highlight=False)
     else:
         console.print(f"[green]All checks passed:[/] {result.files_scanned} "
                       f"file{'s' if result.files_scanned != 1 else ''} scanned, no findings.", highlight=False)

@@ -17,7 +17,7 @@ from rich.markdown import Markdown
 from .config import ConfigError
 from .engine import scan_paths
 from .registry import RuleLoadError, find_rule, load_rules
-from ..fileio import write_text_atomic
+from ..fileio import OutputPathError, check_output_file, write_text_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -37,6 +37,8 @@ def scan_command(args: argparse.Namespace) -> int:
     fmt = args.format or "full"
     interactive = fmt in ("full", "concise") and args.output is None and sys.stderr.isatty()
     try:
+        if args.output is not None:  # before the work: a bad -o must not cost a whole scan
+            check_output_file(args.output, "-o")
         config = None if not args.no_config else __import__(
             "jaxopt_audit.static.config", fromlist=["Config"]).Config()
         if args.config is not None:
@@ -59,9 +61,19 @@ def scan_command(args: argparse.Namespace) -> int:
             result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
                                 extend_select=_split(args.extend_select), exclude=args.exclude,
                                 config=config, rules_dirs=args.rules_dir, jobs=args.jobs)
-    except (ConfigError, RuleLoadError) as exc:
+    except (ConfigError, RuleLoadError, OutputPathError) as exc:
         return _usage_error(str(exc))
 
+    try:
+        _render(args, fmt, result)
+    except OSError as exc:
+        if not args.output:
+            raise
+        return _usage_error(f"cannot write -o {args.output}: {exc.strerror or exc}; choose a writable path")
+    return _exit_status(args, result)
+
+
+def _render(args: argparse.Namespace, fmt: str, result) -> None:
     if fmt in ("json", "sarif", "github"):
         from ..report.github import render_github
         from ..report.json_report import render_json
@@ -80,6 +92,9 @@ def scan_command(args: argparse.Namespace) -> int:
         else:
             render_terminal(result, Console(highlight=False), concise=fmt == "concise",
                             statistics=args.statistics)
+
+
+def _exit_status(args: argparse.Namespace, result) -> int:
     if result.internal_errors:
         return EXIT_ERROR
     if args.exit_zero:

@@ -58,9 +58,16 @@ def load_config(pyproject: str | None) -> Config:
     try:
         with open(pyproject, "rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{pyproject}: cannot read configuration: {exc}") from exc
-    section = data.get("tool", {}).get("jaxopt-audit", {})
+    except OSError as exc:
+        raise ConfigError(f"{pyproject}: cannot read configuration: {exc.strerror or exc}; "
+                          "fix the file or pass --no-config") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: not valid TOML ({exc}); fix the file or pass --no-config") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):  # `tool = 3`
+        raise ConfigError(f"{pyproject}: `tool` must be a table ([tool.jaxopt-audit]), "
+                          f"not {type(tool).__name__}; fix the file or pass --no-config")
+    section = tool.get("jaxopt-audit", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{pyproject}: [tool.jaxopt-audit] must be a table")
     known = {"select", "extend-select", "ignore", "exclude", "per-file-ignores"}

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from .isolation import special_file_kind
+
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env",
                           "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
                           ".ruff_cache", "node_modules", "site-packages", ".eggs"})
@@ -33,19 +35,30 @@ def discover(paths: list[str], exclude: list[str]) -> Discovery:
     """Files in a stable order; unreadable directories and missing paths become errors."""
     files: list[str] = []
     errors: list[tuple[str, str]] = []
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
 
     def add(file: str) -> None:
-        key = os.path.normpath(file)
+        # Only regular files are read: a FIFO named x.py would block the scan forever on open.
+        kind = special_file_kind(file)
+        if kind is not None:
+            if os.path.normpath(file) not in seen:
+                seen.add(os.path.normpath(file))
+                errors.append((os.path.normpath(file), f"not scanned: it is {kind}, not a regular file"))
+            return
+        try:  # one file named by two paths (a symlink, `a/../a`) is scanned once
+            info = os.stat(file)
+            key: tuple[int, int] | str = (info.st_dev, info.st_ino)
+        except OSError:
+            key = os.path.normpath(file)  # reading it will report why
         if key not in seen:
             seen.add(key)
-            files.append(key)
+            files.append(os.path.normpath(file))
 
     for root in paths:
         if not os.path.exists(root):
             errors.append((root, "no such file or directory"))
             continue
-        if os.path.isfile(root):  # named explicitly: scanned even if excluded or not .py
+        if not os.path.isdir(root):  # named explicitly: scanned even if excluded or not .py
             add(root)
             continue
 

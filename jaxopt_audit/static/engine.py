@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -20,9 +21,10 @@ import libcst as cst
 
 from .config import Config, find_pyproject, load_config
 from .discovery import discover
+from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
-from .registry import load_rules, select_rules
+from .registry import check_patterns, load_rules, select_rules
 from .rule import Finding, Rule
 
 
@@ -64,6 +66,9 @@ def _package_of(path: str) -> str:
 
 def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
     """CPython's own message and position when it has one (libcst's are terse), else libcst's."""
+    nul = _nul_position(source)
+    if nul is not None:  # compile() refuses the whole text and libcst points at 1:1
+        return f"syntax error at {nul[0]}:{nul[1]}: source contains a NUL byte; remove it"
     try:
         compile(source, "<scan>", "exec", dont_inherit=True)
     except SyntaxError as py_exc:
@@ -73,6 +78,17 @@ def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
         pass
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
     return f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {first}"
+
+
+def _nul_position(source: str | bytes) -> tuple[int, int] | None:
+    """1-based line and column of the first NUL byte, if any."""
+    nul = "\0" if isinstance(source, str) else b"\0"
+    index = source.find(nul)  # type: ignore[arg-type]
+    if index < 0:
+        return None
+    newline = "\n" if isinstance(source, str) else b"\n"
+    line_start = source.rfind(newline, 0, index) + 1  # type: ignore[arg-type]
+    return source.count(newline, 0, index) + 1, index - line_start + 1  # type: ignore[arg-type]
 
 
 def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
@@ -125,6 +141,26 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
     return scan_source(data, path, rules, ignored_codes)
 
 
+def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+    """scan_file, but nothing the file does escapes as an exception (isolation.py): special files
+    are not opened, deep nesting gets a deep stack, and what still fails is this file's error."""
+    kind = special_file_kind(path)
+    if kind is not None:
+        return FileResult(path, [], ScanError(path, f"not scanned: it is {kind}, not a regular file"), 0)
+    try:
+        return call_with_deep_stack(scan_file, path, rules, ignored_codes)
+    except RecursionError:
+        return FileResult(path, [], ScanError(
+            path, f"not scanned: nested too deeply to analyse (more than {RECURSION_LIMIT} levels of "
+                  "recursion); split the deepest expression or exclude the file"), 0)
+    except MemoryError:
+        return FileResult(path, [], ScanError(path, "not scanned: out of memory while analysing it; "
+                                                    "exclude the file or scan it on its own"), 0)
+    except Exception as exc:  # noqa: BLE001 - the tool's bug, reported as this file's error
+        return FileResult(path, [], ScanError(
+            path, f"internal error: {type(exc).__name__}: {exc}; please report it with this file"), 0, True)
+
+
 # Worker state: rules are loaded once per process, not once per file (Fixit's cost, STYLE.md).
 _worker_rules: list[Rule] = []
 _worker_config: Config | None = None
@@ -132,6 +168,8 @@ _worker_config: Config | None = None
 
 def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> None:
     global _worker_rules, _worker_config
+    # Ctrl-C reaches the whole process group: the parent stops the pool, workers stay quiet.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     by_code = {r.CODE: r for r in load_rules(rules_dirs)}
     _worker_rules = [by_code[c]() for c in codes]
     _worker_config = config
@@ -139,7 +177,7 @@ def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> Non
 
 def _scan_in_worker(path: str) -> FileResult:
     assert _worker_config is not None
-    return scan_file(path, _worker_rules, _worker_config.ignored_for(path))
+    return scan_file_isolated(path, _worker_rules, _worker_config.ignored_for(path))
 
 
 def _size(path: str) -> int:
@@ -174,6 +212,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     cfg = resolve_config(paths, config)
     rules_dirs = list(rules_dirs or [])
     all_rules = load_rules(rules_dirs)
+    _check_codes(all_rules, cfg, select=select, ignore=ignore, extend_select=extend_select)
     chosen_select = select if select is not None else cfg.select
     if chosen_select is not None or extend_select or cfg.extend_select:
         base = list(chosen_select) if chosen_select is not None else ["ALL"]
@@ -189,22 +228,38 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
         # the output order does not depend on this (findings are sorted).
         by_size = sorted(files, key=_size, reverse=True)
         chunk = max(1, len(files) // (jobs * 64))
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
-                                 initargs=([r.CODE for r in chosen], rules_dirs, cfg)) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
+                                   initargs=([r.CODE for r in chosen], rules_dirs, cfg))
+        try:
             file_results = pool.map(_scan_in_worker, by_size, chunksize=chunk)
             for file_result in file_results:
                 _collect(result, file_result)
                 if progress is not None:
                     progress()
+        except BaseException:  # Ctrl-C: drop the queued files instead of scanning them all first
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     else:
         instances = [r() for r in chosen]
         for path in files:
-            _collect(result, scan_file(path, instances, cfg.ignored_for(path)))
+            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path)))
             if progress is not None:
                 progress()
     result.findings.sort()
     result.errors.sort()
     return result
+
+
+def _check_codes(rules: list[type[Rule]], cfg: Config, **options: list[str] | None) -> None:
+    """Every code named on the command line or in the configuration, before any work."""
+    for option, codes in options.items():
+        check_patterns(rules, codes or [], f"--{option.replace('_', '-')}")
+    where = f"[tool.jaxopt-audit] of {cfg.source}"
+    for key, codes in (("select", cfg.select), ("extend-select", cfg.extend_select), ("ignore", cfg.ignore)):
+        check_patterns(rules, codes or [], f"{key} in {where}")
+    for pattern, codes in cfg.per_file_ignores.items():
+        check_patterns(rules, codes, f"per-file-ignores {pattern!r} in {where}")
 
 
 def _collect(result: ScanResult, file_result: FileResult) -> None:

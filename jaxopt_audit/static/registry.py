@@ -5,6 +5,7 @@ Nothing is registered by hand: a rule file is picked up by being there.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -49,8 +50,11 @@ def _load_dir(directory: str) -> list[type[Rule]]:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
+        except SystemExit as exc:  # would otherwise end the scan silently with its status
+            raise RuleLoadError(f"{file}: called sys.exit({exc.code!r}) while being imported; a rule "
+                                "module must only define rules") from None
         except Exception as exc:  # noqa: BLE001 - a broken user rule is a usage error
-            raise RuleLoadError(f"{file}: failed to import: {exc}") from exc
+            raise RuleLoadError(f"{file}: failed to import: {type(exc).__name__}: {exc}") from exc
         found.extend(_rules_in(module))
     return found
 
@@ -84,6 +88,19 @@ def select_rules(rules: list[type[Rule]], select: Iterable[str] | None,
         return any(p == "ALL" or code.startswith(p) for p in patterns)
 
     return [r for r in rules if matches(r.CODE, select) and not matches(r.CODE, ignore)]
+
+
+def check_patterns(rules: list[type[Rule]], patterns: Iterable[str], origin: str) -> None:
+    """Raise RuleLoadError for a code or prefix that matches no rule: an unknown code in --select
+    would otherwise select nothing and report a clean run."""
+    codes = [r.CODE for r in rules]
+    for pattern in patterns:
+        if pattern == "ALL" or (pattern and any(code.startswith(pattern) for code in codes)):
+            continue
+        close = difflib.get_close_matches(pattern.upper(), codes, n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise RuleLoadError(f"unknown rule code or prefix {pattern!r} in {origin}; {hint}"
+                            "`jaxopt-audit rules` lists the codes (a prefix such as JAX3 selects a group)")
 
 
 def find_rule(rules: list[type[Rule]], key: str) -> type[Rule] | None:
