@@ -33,6 +33,12 @@ def _usage_error(message: str) -> int:
     return EXIT_ERROR
 
 
+def output_console() -> Console:
+    """stdout as rich sees it: colour only on a terminal (rich honours NO_COLOR and FORCE_COLOR),
+    and never hard-wrapped when piped, so `path:line:col:` parsers see one line per finding."""
+    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+
+
 def scan_command(args: argparse.Namespace) -> int:
     fmt = args.format or "full"
     interactive = fmt in ("full", "concise") and args.output is None and sys.stderr.isatty()
@@ -72,14 +78,17 @@ def scan_command(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
     else:
-        from ..report.terminal import render_terminal
+        from ..report.terminal import render_statistics, render_terminal
         if args.output:
-            console = Console(file=open(os.devnull, "w"), record=True, width=120)
-            render_terminal(result, console, concise=fmt == "concise", statistics=args.statistics)
-            write_text_atomic(args.output, console.export_text())
+            console = Console(file=open(os.devnull, "w"), record=True, soft_wrap=True, width=120)
         else:
-            render_terminal(result, Console(highlight=False), concise=fmt == "concise",
-                            statistics=args.statistics)
+            console = output_console()
+        if getattr(args, "statistics", False):
+            render_statistics(result, console)
+        else:
+            render_terminal(result, console, concise=fmt == "concise", quiet=getattr(args, "quiet", False))
+        if args.output:
+            write_text_atomic(args.output, console.export_text())
     if result.internal_errors:
         return EXIT_ERROR
     if args.exit_zero:

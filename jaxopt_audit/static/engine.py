@@ -18,6 +18,7 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
 from .config import Config, find_pyproject, load_config
 from .discovery import discover
 from .model import SemanticModel
@@ -122,6 +123,9 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
             data = handle.read()
     except OSError as exc:
         return FileResult(path, [], ScanError(path, f"cannot read: {exc.strerror or exc}"), 0)
+    if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
+        from .notebooks import scan_notebook
+        return scan_notebook(data, path, rules, ignored_codes)
     return scan_source(data, path, rules, ignored_codes)
 
 
@@ -179,7 +183,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
         base = list(chosen_select) if chosen_select is not None else ["ALL"]
         chosen_select = base + list(extend_select or []) + cfg.extend_select
     chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore)
-    found = discover(paths, list(exclude or []) + cfg.exclude)
+    found = discover(paths, list(exclude or []) + cfg.exclude, cfg.extend_include)
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)
     files = found.files
@@ -202,7 +206,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
             _collect(result, scan_file(path, instances, cfg.ignored_for(path)))
             if progress is not None:
                 progress()
-    result.findings.sort()
+    result.findings.sort(key=Finding.sort_key)
     result.errors.sort()
     return result
 

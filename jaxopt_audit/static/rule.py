@@ -38,12 +38,21 @@ class Finding(NamedTuple):
     severity: str
     message: str
     fix: str
+    cell: int | None = None  # notebooks: the cell (1-based); line/column are then inside it
+    fix_applicability: str | None = None  # "safe" | "unsafe" | None (no automatic fix)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.column, self.code, self.end_line,
+                self.end_column, self.message)
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "line": self.line, "column": self.column,
+        data = {"path": self.path, "line": self.line, "column": self.column,
                 "end_line": self.end_line, "end_column": self.end_column, "code": self.code,
                 "name": self.name, "severity": self.severity, "message": self.message,
-                "fix": self.fix}
+                "fix": self.fix, "fix_applicability": self.fix_applicability}
+        if self.cell is not None:
+            data["cell"] = self.cell
+        return data
 
 
 @dataclass(frozen=True)
