@@ -29,7 +29,7 @@ def notebook(tmp_path, cells, name="nb.ipynb", outputs=None):
 
 
 def scan_json(paths, capsys, *extra):
-    code = main(["scan", *map(str, paths), "--format", "json", *extra])
+    code = main(["scan", *map(str, paths), "--format", "json", "--no-cache", *extra])
     out, _ = capsys.readouterr()
     return code, json.loads(out)
 

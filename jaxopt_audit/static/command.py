@@ -39,6 +39,24 @@ def output_console() -> Console:
     return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
 
 
+def _cache_dir(args: argparse.Namespace, config) -> str | None:
+    """--no-cache: none; --cache-dir DIR; else beside the configuration (static/cache.py)."""
+    if getattr(args, "no_cache", False):
+        return None
+    if getattr(args, "cache_dir", None):
+        return args.cache_dir
+    from .cache import default_cache_dir
+    from .engine import resolve_config
+    return default_cache_dir(resolve_config(list(args.paths) or ["."], config).source)
+
+
+def _scan(args: argparse.Namespace, config, progress=None):
+    return scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
+                      extend_select=_split(args.extend_select), exclude=args.exclude,
+                      config=config, rules_dirs=args.rules_dir, jobs=args.jobs, progress=progress,
+                      cache_dir=_cache_dir(args, config))
+
+
 def scan_command(args: argparse.Namespace) -> int:
     fmt = args.format or "full"
     interactive = fmt in ("full", "concise") and args.output is None and sys.stderr.isatty()
@@ -57,16 +75,17 @@ def scan_command(args: argparse.Namespace) -> int:
             with progress_bar:
                 task = progress_bar.add_task("scanning", total=None)
                 progress = lambda: progress_bar.advance(task)  # noqa: E731
-                result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
-                                    extend_select=_split(args.extend_select), exclude=args.exclude,
-                                    config=config, rules_dirs=args.rules_dir, jobs=args.jobs,
-                                    progress=progress)
+                result = _scan(args, config, progress)
         else:
-            result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
-                                extend_select=_split(args.extend_select), exclude=args.exclude,
-                                config=config, rules_dirs=args.rules_dir, jobs=args.jobs)
+            result = _scan(args, config)
     except (ConfigError, RuleLoadError) as exc:
         return _usage_error(str(exc))
+
+    if getattr(args, "diff", False) or getattr(args, "fix", False):
+        fixed = _apply_fixes(args, result, config)
+        if fixed is not None:
+            return fixed
+        result = _scan(args, config)
 
     if fmt in ("json", "sarif", "github"):
         from ..report.github import render_github
@@ -94,6 +113,38 @@ def scan_command(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if (result.findings or result.errors) else EXIT_OK
+
+
+def _apply_fixes(args: argparse.Namespace, result, config) -> int | None:
+    """--diff: print the diff and return the exit status. --fix: write the fixes, say what
+    changed on stderr, and return None (the caller re-scans and reports what is left)."""
+    from .engine import resolve_config
+    from .fix_run import fix_paths
+
+    summary = fix_paths(result, resolve_config(list(args.paths), config), args.unsafe_fixes,
+                        write=not args.diff)
+    count = sum(len(o.applied) for o in summary.outcomes)
+    files = len(summary.outcomes)
+    if args.diff:
+        for outcome in summary.outcomes:
+            sys.stdout.write(outcome.diff())
+        print(f"Would fix {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+              + ("" if args.unsafe_fixes else " (more with --unsafe-fixes)" if _unsafe_left(result) else "")
+              + ".", file=sys.stderr)
+        return EXIT_FINDINGS if count else EXIT_OK
+    for outcome in summary.outcomes:
+        for applied in outcome.applied:
+            print(f"{outcome.path}:{applied.line}:{applied.column}: fixed {applied.code}: {applied.description}",
+                  file=sys.stderr)
+    print(f"Fixed {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}."
+          + (f" {summary.notebooks_left} fixable finding(s) in notebooks are not rewritten." if summary.notebooks_left else "")
+          + ("" if args.unsafe_fixes or not _unsafe_left(result) else " More fixes with --unsafe-fixes."),
+          file=sys.stderr)
+    return None
+
+
+def _unsafe_left(result) -> bool:
+    return any(f.fix_applicability == "unsafe" for f in result.findings)
 
 
 def rule_command(args: argparse.Namespace) -> int:

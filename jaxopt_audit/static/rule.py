@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterable, NamedTuple
 import libcst as cst
 
 if TYPE_CHECKING:
+    from .fixes import Fix
     from .model import SemanticModel
 
 SEVERITIES = ("error", "warning", "info")
@@ -105,6 +106,11 @@ class Rule:
 
     def check(self, model: "SemanticModel") -> Iterable[Report]:
         raise NotImplementedError
+
+    def fix(self, model: "SemanticModel", report: Report) -> "Fix | None":
+        """The automatic fix for one of this rule's reports (a codemod, static/fixes.py), or None.
+        Rules that fix override this; the engine asks only for reports it keeps."""
+        return None
 
     # ---------------------------------------------------------------- documentation
     @classmethod
