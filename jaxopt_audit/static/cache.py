@@ -77,10 +77,11 @@ class Cache:
         self.hits = 0
 
     @classmethod
-    def for_scan(cls, directory: str, rules: list, config, rules_files: Iterable[str] = ()) -> "Cache":
+    def for_scan(cls, directory: str, rules: list, config, rules_files: Iterable[str] = (),
+                 dependencies: Callable[[str, bytes], Iterable[bytes]] | None = None) -> "Cache":
         codes = ",".join(sorted(r.CODE for r in rules))
         fingerprint = hashlib.sha256(f"{FORMAT}\0{tool_digest(rules_files)}\0{codes}".encode()).hexdigest()
-        return cls(directory, fingerprint)
+        return cls(directory, fingerprint, dependencies)
 
     # ------------------------------------------------------------------ entries
     def key(self, path: str, content: bytes, ignored: Iterable[str]) -> str:

@@ -8,14 +8,16 @@ from typing import Callable
 from .cache import Cache
 
 
-def open_cache(directory: str, rules: list, config) -> Cache:
+def open_cache(directory: str, rules: list, config, dependencies=None) -> Cache:
+    """`dependencies(path, content)`: the extra inputs a file's result depends on (bytes each,
+    e.g. the summaries of the modules it imports, from a project-wide pass)."""
     files = []
     for rule in rules:
         try:
             files.append(inspect.getsourcefile(rule) or "")
         except TypeError:
             files.append(rule.__module__)
-    return Cache.for_scan(directory, rules, config, files)
+    return Cache.for_scan(directory, rules, config, files, dependencies)
 
 
 def cached_results(cache: Cache, files: list[str], config, collect: Callable, progress=None):
