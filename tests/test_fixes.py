@@ -115,3 +115,17 @@ def test_json_marks_fix_applicability(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     kinds = {f["code"]: f["fix_applicability"] for f in data["findings"]}
     assert kinds["JAX601"] == "safe" and kinds["JAX701"] == "safe"
+
+
+@pytest.mark.parametrize("body", [
+    "def check(x, y):\n    if jnp.all(x > 0):\n        raise ValueError('negative')\n    return x * y + jnp.sum(y)\n",
+    "def step(state, batch, size):\n    return jnp.tanh(make_model(size)(batch)) * jnp.mean(state)\n",
+    "def step(w, *rest):\n    return jnp.tanh(w) * jnp.mean(w)\n",
+])
+def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body):
+    source = ("import jax\nimport jax.numpy as jnp\nfrom models import make_model\n\n" + body +
+              "\n\ndef loop(a, b, c):\n    for _ in range(9):\n        a = " + body.split("(")[0][4:] + "(a, b, c)\n    return a\n")
+    instances = [r() for r in RULES]
+    findings = scan_source(source, "x.py", instances).findings
+    assert [f.fix_applicability for f in findings if f.code == "JAX101"] in ([], [None])
+    assert "@jax.jit" not in fix_source(source, "x.py", instances, unsafe=True).fixed
