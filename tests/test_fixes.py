@@ -129,3 +129,57 @@ def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body):
     findings = scan_source(source, "x.py", instances).findings
     assert [f.fix_applicability for f in findings if f.code == "JAX101"] == [None]
     assert "@jax.jit" not in fix_source(source, "x.py", instances, unsafe=True).fixed
+
+
+def write_notebook(path, cells, **dump):
+    raw = [{"cell_type": kind, "execution_count": None, "metadata": {}, "outputs": [],
+            "source": source.splitlines(keepends=True)} if kind == "code" else
+           {"cell_type": kind, "metadata": {}, "source": source.splitlines(keepends=True)} for kind, source in cells]
+    document = {"cells": raw, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(document, **dump) + "\n", encoding="utf-8")
+
+
+NB_CELLS = [
+    ("markdown", "# Timing ünïcode"),
+    ("code", "%matplotlib inline\nimport time\nimport jax\nimport jax.numpy as jnp\n"),
+    ("code", "x = jnp.ones((10, 10))\nstart = time.time()\ny = jnp.dot(x, x.T)\nprint(time.time() - start)\n"),
+    ("code", "step = jax.jit(lambda w, m: w * m)\n\ndef fit(w, batches):\n    !echo fitting\n    for batch in batches:\n"
+             "        key = jax.random.key(42)\n        mask = jax.random.bernoulli(key, 0.9, batch.shape)\n"
+             "        w = step(w, jnp.where(mask, batch, 0.0))\n    return w\n"),
+    ("code", "tree = jax.tree_map(lambda v: v, {'a': x})"),
+]
+
+
+def test_notebook_fix_rewrites_cells_and_keeps_the_rest(tmp_path, capsys):
+    path = tmp_path / "nb.ipynb"
+    write_notebook(path, NB_CELLS, indent=1, sort_keys=True, ensure_ascii=False)
+    original = json.loads(path.read_text())
+    main(["scan", str(path), "--fix", "--unsafe-fixes", "--no-cache", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert f"{path}:cell 3:4:7: fixed JAX701" in err and f"{path}:cell 5:1:8: fixed JAX601" in err
+    assert f"{path}:cell 4:6:15: fixed JAX502" in err
+    fixed = json.loads(path.read_text())
+    sources = ["".join(c["source"]) for c in fixed["cells"]]
+    assert sources[0] == NB_CELLS[0][1] and sources[1] == NB_CELLS[1][1]  # markdown, magic cell intact
+    assert sources[2].splitlines()[2] == "y = jax.block_until_ready(jnp.dot(x, x.T))"
+    assert sources[3] == NB_CELLS[3][1].replace(
+        "    for batch in batches:\n        key = jax.random.key(42)\n",
+        "    key_carry = jax.random.key(42)\n    for batch in batches:\n        key_carry, key = jax.random.split(key_carry)\n")
+    assert "    !echo fitting\n" in sources[3]
+    assert sources[4] == "tree = jax.tree.map(lambda v: v, {'a': x})"  # no newline added
+    assert {k: v for k, v in fixed.items() if k != "cells"} == {k: v for k, v in original.items() if k != "cells"}
+    assert path.read_text() == json.dumps(fixed, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    assert not [f for f in json.loads(out)["findings"] if f["code"] in ("JAX502", "JAX601", "JAX701")]
+    before = path.read_text()
+    main(["scan", str(path), "--fix", "--unsafe-fixes", "--no-cache"])
+    capsys.readouterr()
+    assert path.read_text() == before  # idempotent
+
+
+def test_notebook_in_an_unknown_layout_is_left_alone(tmp_path, capsys):
+    path = tmp_path / "nb.ipynb"
+    write_notebook(path, NB_CELLS, indent=3)
+    before = path.read_bytes()
+    main(["scan", str(path), "--fix", "--no-cache"])
+    _, err = capsys.readouterr()
+    assert "not fixed: its JSON layout" in err and path.read_bytes() == before

@@ -128,16 +128,21 @@ def _apply_fixes(args: argparse.Namespace, result, config) -> int | None:
     if args.diff:
         for outcome in summary.outcomes:
             sys.stdout.write(outcome.diff())
+        for reason in summary.reasons:
+            print(reason, file=sys.stderr)
         print(f"Would fix {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}"
               + ("" if args.unsafe_fixes else " (more with --unsafe-fixes)" if _unsafe_left(result) else "")
               + ".", file=sys.stderr)
         return EXIT_FINDINGS if count else EXIT_OK
     for outcome in summary.outcomes:
         for applied in outcome.applied:
-            print(f"{outcome.path}:{applied.line}:{applied.column}: fixed {applied.code}: {applied.description}",
-                  file=sys.stderr)
+            cell = f"cell {applied.cell}:" if applied.cell is not None else ""
+            print(f"{outcome.path}:{cell}{applied.line}:{applied.column}: fixed {applied.code}: "
+                  f"{applied.description}", file=sys.stderr)
+    for reason in summary.reasons:
+        print(reason, file=sys.stderr)
     print(f"Fixed {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}."
-          + (f" {summary.notebooks_left} fixable finding(s) in notebooks are not rewritten." if summary.notebooks_left else "")
+          + (f" {summary.notebooks_left} fixable finding(s) in notebooks left." if summary.notebooks_left else "")
           + ("" if args.unsafe_fixes or not _unsafe_left(result) else " More fixes with --unsafe-fixes."),
           file=sys.stderr)
     return None

@@ -40,6 +40,7 @@ class Applied(NamedTuple):
     line: int
     column: int
     description: str
+    cell: int | None = None  # notebooks: line/column are inside this cell
 
 
 class FixOutcome(NamedTuple):
