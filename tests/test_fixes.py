@@ -183,3 +183,19 @@ def test_notebook_in_an_unknown_layout_is_left_alone(tmp_path, capsys):
     main(["scan", str(path), "--fix", "--no-cache"])
     _, err = capsys.readouterr()
     assert "not fixed: its JSON layout" in err and path.read_bytes() == before
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import tpu as pltpu\n"
+     "kind = pltpu.DeviceIdType.MESH\n", "kind = pl.DeviceIdType.MESH\n"),
+    ("import jax\nimport jax.numpy as jnp\nok = isinstance(x, jnp.DeviceArray)\n", "ok = isinstance(x, jax.Array)\n"),
+    ("import jax.numpy as jnp\nok = isinstance(x, jnp.DeviceArray)\n", None),  # no `jax` name to spell it with
+    ("from jax.experimental.pallas import tpu as pltpu\nkind = pltpu.DeviceIdType.MESH\n", None),
+])
+def test_renames_keep_the_rest_of_the_chain_and_spell_modules_that_are_there(source, expected):
+    instances = [r() for r in RULES]
+    fixed = fix_source(source, "x.py", instances).fixed
+    if expected is None:
+        assert fixed == source
+    else:
+        assert fixed.endswith(expected) and fixed.splitlines()[:-1] == source.splitlines()[:-1]

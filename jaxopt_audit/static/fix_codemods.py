@@ -38,19 +38,41 @@ def rename_deprecated(model, node: cst.CSTNode) -> Fix | None:
     if entry is None or entry.status == "legacy" or entry.name in _NOT_DROP_IN \
             or not _DOTTED.fullmatch(entry.replacement) or entry.name.startswith("jax.interpreters.pxla."):
         return None
-    prefix = model.resolve(node.value)
-    if prefix and entry.replacement.startswith(prefix + "."):
-        value, rest = node.value, entry.replacement[len(prefix) + 1:]
-    else:
-        root, _, rest = entry.replacement.partition(".")
-        alias = module_alias(model, root)
-        if alias is None:
-            return None
-        value = cst.Name(alias)
-    *middle, last = rest.split(".")
-    new = node.with_changes(value=dotted_expression(value, ".".join(middle)) if middle else value,
-                            attr=cst.Name(last))
+    # The reported chain may go on past the listed name (`pltpu.DeviceIdType.MESH`): rewrite the
+    # part that spells it.
+    while isinstance(node, cst.Attribute) and model.resolve(node) != entry.name:
+        node = node.value
+    if not isinstance(node, cst.Attribute):
+        return None
+    module, _, last = entry.replacement.rpartition(".")
+    spelled = _module_spelling(model, node.value, module)
+    if spelled is None:
+        return None
+    new = node.with_changes(value=spelled, attr=cst.Name(last))
     return Fix(SAFE, ((node, new),), f"`{describe(node)}` -> `{describe(new)}`")
+
+
+# Modules that `import jax` loads, so `jax.<module>.<name>` works with no import of its own.
+_LOADED_BY_JAX = frozenset({"jax", "jax.tree", "jax.tree_util", "jax.numpy", "jax.random", "jax.lax",
+                            "jax.core", "jax.errors", "jax.sharding", "jax.nn"})
+
+
+def _module_spelling(model, spelled: cst.BaseExpression, module: str) -> cst.BaseExpression | None:
+    """How to spell `module` here: the user's own prefix when it is that module (or a module
+    it contains that `import jax` loads), else a name bound to it, else `jax.` when loaded."""
+    prefix = model.resolve(spelled)
+    if prefix == module:
+        return spelled
+    if prefix and module.startswith(prefix + ".") and module in _LOADED_BY_JAX:
+        return dotted_expression(spelled, module[len(prefix) + 1:])
+    alias = module_alias(model, module)
+    if alias is not None:
+        return cst.Name(alias)
+    jax_alias = module_alias(model, "jax")
+    if jax_alias is not None and module in _LOADED_BY_JAX:
+        return dotted_expression(cst.Name(jax_alias), module[len("jax"):].lstrip(".")) if module != "jax" \
+            else cst.Name(jax_alias)
+    return None
 
 
 def block_until_ready(model, call: cst.BaseExpression) -> Fix | None:
