@@ -116,3 +116,19 @@ def test_dependency_inputs_are_part_of_a_files_key(tmp_path):
     first = cache.key("a.py", b"x = 1\n", [])
     summaries["v"] = b"summary 2"
     assert cache.key("a.py", b"x = 1\n", []) != first
+
+
+def test_a_file_edited_during_the_scan_is_not_stored_under_its_old_key(tmp_path):
+    from jaxopt_audit.static.cache_use import cached_results, open_cache
+    from jaxopt_audit.static.config import Config
+    from jaxopt_audit.static.engine import scan_file
+    from jaxopt_audit.static.registry import load_rules
+
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    rules = load_rules()
+    cache = open_cache(str(tmp_path / "cache"), rules, Config())
+    todo, keys = cached_results(cache, [str(path)], Config(), lambda r: None)
+    path.write_text(LOOP)  # edited between the key and the scan
+    cache.put(keys[str(path)], scan_file(str(path), [r() for r in rules]))
+    assert cache.entries == {}

@@ -75,6 +75,7 @@ class Cache:
         self.entries: dict[str, dict] = self._load()
         self.dirty = False
         self.hits = 0
+        self.expected: dict[str, str] = {}  # path -> sha256 of the content its key was made from
 
     @classmethod
     def for_scan(cls, directory: str, rules: list, config, rules_files: Iterable[str] = (),
@@ -110,8 +111,18 @@ class Cache:
         return result
 
     def put(self, key: str, result) -> None:
+        """Keep `result` under `key`, only if the file still holds the content the key was made
+        from (`expect`), so a file edited during the scan is never stored under its old key."""
         if result.internal_error:
             return  # a rule crashed: next time may differ
+        expected = self.expected.pop(result.path, None)
+        if expected is not None:
+            try:
+                with open(result.path, "rb") as handle:
+                    if hashlib.sha256(handle.read()).hexdigest() != expected:
+                        return
+            except OSError:
+                return
         self.entries[os.path.abspath(result.path)] = {
             "key": key, "findings": [list(f) for f in result.findings],
             "error": list(result.error) if result.error is not None else None, "lines": result.lines}

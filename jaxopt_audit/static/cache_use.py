@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from typing import Callable
 
@@ -37,6 +38,7 @@ def cached_results(cache: Cache, files: list[str], config, collect: Callable, pr
         if hit is None:
             todo.append(path)
             keys[path] = key
+            cache.expected[path] = hashlib.sha256(content).hexdigest()
         else:
             collect(hit)
             if progress is not None:
