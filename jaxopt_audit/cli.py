@@ -59,7 +59,17 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, metavar="PYPROJECT",
                    help="read [tool.jaxopt-audit] from this file instead of the nearest pyproject.toml")
     p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml configuration")
-    p.add_argument("--statistics", action="store_true", help="count findings per rule")
+    p.add_argument("--statistics", action="store_true",
+                   help="print the number of findings per rule instead of the findings")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="print the findings and errors only, no summary")
+    p.add_argument("--fix", action="store_true", help="apply the safe automatic fixes, then report what is left")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="with --fix or --diff: also apply fixes that may change behaviour")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="keep the result cache in DIR (default: .jaxopt_audit_cache beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the report to FILE")

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static.fix_codemods import carried_key
 from jaxopt_audit.static.model import Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import runs_every_step, where
@@ -50,6 +51,13 @@ class ConstantKeyInStep(Rule):
     ## Measured
     `training_loop` pipeline, stage "fresh noise": the fix changes the math (fresh noise per batch),
     not the speed; validation compares loss curves.
+
+    ## Automatic fix
+    Unsafe (`--unsafe-fixes`): for a key rebuilt from a constant seed as a statement of a loop
+    body (`key = jax.random.key(42)`), `scan --fix` makes the key once before the loop as
+    `key_carry` and splits each step's `key` from it (`key_carry, key = jax.random.split(key_carry)`).
+    Unsafe because the numbers drawn change, which is the point. A constant key inside a jitted
+    step needs a new argument and is left for you.
     """
 
     CODE = "JAX502"
@@ -145,6 +153,9 @@ class ConstantKeyInStep(Rule):
                 return w, eval_scores
         """),
     ]
+
+    def fix(self, model: SemanticModel, report: Report):
+        return carried_key(model, report.node) if isinstance(report.node, cst.Call) else None
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         module_constants = _module_int_constants(model)

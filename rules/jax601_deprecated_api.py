@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static.fix_codemods import rename_deprecated
 from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.names import canonical, dotted
@@ -37,6 +38,13 @@ class DeprecatedApi(Rule):
     ## How to fix
     Use the replacement the message names. The list is data (`jaxopt_audit/static/deprecations.py`)
     and is checked against the installed JAX in the test suite.
+
+    ## Automatic fix
+    Safe: `scan --fix` re-spells a use of a renamed function, class or constant as its current
+    name where it is a drop-in replacement (`jax.tree_map` -> `jax.tree.map`, `jnp.trapz` ->
+    `jnp.trapezoid`, `jnp.DeviceArray` -> `jax.Array`). Imports, legacy APIs (`PRNGKey`, `pmap`)
+    and replacements with another signature or meaning (`in1d`, `device_put_replicated`) are left
+    for you.
     """
 
     CODE = "JAX601"
@@ -89,6 +97,9 @@ class DeprecatedApi(Rule):
             spec = PartitionSpec("data")
         """),
     ]
+
+    def fix(self, model: SemanticModel, report: Report):
+        return rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         if not any(q.split(".", 1)[0] in ("jax", "jaxlib") for q in model.imports.bound.values()):

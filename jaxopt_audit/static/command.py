@@ -33,6 +33,30 @@ def _usage_error(message: str) -> int:
     return EXIT_ERROR
 
 
+def output_console() -> Console:
+    """stdout as rich sees it: colour only on a terminal (rich honours NO_COLOR and FORCE_COLOR),
+    and never hard-wrapped when piped, so `path:line:col:` parsers see one line per finding."""
+    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+
+
+def _cache_dir(args: argparse.Namespace, config) -> str | None:
+    """--no-cache: none; --cache-dir DIR; else beside the configuration (static/cache.py)."""
+    if getattr(args, "no_cache", False):
+        return None
+    if getattr(args, "cache_dir", None):
+        return args.cache_dir
+    from .cache import default_cache_dir
+    from .engine import resolve_config
+    return default_cache_dir(resolve_config(list(args.paths) or ["."], config).source)
+
+
+def _scan(args: argparse.Namespace, config, progress=None):
+    return scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
+                      extend_select=_split(args.extend_select), exclude=args.exclude,
+                      config=config, rules_dirs=args.rules_dir, jobs=args.jobs, progress=progress,
+                      cache_dir=_cache_dir(args, config))
+
+
 def scan_command(args: argparse.Namespace) -> int:
     fmt = args.format or "full"
     interactive = fmt in ("full", "concise") and args.output is None and sys.stderr.isatty()
@@ -53,16 +77,17 @@ def scan_command(args: argparse.Namespace) -> int:
             with progress_bar:
                 task = progress_bar.add_task("scanning", total=None)
                 progress = lambda: progress_bar.advance(task)  # noqa: E731
-                result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
-                                    extend_select=_split(args.extend_select), exclude=args.exclude,
-                                    config=config, rules_dirs=args.rules_dir, jobs=args.jobs,
-                                    progress=progress)
+                result = _scan(args, config, progress)
         else:
-            result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
-                                extend_select=_split(args.extend_select), exclude=args.exclude,
-                                config=config, rules_dirs=args.rules_dir, jobs=args.jobs)
+            result = _scan(args, config)
     except (ConfigError, RuleLoadError, OutputPathError) as exc:
         return _usage_error(str(exc))
+
+    if getattr(args, "diff", False) or getattr(args, "fix", False):
+        fixed = _apply_fixes(args, result, config)
+        if fixed is not None:
+            return fixed
+        result = _scan(args, config)
 
     try:
         _render(args, fmt, result)
@@ -84,14 +109,17 @@ def _render(args: argparse.Namespace, fmt: str, result) -> None:
         else:
             sys.stdout.write(text)
     else:
-        from ..report.terminal import render_terminal
+        from ..report.terminal import render_statistics, render_terminal
         if args.output:
-            console = Console(file=open(os.devnull, "w"), record=True, width=120)
-            render_terminal(result, console, concise=fmt == "concise", statistics=args.statistics)
-            write_text_atomic(args.output, console.export_text())
+            console = Console(file=open(os.devnull, "w"), record=True, soft_wrap=True, width=120)
         else:
-            render_terminal(result, Console(highlight=False), concise=fmt == "concise",
-                            statistics=args.statistics)
+            console = output_console()
+        if getattr(args, "statistics", False):
+            render_statistics(result, console)
+        else:
+            render_terminal(result, console, concise=fmt == "concise", quiet=getattr(args, "quiet", False))
+        if args.output:
+            write_text_atomic(args.output, console.export_text())
 
 
 def _exit_status(args: argparse.Namespace, result) -> int:
@@ -100,6 +128,43 @@ def _exit_status(args: argparse.Namespace, result) -> int:
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if (result.findings or result.errors) else EXIT_OK
+
+
+def _apply_fixes(args: argparse.Namespace, result, config) -> int | None:
+    """--diff: print the diff and return the exit status. --fix: write the fixes, say what
+    changed on stderr, and return None (the caller re-scans and reports what is left)."""
+    from .engine import resolve_config
+    from .fix_run import fix_paths
+
+    summary = fix_paths(result, resolve_config(list(args.paths), config), args.unsafe_fixes,
+                        write=not args.diff)
+    count = sum(len(o.applied) for o in summary.outcomes)
+    files = len(summary.outcomes)
+    if args.diff:
+        for outcome in summary.outcomes:
+            sys.stdout.write(outcome.diff())
+        for reason in summary.reasons:
+            print(reason, file=sys.stderr)
+        print(f"Would fix {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+              + ("" if args.unsafe_fixes else " (more with --unsafe-fixes)" if _unsafe_left(result) else "")
+              + ".", file=sys.stderr)
+        return EXIT_FINDINGS if count else EXIT_OK
+    for outcome in summary.outcomes:
+        for applied in outcome.applied:
+            cell = f"cell {applied.cell}:" if applied.cell is not None else ""
+            print(f"{outcome.path}:{cell}{applied.line}:{applied.column}: fixed {applied.code}: "
+                  f"{applied.description}", file=sys.stderr)
+    for reason in summary.reasons:
+        print(reason, file=sys.stderr)
+    print(f"Fixed {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}."
+          + (f" {summary.notebooks_left} fixable finding(s) in notebooks left." if summary.notebooks_left else "")
+          + ("" if args.unsafe_fixes or not _unsafe_left(result) else " More fixes with --unsafe-fixes."),
+          file=sys.stderr)
+    return None
+
+
+def _unsafe_left(result) -> bool:
+    return any(f.fix_applicability == "unsafe" for f in result.findings)
 
 
 def rule_command(args: argparse.Namespace) -> int:

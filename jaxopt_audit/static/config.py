@@ -19,6 +19,7 @@ class Config:
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    extend_include: list[str] = field(default_factory=list)  # more files to scan (MyST notebooks)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     source: str | None = None  # the pyproject.toml it came from
     root: str = "."  # patterns are relative to the config's directory
@@ -70,7 +71,7 @@ def load_config(pyproject: str | None) -> Config:
     section = tool.get("jaxopt-audit", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{pyproject}: [tool.jaxopt-audit] must be a table")
-    known = {"select", "extend-select", "ignore", "exclude", "per-file-ignores"}
+    known = {"select", "extend-select", "ignore", "exclude", "extend-include", "per-file-ignores"}
     unknown = set(section) - known
     if unknown:
         raise ConfigError(f"{pyproject}: unknown [tool.jaxopt-audit] key(s) {', '.join(sorted(unknown))}; "
@@ -83,6 +84,7 @@ def load_config(pyproject: str | None) -> Config:
         extend_select=_codes(section.get("extend-select", []), "extend-select", pyproject),
         ignore=_codes(section.get("ignore", []), "ignore", pyproject),
         exclude=_codes(section.get("exclude", []), "exclude", pyproject),
+        extend_include=_codes(section.get("extend-include", []), "extend-include", pyproject),
         per_file_ignores={k: _codes(v, f"per-file-ignores.{k}", pyproject) for k, v in per_file.items()},
         source=pyproject,
         root=str(Path(pyproject).parent),

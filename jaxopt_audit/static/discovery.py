@@ -1,4 +1,5 @@
-"""Which files to scan: `.py` files under the given paths, minus the usual junk and excludes."""
+"""Which files to scan: `.py` and `.ipynb` files under the given paths, minus the usual junk and
+excludes. MyST markdown notebooks are scanned when named (or matched by `extend-include`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from .isolation import special_file_kind
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env",
                           "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
                           ".ruff_cache", "node_modules", "site-packages", ".eggs"})
+
+
+SCANNED_SUFFIXES = (".py", ".ipynb")
 
 
 class Discovery(NamedTuple):
@@ -31,8 +35,9 @@ def _excluded(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def discover(paths: list[str], exclude: list[str]) -> Discovery:
-    """Files in a stable order; unreadable directories and missing paths become errors."""
+def discover(paths: list[str], exclude: list[str], include: list[str] = ()) -> Discovery:
+    """Files in a stable order; unreadable directories and missing paths become errors.
+    `include`: globs of further files to scan (`docs/**/*.md` for MyST notebooks)."""
     files: list[str] = []
     errors: list[tuple[str, str]] = []
     seen: set[tuple[int, int] | str] = set()
@@ -76,6 +81,7 @@ def discover(paths: list[str], exclude: list[str]) -> Discovery:
                                  and not _excluded(relative(os.path.join(directory, d)), exclude))
             for filename in sorted(filenames):
                 full = os.path.join(directory, filename)
-                if filename.endswith(".py") and not _excluded(relative(full), exclude):
+                wanted = filename.endswith(SCANNED_SUFFIXES) or (include and _excluded(relative(full), include))
+                if wanted and not _excluded(relative(full), exclude):
                     add(full)
     return Discovery(files, errors)

@@ -19,8 +19,10 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
 from .config import Config, find_pyproject, load_config
 from .discovery import discover
+from .fixes import applicability
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
@@ -128,7 +130,8 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
             continue
         findings.add(Finding(path, line, span.column + 1, rule.CODE, span.end_line,
                              span.end_column + 1, rule.NAME, report.severity or rule.SEVERITY,
-                             report.message, report.fix or rule.FIX))
+                             report.message, report.fix or rule.FIX,
+                             fix_applicability=applicability(rule, model, report)))
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 
 
@@ -138,6 +141,9 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
             data = handle.read()
     except OSError as exc:
         return FileResult(path, [], ScanError(path, f"cannot read: {exc.strerror or exc}"), 0)
+    if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
+        from .notebooks import scan_notebook
+        return scan_notebook(data, path, rules, ignored_codes)
     return scan_source(data, path, rules, ignored_codes)
 
 
@@ -206,8 +212,9 @@ def resolve_config(paths: list[str], config: Config | str | None) -> Config:
 def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: list[str] | None = None,
                extend_select: list[str] | None = None, exclude: list[str] | None = None,
                config: Config | str | None = None, rules_dirs: list[str] | None = None,
-               jobs: int | None = None, progress=None) -> ScanResult:
-    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only."""
+               jobs: int | None = None, progress=None, cache_dir: str | None = None) -> ScanResult:
+    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only.
+    `cache_dir`: reuse and keep per-file results there (static/cache.py); None: no cache."""
     paths = list(paths) or ["."]
     cfg = resolve_config(paths, config)
     rules_dirs = list(rules_dirs or [])
@@ -218,10 +225,15 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
         base = list(chosen_select) if chosen_select is not None else ["ALL"]
         chosen_select = base + list(extend_select or []) + cfg.extend_select
     chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore)
-    found = discover(paths, list(exclude or []) + cfg.exclude)
+    found = discover(paths, list(exclude or []) + cfg.exclude, cfg.extend_include)
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)
     files = found.files
+    cache = keys = None
+    if cache_dir is not None:
+        from .cache_use import open_cache, cached_results
+        cache = open_cache(cache_dir, chosen, cfg)
+        files, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(files) >= 8:
         # Largest files first, in small chunks, so no core idles at the end on one big file;
@@ -233,7 +245,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
         try:
             file_results = pool.map(_scan_in_worker, by_size, chunksize=chunk)
             for file_result in file_results:
-                _collect(result, file_result)
+                _collect(result, file_result, cache, keys)
                 if progress is not None:
                     progress()
         except BaseException:  # Ctrl-C: drop the queued files instead of scanning them all first
@@ -243,10 +255,12 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     else:
         instances = [r() for r in chosen]
         for path in files:
-            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path)))
+            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path)), cache, keys)
             if progress is not None:
                 progress()
-    result.findings.sort()
+    if cache is not None:
+        cache.save()
+    result.findings.sort(key=Finding.sort_key)
     result.errors.sort()
     return result
 
@@ -262,7 +276,9 @@ def _check_codes(rules: list[type[Rule]], cfg: Config, **options: list[str] | No
         check_patterns(rules, codes, f"per-file-ignores {pattern!r} in {where}")
 
 
-def _collect(result: ScanResult, file_result: FileResult) -> None:
+def _collect(result: ScanResult, file_result: FileResult, cache=None, keys=None) -> None:
+    if cache is not None and file_result.path in keys:
+        cache.put(keys[file_result.path], file_result)
     result.findings.extend(file_result.findings)
     if file_result.error is not None:
         result.errors.append(file_result.error)
