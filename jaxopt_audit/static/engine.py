@@ -175,10 +175,8 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     rules_dirs = list(rules_dirs or [])
     all_rules = load_rules(rules_dirs)
     chosen_select = select if select is not None else cfg.select
-    if chosen_select is not None or extend_select or cfg.extend_select:
-        base = list(chosen_select) if chosen_select is not None else ["ALL"]
-        chosen_select = base + list(extend_select or []) + cfg.extend_select
-    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore)
+    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore,
+                          list(extend_select or []) + cfg.extend_select)
     found = discover(paths, list(exclude or []) + cfg.exclude)
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)
