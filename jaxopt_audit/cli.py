@@ -57,6 +57,8 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, metavar="PYPROJECT",
                    help="read [tool.jaxopt-audit] from this file instead of the nearest pyproject.toml")
     p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml configuration")
+    p.add_argument("--include-tests", action="store_true",
+                   help="report every selected rule in test files too (by default they get only JAX6xx)")
     p.add_argument("--statistics", action="store_true", help="count findings per rule")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")

@@ -54,11 +54,12 @@ def scan_command(args: argparse.Namespace) -> int:
                 result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
                                     extend_select=_split(args.extend_select), exclude=args.exclude,
                                     config=config, rules_dirs=args.rules_dir, jobs=args.jobs,
-                                    progress=progress)
+                                    progress=progress, include_tests=args.include_tests)
         else:
             result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
                                 extend_select=_split(args.extend_select), exclude=args.exclude,
-                                config=config, rules_dirs=args.rules_dir, jobs=args.jobs)
+                                config=config, rules_dirs=args.rules_dir, jobs=args.jobs,
+                                include_tests=args.include_tests)
     except (ConfigError, RuleLoadError) as exc:
         return _usage_error(str(exc))
 

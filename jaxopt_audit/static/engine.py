@@ -8,6 +8,7 @@ libcst's PositionProvider costs about as much as the parse.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -168,10 +169,13 @@ def resolve_config(paths: list[str], config: Config | str | None) -> Config:
 def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: list[str] | None = None,
                extend_select: list[str] | None = None, exclude: list[str] | None = None,
                config: Config | str | None = None, rules_dirs: list[str] | None = None,
-               jobs: int | None = None, progress=None) -> ScanResult:
-    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only."""
+               jobs: int | None = None, progress=None, include_tests: bool = False) -> ScanResult:
+    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only.
+    `include_tests`: test files get every selected rule (not only those test-files-ignore spares)."""
     paths = list(paths) or ["."]
     cfg = resolve_config(paths, config)
+    if include_tests:
+        cfg = dataclasses.replace(cfg, test_files_ignore=[])
     rules_dirs = list(rules_dirs or [])
     all_rules = load_rules(rules_dirs)
     chosen_select = select if select is not None else cfg.select
