@@ -175,7 +175,7 @@ def test_still_reported_when_the_loop_trains():
             for x in batches:
                 params = update(params, x)
             return params
-    """) == [7]
+    """) == [6]
 
 
 def test_quiet_on_a_recurrent_cell_carry_initialised_per_sequence():
