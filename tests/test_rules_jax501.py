@@ -368,3 +368,30 @@ def test_key_captured_by_a_lambda_and_used_again_directly():
             b = jax.random.uniform(key, shape)
             return a, b
     """) == [7]
+
+
+def test_candidates_compared_on_one_key_with_other_draws_in_between():
+    # the same training function on the same key for each setting, evaluation keys split in between
+    assert lines("""
+        import jax
+
+        def train(key, setting):
+            return jax.random.normal(key, (3,)) * setting
+
+        def study(key):
+            first = train(key, 0.1)
+            eval_keys = jax.random.split(key, 8)
+            second = train(key, 0.2)
+            return first, second, eval_keys
+    """) == [8]
+
+
+def test_a_draw_thrown_away_is_not_a_use():
+    assert lines("""
+        import jax
+
+        def f(key):
+            x = jax.random.uniform(key, (3,))
+            jax.random.split(key, 3)
+            return x
+    """) == []

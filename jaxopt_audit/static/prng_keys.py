@@ -61,6 +61,7 @@ class Use:
     statement: int = 0  # id of the simple statement it sits in
     callee: object = None  # what it calls, when not a jax.random function (see KeyAnalysis.replay_identity)
     targets: frozenset[str] = frozenset()  # names its statement binds (`params = model.init(key, x)`)
+    earlier: tuple["Use", ...] = ()  # the earlier uses of the same key by other functions than jax.random's
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,11 @@ class _FunctionFlow:
         self.in_assertion = _is_assertion(self.model, stmt)
         self.statement_targets = frozenset(_statement_targets(stmt))
         if isinstance(stmt, cst.Expr):
+            if isinstance(stmt.value, cst.Call) and self.model.resolve(stmt.value.func) in CONSUMERS:
+                # `jax.random.split(key)` as a statement: the draw is thrown away, nothing uses it
+                for arg in stmt.value.args:
+                    self.expr(arg.value, state)
+                return state
             self.expr(stmt.value, state)
         elif isinstance(stmt, cst.Assign):
             self.expr(stmt.value, state)
@@ -392,17 +398,26 @@ class _FunctionFlow:
                 f.loop_id in self.analysis.timed_loops for f in repeating)
             # `assert (sample(key) == sample(key)).all()`: a determinism test reuses on purpose
             determinism_check = self.in_assertion and previous.statement == self.statement_id
-            replay = callee is not None and previous.callee == callee and (
-                self.common_random_numbers(call, repeating) if looping
-                # ... unless it feeds on the first call's result (`h = layer(key, x)`, then
-                # `layer(key, h)`: the same mask twice)
-                else _replays(previous.node, call) and not read_names(call) & previous.targets)
+            if looping:
+                replay = callee is not None and previous.callee == callee \
+                    and self.common_random_numbers(call, repeating)
+            else:
+                # any earlier call of the same function on this key (`train(key, a)`,
+                # `split(key, 8)`, `train(key, b)`), unless this call feeds on its result
+                # (`h = layer(key, x)`, then `layer(key, h)`: the same mask twice)
+                replay = callee is not None and any(
+                    u.callee == callee and _replays(u.node, call) and not read_names(call) & u.targets
+                    for u in (*previous.earlier, previous))
             if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay):
                 self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
             self.reuses[id(call)] = Reuse(call, path, None, "iteration", self.iterating)
-        use = Use(call, tuple(f.loop_id for f in self.loops), self.statement_id, callee, self.statement_targets)
+        earlier: tuple[Use, ...] = ()
+        if previous is not None:
+            earlier = tuple(u for u in (*previous.earlier, previous) if u.callee is not None)[-8:]
+        use = Use(call, tuple(f.loop_id for f in self.loops), self.statement_id, callee,
+                  self.statement_targets, earlier)
         for member in state.aliases.get(path, frozenset({path})):
             state.used[member] = use
 
