@@ -395,3 +395,34 @@ def test_a_draw_thrown_away_is_not_a_use():
             jax.random.split(key, 3)
             return x
     """) == []
+
+
+def test_quiet_on_a_benchmark_repeating_a_jitted_draw_and_on_paired_choices():
+    assert lines("""
+        import jax
+
+        sample = jax.jit(lambda key, n: jax.random.normal(key, (n,)))
+
+        def bench(key, state):
+            sample(key, 1000).block_until_ready()
+            while state:
+                sample(key, 1000)
+            sample(key, 1000).block_until_ready()
+
+        def batch(key, xs, ys, n):
+            x = jax.random.choice(key, xs, (n,), replace=False)
+            y = jax.random.choice(key, ys, (n,), replace=False)
+            return x, y
+    """) == []
+
+
+def test_still_reported_draws_that_differ_in_more_than_the_array():
+    assert lines("""
+        import jax
+
+        def batch(key, xs, n):
+            x = jax.random.choice(key, xs, (n,))
+            y = jax.random.choice(key, xs, (2 * n,))
+            used = jax.random.normal(key, (n,))
+            return x, y, used
+    """) == [5, 6]

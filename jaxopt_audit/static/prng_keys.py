@@ -44,6 +44,8 @@ CONSUMERS = frozenset(f"jax.random.{name}" for name in (
 ))
 # flax linen Module methods that draw from the keys they are given (first argument or `rngs=`).
 FLAX_RNG_METHODS = frozenset({"init", "init_with_output", "apply"})
+# Functions that draw from an array: the same key draws the same positions from arrays alike.
+ALIGNING = frozenset({"jax.random.choice", "jax.random.permutation"})
 # Methods that initialise a model: calling one twice on one key gives an equal copy on purpose.
 INIT_METHODS = frozenset({"init", "init_with_output", "lazy_init", "initialize", "init_params"})
 # Transforms that call their body once per iteration with the same closure.
@@ -206,9 +208,12 @@ class _FunctionFlow:
         self.in_assertion = _is_assertion(self.model, stmt)
         self.statement_targets = frozenset(_statement_targets(stmt))
         if isinstance(stmt, cst.Expr):
-            if isinstance(stmt.value, cst.Call) and self.model.resolve(stmt.value.func) in CONSUMERS:
-                # `jax.random.split(key)` as a statement: the draw is thrown away, nothing uses it
-                for arg in stmt.value.args:
+            discarded = _discarded_call(stmt.value)
+            if discarded is not None and self.pure_draw(discarded):
+                # `jax.random.split(key)` or `step(key, x).block_until_ready()` as a statement
+                # (a warm-up, a benchmark repetition): the draw is thrown away, nothing uses it
+                self.expr(discarded.func, state)
+                for arg in discarded.args:
                     self.expr(arg.value, state)
                 return state
             self.expr(stmt.value, state)
@@ -397,7 +402,8 @@ class _FunctionFlow:
             fixed_on_purpose = id(call) in self.analysis.periodic_calls or any(
                 f.loop_id in self.analysis.timed_loops for f in repeating)
             # `assert (sample(key) == sample(key)).all()`: a determinism test reuses on purpose
-            determinism_check = self.in_assertion and previous.statement == self.statement_id
+            determinism_check = self.in_assertion and previous.statement == self.statement_id \
+                or _aligned_draw(self.model, previous.node, call)
             if looping:
                 replay = callee is not None and previous.callee == callee \
                     and self.common_random_numbers(call, repeating)
@@ -420,6 +426,10 @@ class _FunctionFlow:
                   self.statement_targets, earlier)
         for member in state.aliases.get(path, frozenset({path})):
             state.used[member] = use
+
+    def pure_draw(self, call: cst.Call) -> bool:
+        """A `jax.random` function or a jitted function: no effect besides its result."""
+        return self.model.resolve(call.func) in CONSUMERS or self.model.callee(call, self.fn).jitted
 
     def common_random_numbers(self, call: cst.Call, repeating: list[_LoopFrame]) -> bool:
         """The same function run on the same key for each candidate of a loop that carries no
@@ -453,6 +463,32 @@ def _path(expr: cst.BaseExpression | None) -> str | None:
             if value is not None:
                 return f"{expr.value.value}[{value}]"
     return None
+
+
+def _discarded_call(value: cst.BaseExpression) -> cst.Call | None:
+    """The call whose result an expression statement throws away: `f(x)`, `f(x).block_until_ready()`."""
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "block_until_ready" and not value.args \
+            and isinstance(func.value, cst.Call):
+        return func.value
+    return value
+
+
+def _aligned_draw(model: SemanticModel, previous: cst.Call, call: cst.Call) -> bool:
+    """`x = choice(key, xs, (n,))`, `y = choice(key, ys, (n,))`: the same indices drawn for two
+    arrays, so that rows stay paired. The same key is the point."""
+    q = model.resolve(call.func)
+    if q not in ALIGNING or model.resolve(previous.func) != q or len(previous.args) != len(call.args):
+        return False
+    differing = [i for i, (a, b) in enumerate(zip(previous.args, call.args)) if _source(a) != _source(b)]
+    return len(differing) == 1 and _is_population(call.args[differing[0]], differing[0])
+
+
+def _is_population(arg: cst.Arg, index: int) -> bool:
+    """The argument holding the array to draw from: second positional, or `a=` / `x=`."""
+    return arg.keyword.value in ("a", "x") if arg.keyword is not None else index == 1
 
 
 def _replays(previous: cst.Call, call: cst.Call) -> bool:
