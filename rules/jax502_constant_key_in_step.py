@@ -53,6 +53,9 @@ class ConstantKeyInStep(Rule):
     keys under a periodic guard (a fixed evaluation key is deliberate), on seeds that are
     arguments or loop variables, and on keys created outside the loop.
 
+    Off in test files by default (README "What `scan .` reports by default"): all 7 findings in
+    test files of public JAX projects were loops over test parameters (dtypes, cases), not steps.
+
     ## Measured
     `training_loop` pipeline, stage "fresh noise": the fix changes the math (fresh noise per batch),
     not the speed; validation compares loss curves.

@@ -33,6 +33,8 @@ class DeprecatedApi(Rule):
 
     APIs that still work without a warning but have a modern replacement (`jax.random.PRNGKey`,
     `jax.pmap`) are not deprecated: they are JAX602 legacy-api, which is off by default.
+    JAX601 is the one family still reported in test files by default: a removed API breaks a
+    test suite on upgrade like any other code.
 
     ## How to fix
     Use the replacement the message names. The list is data (`jaxopt_audit/static/deprecations.py`)
