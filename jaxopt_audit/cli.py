@@ -59,6 +59,8 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, metavar="PYPROJECT",
                    help="read [tool.jaxopt-audit] from this file instead of the nearest pyproject.toml")
     p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml configuration")
+    p.add_argument("--include-tests", action="store_true",
+                   help="report every selected rule in test files too (by default they get only JAX6xx)")
     p.add_argument("--statistics", action="store_true",
                    help="print the number of findings per rule instead of the findings")
     p.add_argument("--quiet", "-q", action="store_true",

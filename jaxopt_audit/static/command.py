@@ -54,7 +54,7 @@ def _scan(args: argparse.Namespace, config, progress=None):
     return scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
                       extend_select=_split(args.extend_select), exclude=args.exclude,
                       config=config, rules_dirs=args.rules_dir, jobs=args.jobs, progress=progress,
-                      cache_dir=_cache_dir(args, config))
+                      cache_dir=_cache_dir(args, config), include_tests=getattr(args, "include_tests", False))
 
 
 def scan_command(args: argparse.Namespace) -> int:

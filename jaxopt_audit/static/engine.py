@@ -8,6 +8,7 @@ libcst's PositionProvider costs about as much as the parse.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -212,19 +213,21 @@ def resolve_config(paths: list[str], config: Config | str | None) -> Config:
 def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: list[str] | None = None,
                extend_select: list[str] | None = None, exclude: list[str] | None = None,
                config: Config | str | None = None, rules_dirs: list[str] | None = None,
-               jobs: int | None = None, progress=None, cache_dir: str | None = None) -> ScanResult:
+               jobs: int | None = None, progress=None, cache_dir: str | None = None,
+               include_tests: bool = False) -> ScanResult:
     """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only.
-    `cache_dir`: reuse and keep per-file results there (static/cache.py); None: no cache."""
+    `cache_dir`: reuse and keep per-file results there (static/cache.py); None: no cache.
+    `include_tests`: test files get every selected rule (not only those test-files-ignore spares)."""
     paths = list(paths) or ["."]
     cfg = resolve_config(paths, config)
+    if include_tests:
+        cfg = dataclasses.replace(cfg, test_files_ignore=[])
     rules_dirs = list(rules_dirs or [])
     all_rules = load_rules(rules_dirs)
     _check_codes(all_rules, cfg, select=select, ignore=ignore, extend_select=extend_select)
     chosen_select = select if select is not None else cfg.select
-    if chosen_select is not None or extend_select or cfg.extend_select:
-        base = list(chosen_select) if chosen_select is not None else ["ALL"]
-        chosen_select = base + list(extend_select or []) + cfg.extend_select
-    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore)
+    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore,
+                          list(extend_select or []) + cfg.extend_select)
     found = discover(paths, list(exclude or []) + cfg.exclude, cfg.extend_include)
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)

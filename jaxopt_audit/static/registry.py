@@ -79,15 +79,22 @@ def load_rules(rules_dirs: Iterable[str] = ()) -> list[type[Rule]]:
 
 
 def select_rules(rules: list[type[Rule]], select: Iterable[str] | None,
-                 ignore: Iterable[str] = ()) -> list[type[Rule]]:
-    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`); ignore wins over select."""
-    select = list(select) if select else ["ALL"]
+                 ignore: Iterable[str] = (), extend_select: Iterable[str] = ()) -> list[type[Rule]]:
+    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`); ignore wins over select. `select=None` is the
+    default set: every rule but the opt-in ones (`Rule.DEFAULT = False`), which a prefix does not
+    turn on: only their exact code or `ALL` does. `extend_select` adds to the selection."""
     ignore = list(ignore)
+    extend = list(extend_select)
 
-    def matches(code: str, patterns: list[str]) -> bool:
-        return any(p == "ALL" or code.startswith(p) for p in patterns)
+    def matches(rule: type[Rule], patterns: list[str]) -> bool:
+        return any(p == "ALL" or p == rule.CODE or (rule.DEFAULT and rule.CODE.startswith(p))
+                   for p in patterns)
 
-    return [r for r in rules if matches(r.CODE, select) and not matches(r.CODE, ignore)]
+    def selected(rule: type[Rule]) -> bool:
+        base = rule.DEFAULT if select is None else matches(rule, list(select))
+        return base or matches(rule, extend)
+
+    return [r for r in rules if selected(r) and not any(r.CODE.startswith(p) for p in ignore)]
 
 
 def check_patterns(rules: list[type[Rule]], patterns: Iterable[str], origin: str) -> None:

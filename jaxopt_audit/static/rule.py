@@ -101,6 +101,9 @@ class Rule:
     SEVERITY: ClassVar[str]  # "error" | "warning" | "info"
     SUMMARY: ClassVar[str]  # one line, for `rules` and SARIF shortDescription
     FIX: ClassVar[str]  # the default suggested fix, one sentence
+    # False: an opt-in rule, run only when selected by its exact code (or ALL), e.g. advice that
+    # is right but not worth everyone's default output (README "What `scan .` reports by default")
+    DEFAULT: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
