@@ -160,6 +160,8 @@ class SideEffectInJit(Rule):
 
     def _call(self, model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
         q = model.resolve(call.func)
+        if q == "builtins.next":
+            return _host_iterator_read(call, fn)
         if q in PRINT_FUNCTIONS or (q is not None and q.startswith(LOGGING_PREFIXES)):
             traced = _traced_argument(model, call, fn)
             fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
@@ -224,6 +226,25 @@ class SideEffectInJit(Rule):
                                    "are immutable, so this raises TypeError",
                              fix=f"Use `{name} = {name}.at[...].set(value)` (or `.add`, `.min`, ...).",
                              severity="error")
+
+
+def _host_iterator_read(call: cst.Call, fn: Function) -> Report | None:
+    """`next(batches)` on an iterator from outside the traced function: read once, at trace time."""
+    if not call.args or not isinstance(call.args[0].value, cst.Name):
+        return None
+    name = call.args[0].value.value
+    if name in fn.params or fn.bindings(name):
+        return None  # a local iterator (`next(iter(tree.values()))`) is trace-time structure
+    scope = binding_scope(name, fn)
+    if scope is None or scope is fn:
+        return None
+    values = [a.value for a in scope.bindings(name)]
+    if name not in scope.params and (not values or not all(isinstance(v, cst.Call) for v in values)):
+        return None
+    return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, reads the host iterator "
+                        f"`{name}` once, at trace time: every iteration and every later call of the compiled "
+                        "code sees that same element",
+                  fix="Read the data outside the traced function and pass it in (stacked, for lax.scan/fori_loop).")
 
 
 def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.BaseExpression | None:

@@ -776,13 +776,10 @@ class SemanticModel:
         return False
 
     def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
-        """In traced code: the value is a tracer. Module-level constants are treated as static
-        (RULES.md), and so are `self.*` attributes set at construction."""
-        self._module_values_static = True
-        try:
-            return scope.traced and self.value_kind(expr, scope) == "array"
-        finally:
-            self._module_values_static = False
+        """In traced code: the value is certainly a tracer (`tracers.py` says when). Module-level
+        constants are static (RULES.md), and so are `self.*` attributes set at construction."""
+        from .tracers import tracers
+        return scope.traced and tracers(self).expr(expr, scope)
 
     # ----------------------------------------------------------------- analysis passes
     def _analyse(self) -> None:
@@ -805,7 +802,7 @@ class SemanticModel:
             key = arg.keyword.value
             values = (arg.value.elements if isinstance(arg.value, (cst.Tuple, cst.List)) else None)
             items = [e.value for e in values] if values is not None else [arg.value]
-            if key == "static_argnums":
+            if key in ("static_argnums", "static_broadcasted_argnums"):
                 for item in items:
                     index = int_value(item)
                     if index is not None and -len(positional) <= index < len(positional):

@@ -21,6 +21,14 @@ from .model import Function, SemanticModel
 
 # Maps over pytree structure: tracing comes from the caller, if any.
 STRUCTURE_MAPS = apis.TREE_MAPS
+# Transforms that trace their function even when called eagerly (grad, custom_jvp and eager
+# shard_map run on concrete values outside jit: their bodies are traced only under an outer trace).
+ABSTRACT_TRANSFORMS = frozenset({
+    "jax.vmap", "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.cond",
+    "jax.lax.switch", "jax.lax.map", "jax.lax.associative_scan", "jax.lax.reduce",
+    "jax.eval_shape", "jax.make_jaxpr", "jax.checkpoint", "jax.remat", "equinox.filter_vmap",
+    "jax.lax.custom_root", "flax.nnx.vmap", "flax.nnx.scan", "flax.linen.scan", "flax.linen.vmap",
+})
 
 # jax.* namespaces whose calls return arrays (as opposed to pytree utilities or transforms).
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
@@ -39,12 +47,20 @@ def really_traced(model: SemanticModel) -> set[int]:
     callbacks = model.host_callback_functions
     traced: set[int] = set()
     work: list[Function] = []
+    from .tracers import transformed_function
     for fn in model.functions:
         if id(fn) in callbacks or fn.is_module:
             continue
-        if fn.jitted or any(root not in STRUCTURE_MAPS for root in fn.transform_roots):
+        if fn.jitted or any(root in ABSTRACT_TRANSFORMS for root in fn.transform_roots):
             traced.add(id(fn))
             work.append(fn)
+    for fn in model.functions:
+        for site in fn.calls:  # jax.jit(jax.grad(loss_fn))
+            if model.resolve(site.node.func) in apis.JIT_WRAPPERS and site.node.args:
+                inner = transformed_function(model, site.node.args[0].value, fn)
+                if inner is not None and id(inner) not in traced and id(inner) not in callbacks:
+                    traced.add(id(inner))
+                    work.append(inner)
     children: dict[int, list[Function]] = {}
     for fn in model.functions:
         if fn.parent is not None:
@@ -57,13 +73,20 @@ def really_traced(model: SemanticModel) -> set[int]:
             target = model.callee(site.node, fn).function
             if target is not None:
                 reached.append(target)
+            q = model.resolve(site.node.func)
+            if q in apis.TRACING_TRANSFORMS:
+                # `jax.grad(loss_fn)` inside traced code: loss_fn is traced by the outer trace
+                for arg in site.node.args:
+                    ref = model.function_ref(arg.value, fn)
+                    if ref is not None:
+                        reached.append(ref)
             mapped = _tree_mapped_function(model, site.node, fn)
             if mapped is not None:
                 # under a trace, `jax.tree.map(f, tree)` calls f on traced leaves
                 leaves[id(mapped)] = {p for p in mapped.params if p not in mapped.static_params}
                 reached.append(mapped)
         for inner in children.get(id(fn), []):
-            if inner.name == "<lambda>" or inner.transform_roots:
+            if inner.name == "<lambda>" or inner.transform_roots or inner.jitted:
                 reached.append(inner)
         for target in reached:
             if id(target) not in traced and id(target) not in callbacks and not target.is_module:
@@ -82,8 +105,10 @@ def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
 
 
 def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
-    """`model.is_array`, plus the leaf parameters of a function tree-mapped under a trace."""
-    if model.is_array(expr, fn):
+    """A certain tracer (see `tracers.py`), or a leaf parameter of a function tree-mapped
+    over a traced pytree."""
+    from .tracers import tracers
+    if tracers(model).expr(expr, fn):
         return True
     return isinstance(expr, cst.Name) and expr.value in traced_leaf_params(model, fn) \
         and not fn.bindings(expr.value)
