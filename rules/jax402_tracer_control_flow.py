@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static.model import SemanticModel
-from jaxopt_audit.static.tracers import tracers
+from jaxopt_audit.static.tracers import container_annotation, tracers
 from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
@@ -124,8 +124,10 @@ class TracerControlFlow(Rule):
         def is_traced(expr: cst.BaseExpression, fn) -> bool:
             # a bare name's truth is static unless it is a single array (`if params:` on a dict)
             bare = expr.expression if isinstance(expr, cst.UnaryOperation) else expr
-            if isinstance(bare, cst.Name) and bare.value not in facts.root_params.get(id(fn), ()) \
-                    and not evidence.name(bare.value, fn):
+            if isinstance(bare, cst.Name) and (
+                    container_annotation(fn, bare.value) or (
+                        bare.value not in facts.root_params.get(id(fn), ())
+                        and not evidence.name(bare.value, fn))):
                 return False
             return is_traced_value(model, expr, fn)
 

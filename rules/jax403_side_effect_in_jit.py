@@ -6,11 +6,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
 from jaxopt_audit.static.model import Assignment, Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
-from jaxopt_audit.static.walk import walk
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
 LOGGING_PREFIXES = ("logging.", "absl.logging.")
@@ -171,7 +169,7 @@ class SideEffectInJit(Rule):
             # a constant message: reported where the user jitted or transformed the function,
             # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
             direct = fn.jitted or bool(fn.transform_roots)
-            if q in PRINT_FUNCTIONS and direct and not _mentions_static_metadata(call):
+            if q in PRINT_FUNCTIONS and direct and _plain_message(call):
                 # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
                                     "traces it (once per compilation), not on every call", fix=fix,
@@ -274,14 +272,19 @@ def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> b
     return current is scope
 
 
-def _mentions_static_metadata(call: cst.Call) -> bool:
-    """`print("compiling", x.shape)`: a deliberate trace-time log of shapes or dtypes."""
-    for node in walk(call):
-        if isinstance(node, cst.Attribute) and node.attr.value in apis.STATIC_ATTRIBUTES:
-            return True
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len":
-            return True
-    return False
+def _plain_message(call: cst.Call) -> bool:
+    """`print("Running f():")`: a literal message the author may expect on every call. Formatted
+    output of static values (`print(f"{x.shape=}")`, parameter counts at init) and messages about
+    tracing itself (`print("jitting")`) are deliberate trace-time logs."""
+    texts = []
+    for arg in call.args:
+        if arg.keyword is not None:
+            continue
+        if not isinstance(arg.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return False
+        texts.append(arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else "")
+    text = " ".join(t for t in texts if isinstance(t, str)).lower()
+    return bool(texts) and not any(word in text for word in ("compil", "jit", "trac"))
 
 
 def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> str | None:

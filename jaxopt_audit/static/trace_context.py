@@ -46,8 +46,12 @@ def really_traced(model: SemanticModel) -> set[int]:
         return cached
     callbacks = model.host_callback_functions
     traced: set[int] = set()
+    from .tracers import jax_internal, transformed_function
+    if jax_internal(model):
+        model._really_traced_cache = traced  # type: ignore[attr-defined]
+        model._traced_leaf_params = {}  # type: ignore[attr-defined]
+        return traced
     work: list[Function] = []
-    from .tracers import transformed_function
     for fn in model.functions:
         if id(fn) in callbacks or fn.is_module:
             continue
@@ -175,6 +179,8 @@ class ArrayEvidence:
         if isinstance(expr, cst.Name):
             return self.name(expr.value, fn, depth + 1)
         if isinstance(expr, cst.BinaryOperation):
+            if any(isinstance(side, (cst.List, cst.Tuple, cst.ListComp)) for side in (expr.left, expr.right)):
+                return False  # `[slice(None)] * ndim`: a Python list
             return self.expr(expr.left, fn, depth + 1) or self.expr(expr.right, fn, depth + 1)
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.expr(expr.expression, fn, depth + 1)

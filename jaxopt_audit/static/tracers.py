@@ -67,6 +67,8 @@ class Tracers:
         self.params: dict[int, set[str]] = {}  # id(fn) -> parameters that are tracers
         self._cache: dict[tuple[int, int], bool] = {}
         self._tested: dict[int, set[str]] = {}
+        from .trace_context import really_traced
+        self.traced_ids = really_traced(model)
         self.root_params: dict[int, set[str]] = {}  # traced by the transform itself, not a caller
         self._roots()
         self._propagate()
@@ -86,8 +88,8 @@ class Tracers:
 
     def _roots(self) -> None:
         model = self.model
-        if model.package == "jax" or model.package.startswith("jax."):
-            return  # JAX's own implementation handles concrete and traced values by design
+        if jax_internal(model):
+            return
         for fn in model.functions:
             if fn.is_module:
                 continue
@@ -157,9 +159,7 @@ class Tracers:
     # ------------------------------------------------------------------ propagation
     def _propagate(self) -> None:
         """A callee's parameter is a tracer when a traced caller passes it one."""
-        from .trace_context import really_traced
-        traced = really_traced(self.model)
-        functions = [fn for fn in self.model.functions if id(fn) in traced]
+        functions = [fn for fn in self.model.functions if id(fn) in self.traced_ids]
         for _ in range(6):
             changed = False
             for fn in functions:
@@ -261,7 +261,9 @@ class Tracers:
                     return True
                 if last in COLLECTIVES:
                     return bool(args) and self.expr(args[0], fn, depth + 1)
-                return True  # staged under the trace, even from constants (`jnp.array(x.shape)`)
+                # staged under the trace, even from constants (`jnp.array(x.shape)`); in eager
+                # code (a closure's captured value) it is a concrete array
+                return id(fn) in self.traced_ids
             if q in ("builtins.abs", "builtins.max", "builtins.min", "builtins.sum", "builtins.pow"):
                 return any(self.expr(a, fn, depth + 1) for a in args)
         callee = model.callee(call, fn)
@@ -357,6 +359,12 @@ class Tracers:
         return self.expr(it, fn, depth + 1)
 
 
+def jax_internal(model: SemanticModel) -> bool:
+    """A module of JAX itself: its implementation handles concrete and traced values by design
+    (its own `jit` is `jax._src.api.jit`; impl rules run on concrete arrays)."""
+    return model.package == "jax" or model.package.startswith("jax.")
+
+
 def tracers(model: SemanticModel) -> Tracers:
     cached = getattr(model, "_tracers", None)
     if cached is None:
@@ -381,14 +389,39 @@ def _defaulted(fn: Function) -> set[str]:
             if p.default is not None}
 
 
+def annotation_text(fn: Function, name: str) -> str | None:
+    """The source text of a parameter's annotation (`Float[Array, "n"]`, `Tuple[Array, Array]`)."""
+    if fn.param_annotations.get(name) is not None:
+        return fn.param_annotations[name]
+    node = fn.node
+    if isinstance(node, cst.Module) or name not in fn.param_annotations:
+        return None
+    params = node.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if p.name.value == name and p.annotation is not None:
+            return cst.Module([]).code_for_node(p.annotation.annotation)
+    return None
+
+
 def _array_annotated(fn: Function) -> set[str]:
     """Parameters annotated as arrays (`jax.Array`, jaxtyping `Float[Array, "n"]`)."""
     out = set()
-    for name, annotation in fn.param_annotations.items():
+    for name in fn.params:
+        annotation = annotation_text(fn, name)
         if annotation and "Array" in annotation and not annotation.startswith(("np.", "numpy.", "onp.")) \
-                and "ArrayLike" not in annotation:
+                and "ArrayLike" not in annotation and not annotation.startswith(_CONTAINERS):
             out.add(name)
     return out
+
+
+_CONTAINERS = ("Tuple", "tuple", "List", "list", "Dict", "dict", "Sequence", "Mapping", "Optional",
+               "Union", "typing.", "Callable")
+
+
+def container_annotation(fn: Function, name: str) -> bool:
+    """`limit: Tuple[Array, Array]`, `mask: Optional[Array]`: its truth is length or None-ness."""
+    annotation = annotation_text(fn, name)
+    return bool(annotation) and annotation.startswith(_CONTAINERS)
 
 
 def _partial_count(call: cst.Call) -> int:
