@@ -322,3 +322,87 @@ def test_item_assignment_into_a_python_list_of_slices():
         def diff(x):
             return x[axis_slice(x.ndim, slice(1, None), 0)] - x[axis_slice(x.ndim, slice(None, -1), 0)]
     """) == []
+
+
+def test_module_that_enables_dynamic_shapes_may_size_arrays_by_tracers():
+    source = """
+        import jax
+        import jax.numpy as jnp
+        {config}
+
+        @jax.jit
+        def ramp(n):
+            return jnp.arange(n)
+    """
+    assert found(source.replace("{config}", "jax.config.update('jax_dynamic_shapes', True)")) == []
+    assert found(source.replace("{config}", "")) == [(7, "JAX401")]
+
+
+def test_static_arguments_of_remat_and_computed_static_specs():
+    source = """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+        @partial(jax.checkpoint, static_argnums={static})
+        def block(n, x):
+            for _ in range(n):
+                x = jnp.tanh(x)
+            return x
+    """
+    assert found(source.replace("{static}", "(0,)")) == []
+    assert found(source.replace("{static}", "()")) == [(7, "JAX402")]
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        def make(static):
+            def f(x, flag):
+                return -x if flag else x
+            return jax.jit(f, static_argnums=static)
+    """) == []
+
+
+def test_notebook_redefinition_jits_the_latest_def():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        def f(x):
+            if x > 0:
+                return 2 * x
+            return -x
+
+        print(jax.grad(f)(1.0))
+
+        def f(x):
+            return jnp.tanh(x) * 3
+
+        g = jax.jit(f)
+    """) == []
+
+
+def test_jit_of_vmap_keeps_the_jit_static_arguments():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        def decode(x, length):
+            return jnp.zeros((x.shape[0], length)) + x[:, :1]
+
+        fast = jax.jit(jax.vmap(decode, in_axes=(0, None)), static_argnums=(1,))
+    """) == []
+
+
+def test_numpy_on_a_name_rebound_from_a_dict():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def metrics(loss, acc):
+            out = {"loss": loss, "acc": acc}
+            out = np.sum(out, -1)
+            return out
+    """) == []

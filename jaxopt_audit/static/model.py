@@ -454,7 +454,7 @@ class SemanticModel:
         if isinstance(expr, cst.Name):
             fn = self.lookup_function(expr.value, scope)
             if fn is not None:
-                return fn
+                return self._redefinition(expr, fn, scope)
             # `step = some_function` local alias
             for a in scope.bindings(expr.value):
                 if a.value is not None and isinstance(a.value, (cst.Name, cst.Attribute)) \
@@ -487,6 +487,20 @@ class SemanticModel:
         if isinstance(expr, cst.Call) and self.resolve(expr.func) == "functools.partial" and expr.args:
             return self.function_ref(expr.args[0].value, scope)
         return None
+
+    def _redefinition(self, use: cst.Name, fn: Function, scope: Function) -> Function:
+        """A name defined by several `def`s (notebook cells): the one bound when `use` runs, the
+        latest before it in the same scope, the last one from a function body run later."""
+        owner = fn.parent
+        if owner is None:
+            return fn
+        defs = [a for a in owner.bindings(use.value) if isinstance(a.site.node, cst.FunctionDef)]
+        if len(defs) < 2:
+            return fn
+        seq = self.name_seq.get(id(use))
+        before = [a for a in defs if seq is not None and a.seq < seq] if scope is owner else defs
+        chosen = self.function_of_def.get(before[-1].site.node) if before else None
+        return chosen if chosen is not None else fn
 
     def _annotation_of(self, name: str, scope: Function) -> str | None:
         current: Function | None = scope

@@ -101,17 +101,21 @@ class Tracers:
                 q = model.resolve(call.func)
                 if q in apis.JIT_WRAPPERS and call.args:
                     target = model.function_ref(call.args[0].value, fn)
+                    if _unknown_static(call.args[1:]):
+                        continue
                     if target is not None:
                         self._root_jit(target, q, call.args[0].value)
                     else:
                         inner = transformed_function(model, call.args[0].value, fn)
-                        if inner is not None:  # jax.jit(jax.grad(loss_fn))
+                        if inner is not None:  # jax.jit(jax.grad(loss_fn)): same positions
+                            inner.static_params |= model._static_params(inner, list(call.args[1:]))
                             self._root_jit(inner, q, call.args[0].value.args[0].value)
                 elif isinstance(call.func, cst.Call) and model.resolve(call.func.func) == "functools.partial" \
                         and call.func.args and call.args:
                     wrapper = model.resolve(call.func.args[0].value)
                     target = model.function_ref(call.args[0].value, fn)
-                    if target is not None and wrapper in apis.JIT_WRAPPERS:
+                    if target is not None and wrapper in apis.JIT_WRAPPERS \
+                            and not _unknown_static(call.func.args[1:]):
                         self._root_jit(target, wrapper, call.args[0].value)
                 elif q in ABSTRACT_TRANSFORMS:
                     for index in apis.TRACING_TRANSFORMS.get(q, ()):
@@ -127,10 +131,16 @@ class Tracers:
         q = model.resolve(decorator)
         if isinstance(decorator, cst.Call):
             inner = model.resolve(decorator.func)
+            options = list(decorator.args)
             if inner == "functools.partial" and decorator.args:
                 q = model.resolve(decorator.args[0].value)
+                options = options[1:]
             else:
                 q = inner
+            if _unknown_static(options):
+                return
+            # `partial(jax.remat, static_argnums=(0,))`: transforms take static arguments too
+            fn.static_params |= model._static_params(fn, options)
         if q in ALL_ARGUMENT_JITS:
             self._add(fn, set(fn.params), root=True)
         elif q in apis.JIT_WRAPPERS:
@@ -422,6 +432,21 @@ def container_annotation(fn: Function, name: str) -> bool:
     """`limit: Tuple[Array, Array]`, `mask: Optional[Array]`: its truth is length or None-ness."""
     annotation = annotation_text(fn, name)
     return bool(annotation) and annotation.startswith(_CONTAINERS)
+
+
+def _unknown_static(options: list[cst.Arg]) -> bool:
+    """`jit(f, static_argnums=spec)` with a computed spec (or `**options`): which arguments
+    are static is unknown here."""
+    for arg in options:
+        if arg.star == "**":
+            return True
+        if arg.keyword is not None and arg.keyword.value.startswith("static_"):
+            value = arg.value
+            items = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            parts = [e.value for e in items] if items is not None else [value]
+            if not all(isinstance(p, (cst.Integer, cst.SimpleString, cst.UnaryOperation)) for p in parts):
+                return True
+    return False
 
 
 def _partial_count(call: cst.Call) -> int:
