@@ -169,7 +169,7 @@ class SideEffectInJit(Rule):
             # a constant message: reported where the user jitted or transformed the function,
             # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
             direct = fn.jitted or bool(fn.transform_roots)
-            if q in PRINT_FUNCTIONS and direct and _plain_message(call):
+            if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn):
                 # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
                                     "traces it (once per compilation), not on every call", fix=fix,
@@ -270,6 +270,15 @@ def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> b
             return False
         current = current.parent
     return current is scope
+
+
+def _top_level(call: cst.Call, fn: Function) -> bool:
+    """A statement of the function body itself, not a branch (`if static: print("path A")`)."""
+    body = fn.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    return any(isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Expr) and small.value is call for small in stmt.body) for stmt in body.body)
 
 
 def _plain_message(call: cst.Call) -> bool:

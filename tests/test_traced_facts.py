@@ -406,3 +406,22 @@ def test_numpy_on_a_name_rebound_from_a_dict():
             out = np.sum(out, -1)
             return out
     """) == []
+
+
+def test_branch_messages_and_variable_updates_are_quiet():
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+        from flax import nnx
+
+        @jax.jit
+        def step(x, mode_is_train):
+            if x.ndim == 2:
+                print("matrix path")
+            return x * 2
+
+        @jax.jit
+        def update(momentum: nnx.Variable[jax.Array], grad: nnx.Variable[jax.Array]):
+            momentum[...] = 0.9 * momentum + 0.1 * grad
+            return momentum
+    """) == []

@@ -165,6 +165,10 @@ class ArrayEvidence:
             return False
         bindings = fn.bindings(name)
         if name in fn.params and not bindings:
+            from .tracers import annotation_text
+            text = annotation_text(fn, name)
+            if text is not None and ("Array" not in text or "Variable" in text or "Ref" in text):
+                return False  # `nnx.Variable[Array]`, a mutable ref: `v[...] = x` is its API
             if _array_annotation(fn.param_annotations.get(name)):
                 return True
             return (id(fn) in self.traced_ids and name not in fn.static_params
