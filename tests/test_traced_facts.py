@@ -425,3 +425,25 @@ def test_branch_messages_and_variable_updates_are_quiet():
             momentum[...] = 0.9 * momentum + 0.1 * grad
             return momentum
     """) == []
+
+
+def test_pallas_kernel_refs_accept_item_assignment():
+    source = """
+        import functools
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        @jax.jit
+        def double(x):
+            @functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))
+            def kernel(x_ref, o_ref):
+                o_ref[...] = x_ref[...] * 2 + jnp.zeros((), o_ref.dtype)
+            return kernel(x)
+
+        @jax.jit
+        def bad(x):
+            x[0] = 1.0
+            return x * 2
+    """
+    assert found(source) == [(15, "JAX403")]

@@ -18,6 +18,7 @@ import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
+from .tracers import annotation_text, jax_internal, tracers, transformed_function
 
 # Maps over pytree structure: tracing comes from the caller, if any.
 STRUCTURE_MAPS = apis.TREE_MAPS
@@ -46,7 +47,6 @@ def really_traced(model: SemanticModel) -> set[int]:
         return cached
     callbacks = model.host_callback_functions
     traced: set[int] = set()
-    from .tracers import jax_internal, transformed_function
     if jax_internal(model):
         model._really_traced_cache = traced  # type: ignore[attr-defined]
         model._traced_leaf_params = {}  # type: ignore[attr-defined]
@@ -111,7 +111,6 @@ def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
 def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
     """A certain tracer (see `tracers.py`), or a leaf parameter of a function tree-mapped
     over a traced pytree."""
-    from .tracers import tracers
     if tracers(model).expr(expr, fn):
         return True
     return isinstance(expr, cst.Name) and expr.value in traced_leaf_params(model, fn) \
@@ -165,14 +164,15 @@ class ArrayEvidence:
             return False
         bindings = fn.bindings(name)
         if name in fn.params and not bindings:
-            from .tracers import annotation_text
             text = annotation_text(fn, name)
             if text is not None and ("Array" not in text or "Variable" in text or "Ref" in text):
                 return False  # `nnx.Variable[Array]`, a mutable ref: `v[...] = x` is its API
             if _array_annotation(fn.param_annotations.get(name)):
                 return True
-            return (id(fn) in self.traced_ids and name not in fn.static_params
-                    and name not in ("self", "cls") and name in self._array_operands(fn))
+            # a tracer by the facts of tracers.py (a Pallas kernel's refs are not), used as an array
+            facts = tracers(self.model)
+            return (id(fn) in self.traced_ids and facts.is_param(fn, name)
+                    and name not in facts.type_tested(fn) and name in self._array_operands(fn))
         if not bindings or any(a.value is None or a.augmented or len(a.targets) != 1 for a in bindings):
             return False
         return all(self.expr(a.value, fn, depth + 1) for a in bindings)

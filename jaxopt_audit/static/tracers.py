@@ -67,7 +67,7 @@ class Tracers:
         self.params: dict[int, set[str]] = {}  # id(fn) -> parameters that are tracers
         self._cache: dict[tuple[int, int], bool] = {}
         self._tested: dict[int, set[str]] = {}
-        from .trace_context import really_traced
+        from .trace_context import really_traced  # imports this module: import when used
         self.traced_ids = really_traced(model)
         self.root_params: dict[int, set[str]] = {}  # traced by the transform itself, not a caller
         self._roots()
@@ -289,7 +289,7 @@ class Tracers:
 
     def _name(self, use: cst.Name, fn: Function, depth: int) -> bool:
         name = use.value
-        if name in self._type_tested(fn):
+        if name in self.type_tested(fn):
             return False  # `if isinstance(n, int): ...`: the code handles Python values too
         bindings = fn.bindings(name)
         if not bindings:
@@ -311,7 +311,7 @@ class Tracers:
             return self.is_param(fn, name)
         return all(self._binding(name, a, fn, depth) for a in bindings)
 
-    def _type_tested(self, fn: Function) -> set[str]:
+    def type_tested(self, fn: Function) -> set[str]:
         """Names `fn` passes to `isinstance`/`hasattr`/`callable`: polymorphic, maybe static."""
         found = self._tested.get(id(fn))
         if found is None:
