@@ -31,6 +31,10 @@ class TracerControlFlow(Rule):
 
     The rule stays quiet on tests of shapes, dtypes and `ndim`, `is None`, `isinstance`, static
     arguments, attributes set at construction (`self.training`), and module-level constants.
+    It reports only values it can show are tracers: arguments bound by `functools.partial`
+    before `jit`, given `in_axes=None` by `vmap`, left to their defaults, Python numbers under
+    `equinox.filter_jit`, `jnp.size(x)` and `lax.psum(1, axis)` are static; `grad`-only and
+    `custom_jvp` bodies run on concrete values outside `jit`.
 
     ## References
     JAX docs, "Control flow and logical operators with JIT"; seed 002, pitfall 2.

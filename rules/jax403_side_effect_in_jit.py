@@ -28,7 +28,9 @@ class SideEffectInJit(Rule):
     value; storing a traced value in a list, dict or
     set that lives outside the function (`history.append(loss)`, `cache[k] = x`,
     `self.log.append(x)`); writing a traced value to a `global` or `nonlocal` name; and
-    in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code.
+    in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code; and
+    `next(batches)` on a host iterator from outside a traced body (a `fori_loop` body reads it
+    once, at trace time, so every iteration sees the same element).
 
     ## Why is this bad?
     JAX runs the Python body once, at trace time, with abstract tracers; later calls run the
@@ -42,10 +44,12 @@ class SideEffectInJit(Rule):
     of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
     `x = x.at[i].set(v)`.
 
-    A print of a constant message is reported as info: it runs once per compilation, which
-    is sometimes the point (a "compiling..." log), and only in the function that is jitted or
-    transformed, not in helpers it calls. The rule stays quiet on prints that show shapes or
-    dtypes (`print("compiling", x.shape)`: a deliberate trace-time log), on stores of static
+    A print of a constant message is reported as info, only as a top-level statement of the
+    function that is jitted or transformed (not in helpers it calls or in branches), and not
+    when it talks about compiling, jitting or tracing (then the trace-time log is the point).
+    The rule stays quiet on prints that format static values (`print(f"{x.shape=}")`: a
+    deliberate trace-time log), on prints in `grad`-only or eager `shard_map` bodies (they run
+    on every call), on stores of static
     values (a trace counter), on containers created inside the traced function or in an
     enclosing function of the same trace, on host callbacks (`jax.debug.callback(f, ...)`),
     and on item assignment into dicts, lists and NumPy arrays.
