@@ -447,3 +447,17 @@ def test_pallas_kernel_refs_accept_item_assignment():
             return x * 2
     """
     assert found(source) == [(15, "JAX403")]
+
+
+def test_vmap_decorator_with_in_axes_none():
+    source = """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+        @partial(jax.vmap, in_axes={axes})
+        def scale(x, flip):
+            return -x if flip else x
+    """
+    assert found(source.replace("{axes}", "(0, None)")) == []
+    assert found(source.replace("{axes}", "0")) == [(7, "JAX402")]

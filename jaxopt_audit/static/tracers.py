@@ -35,12 +35,13 @@ ABSTRACT_TRANSFORMS = frozenset({
     "jax.eval_shape", "jax.make_jaxpr", "jax.checkpoint", "jax.remat", "equinox.filter_vmap",
 })
 # Jit wrappers that make every non-static argument a tracer.
+VMAPS = frozenset({"jax.vmap", "equinox.filter_vmap"})
 ALL_ARGUMENT_JITS = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "jax.pjit",
                                "flax.nnx.jit", "flax.nnx.pmap"})
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 # jnp/lax calls whose result is static metadata even for a traced argument.
 STATIC_RESULTS = frozenset({
-    "shape", "ndim", "size", "dtype", "result_type", "promote_types", "finfo", "iinfo",
+    "shape", "ndim", "size", "dtype", "result_type", "promote_types", "finfo", "iinfo", "can_cast",
     "issubdtype", "isdtype", "isscalar", "iscomplexobj", "isrealobj", "broadcast_shapes",
     "axis_size", "canonicalize_dtype",
 })
@@ -145,8 +146,12 @@ class Tracers:
             self._add(fn, set(fn.params), root=True)
         elif q in apis.JIT_WRAPPERS:
             self._add(fn, _array_annotated(fn), root=True)
-        elif q in ABSTRACT_TRANSFORMS and q != "jax.vmap":
-            self._add(fn, set(fn.params), root=True)
+        elif q in ABSTRACT_TRANSFORMS:
+            names = set(fn.params)
+            if q in VMAPS:  # `@partial(jax.vmap, in_axes=(0, None))`
+                names -= _unmapped(fn, decorator, list(decorator.args[1:]) if isinstance(decorator, cst.Call)
+                                   and model.resolve(decorator.func) == "functools.partial" else [], 0)
+            self._add(fn, names, root=True)
 
     def _root_jit(self, target: Function, wrapper: str, ref: cst.BaseExpression) -> None:
         bound = _partial_bound(target, ref)
@@ -162,8 +167,8 @@ class Tracers:
             if target is None or target.is_module:
                 continue
             names = set(target.params) - _partial_bound(target, ref)
-            if transform in ("jax.vmap", "equinox.filter_vmap"):
-                names -= _unmapped(target, ref, call)
+            if transform in VMAPS:
+                names -= _unmapped(target, ref, list(call.args), 1)
             self._add(target, names, root=True)
 
     # ------------------------------------------------------------------ propagation
@@ -461,12 +466,13 @@ def _partial_bound(target: Function, ref: cst.BaseExpression) -> set[str]:
     return bound | {a.keyword.value for a in ref.args[1:] if a.keyword is not None}
 
 
-def _unmapped(target: Function, ref: cst.BaseExpression, call: cst.Call) -> set[str]:
-    """Parameters given `in_axes=None` by `vmap`: broadcast as they are, not traced by vmap."""
-    in_axes = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "in_axes"), None)
+def _unmapped(target: Function, ref: cst.BaseExpression, args: list[cst.Arg], position: int) -> set[str]:
+    """Parameters given `in_axes=None` by `vmap`: broadcast as they are, not traced by vmap.
+    `args` are vmap's arguments; `position` is where a positional `in_axes` would be."""
+    in_axes = next((a.value for a in args if a.keyword is not None and a.keyword.value == "in_axes"), None)
     if in_axes is None:
-        positional = [a.value for a in call.args if a.keyword is None]
-        in_axes = positional[1] if len(positional) > 1 else None
+        positional = [a.value for a in args if a.keyword is None]
+        in_axes = positional[position] if len(positional) > position else None
     if in_axes is None:
         return set()
     params = target.params[_partial_count(ref):] if isinstance(ref, cst.Call) else target.params
