@@ -461,3 +461,21 @@ def test_vmap_decorator_with_in_axes_none():
     """
     assert found(source.replace("{axes}", "(0, None)")) == []
     assert found(source.replace("{axes}", "0")) == [(7, "JAX402")]
+
+
+def test_a_value_asserted_to_be_a_variable_accepts_item_assignment():
+    source = """
+        import unittest
+        import jax
+        from flax import nnx
+
+        class T(unittest.TestCase):
+            def test_set(self):
+                @jax.jit
+                def put(v, a):
+                    {check}
+                    v[...] = a
+                    return v
+    """
+    assert found(source.replace("{check}", "self.assertIsInstance(v, nnx.Param)")) == []
+    assert found(source.replace("{check}", "a = a * v")) == [(10, "JAX403")]

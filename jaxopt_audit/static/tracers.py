@@ -317,14 +317,16 @@ class Tracers:
         return all(self._binding(name, a, fn, depth) for a in bindings)
 
     def type_tested(self, fn: Function) -> set[str]:
-        """Names `fn` passes to `isinstance`/`hasattr`/`callable`: polymorphic, maybe static."""
+        """Names `fn` passes to `isinstance`/`hasattr`/`callable`/`assertIsInstance`: their type is
+        in question (maybe a Python value or a mutable Variable), so not certainly a tracer."""
         found = self._tested.get(id(fn))
         if found is None:
             found = set()
             for site in fn.calls:
                 call = site.node
-                if call.args and isinstance(call.args[0].value, cst.Name) and self.model.resolve(call.func) in (
-                        "builtins.isinstance", "builtins.hasattr", "builtins.callable"):
+                if call.args and isinstance(call.args[0].value, cst.Name) and (self.model.resolve(call.func) in (
+                        "builtins.isinstance", "builtins.hasattr", "builtins.callable") or (
+                        isinstance(call.func, cst.Attribute) and call.func.attr.value == "assertIsInstance")):
                     found.add(call.args[0].value.value)
             self._tested[id(fn)] = found
         return found
