@@ -18,24 +18,11 @@ import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
-from .tracers import annotation_text, jax_internal, tracers, transformed_function
+from .tracers import (ABSTRACT_TRANSFORMS, ARRAY_METHODS, ARRAY_NAMESPACES, annotation_text, jax_internal,
+                      tracers, transformed_function)
 
 # Maps over pytree structure: tracing comes from the caller, if any.
 STRUCTURE_MAPS = apis.TREE_MAPS
-# Transforms that trace their function even when called eagerly (grad, custom_jvp and eager
-# shard_map run on concrete values outside jit: their bodies are traced only under an outer trace).
-ABSTRACT_TRANSFORMS = frozenset({
-    "jax.vmap", "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.cond",
-    "jax.lax.switch", "jax.lax.map", "jax.lax.associative_scan", "jax.lax.reduce",
-    "jax.eval_shape", "jax.make_jaxpr", "jax.checkpoint", "jax.remat", "equinox.filter_vmap",
-    "jax.lax.custom_root", "flax.nnx.vmap", "flax.nnx.scan", "flax.linen.scan", "flax.linen.vmap",
-})
-
-# jax.* namespaces whose calls return arrays (as opposed to pytree utilities or transforms).
-ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
-ARRAY_METHODS = frozenset({"reshape", "astype", "transpose", "ravel", "flatten", "squeeze",
-                           "sum", "mean", "max", "min", "clip", "set", "add", "multiply", "get",
-                           "T", "swapaxes", "cumsum", "prod", "dot", "round", "conj"})
 # Attributes a traced parameter has only if it is an array (a dict or list has none of them).
 ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "reshape", "T"})
 

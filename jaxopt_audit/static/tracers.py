@@ -28,16 +28,21 @@ from . import apis
 from .model import Assignment, Function, SemanticModel
 from .walk import int_value
 
-# Transforms that run their function on abstract values (flax's lifted ones pass a module first).
+# Transforms that trace their function even when called eagerly (grad, custom_jvp and eager
+# shard_map run on concrete values outside jit: their bodies are traced only under an outer trace).
 ABSTRACT_TRANSFORMS = frozenset({
     "jax.vmap", "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.cond",
     "jax.lax.switch", "jax.lax.map", "jax.lax.associative_scan", "jax.lax.reduce",
     "jax.eval_shape", "jax.make_jaxpr", "jax.checkpoint", "jax.remat", "equinox.filter_vmap",
+    "jax.lax.custom_root", "flax.nnx.vmap", "flax.nnx.scan", "flax.linen.scan", "flax.linen.vmap",
 })
-# Jit wrappers that make every non-static argument a tracer.
+# flax's lifted transforms pass modules and variables first: their parameters are not all tracers.
+LIFTED_TRANSFORMS = frozenset({"flax.nnx.vmap", "flax.nnx.scan", "flax.linen.scan", "flax.linen.vmap"})
 VMAPS = frozenset({"jax.vmap", "equinox.filter_vmap"})
+# Jit wrappers that make every non-static argument a tracer.
 ALL_ARGUMENT_JITS = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "jax.pjit",
                                "flax.nnx.jit", "flax.nnx.pmap"})
+# jax.* namespaces whose calls return arrays (as opposed to pytree utilities or transforms).
 ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 # jnp/lax calls whose result is static metadata even for a traced argument.
 STATIC_RESULTS = frozenset({
@@ -48,11 +53,12 @@ STATIC_RESULTS = frozenset({
 # Collectives: `lax.psum(1, "i")` of a constant is the (static) axis size.
 COLLECTIVES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
                          "all_to_all", "pshuffle"})
+# Methods of an array that return arrays.
 ARRAY_METHODS = frozenset({
     "reshape", "astype", "transpose", "ravel", "flatten", "squeeze", "sum", "mean", "max", "min",
-    "clip", "set", "add", "multiply", "divide", "power", "min", "max", "apply", "get", "swapaxes",
+    "clip", "set", "add", "multiply", "divide", "power", "apply", "get", "swapaxes",
     "cumsum", "cumprod", "prod", "dot", "round", "conj", "any", "all", "argmax", "argmin", "std",
-    "var", "sort", "argsort", "take", "repeat", "nonzero", "__getitem__", "view",
+    "var", "sort", "argsort", "take", "repeat", "nonzero", "__getitem__", "view", "T",
 })
 GRAD_LIKE = frozenset({"jax.grad", "jax.value_and_grad", "jax.jacfwd", "jax.jacrev", "jax.hessian",
                        "jax.checkpoint", "jax.remat", "jax.vmap", "jax.jit", "equinox.filter_vmap",
@@ -118,7 +124,7 @@ class Tracers:
                     if target is not None and wrapper in apis.JIT_WRAPPERS \
                             and not _unknown_static(call.func.args[1:]):
                         self._root_jit(target, wrapper, call.args[0].value)
-                elif q in ABSTRACT_TRANSFORMS:
+                elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS:
                     for index in apis.TRACING_TRANSFORMS.get(q, ()):
                         if index < len(call.args) and call.args[index].keyword is None:
                             self._root_transform(call.args[index].value, q, call, fn)
@@ -146,7 +152,7 @@ class Tracers:
             self._add(fn, set(fn.params), root=True)
         elif q in apis.JIT_WRAPPERS:
             self._add(fn, _array_annotated(fn), root=True)
-        elif q in ABSTRACT_TRANSFORMS:
+        elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS:
             names = set(fn.params)
             if q in VMAPS:  # `@partial(jax.vmap, in_axes=(0, None))`
                 names -= _unmapped(fn, decorator, list(decorator.args[1:]) if isinstance(decorator, cst.Call)
