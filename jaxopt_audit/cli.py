@@ -84,7 +84,8 @@ def _add_rules(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rules-dir", action="append", default=None, metavar="DIR")
     p.set_defaults(func=_lazy("static.command:rule_command"))
     p = sub.add_parser("rules", help="list the rules")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", "json", "markdown"], default="table",
+                   help="markdown: the whole catalog, every rule's documentation (docs/rules.md)")
     p.add_argument("--rules-dir", action="append", default=None, metavar="DIR")
     p.set_defaults(func=_lazy("static.command:rules_command"))
 
