@@ -10,11 +10,13 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import traceback
 from typing import Callable, Sequence
 
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 RUNTIME_EXTRA_HINT = "install the runtime extra: pip install 'jaxopt-audit[runtime]'"
 
 
@@ -57,7 +59,19 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, metavar="PYPROJECT",
                    help="read [tool.jaxopt-audit] from this file instead of the nearest pyproject.toml")
     p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml configuration")
-    p.add_argument("--statistics", action="store_true", help="count findings per rule")
+    p.add_argument("--include-tests", action="store_true",
+                   help="report every selected rule in test files too (by default they get only JAX6xx)")
+    p.add_argument("--statistics", action="store_true",
+                   help="print the number of findings per rule instead of the findings")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="print the findings and errors only, no summary")
+    p.add_argument("--fix", action="store_true", help="apply the safe automatic fixes, then report what is left")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="with --fix or --diff: also apply fixes that may change behaviour")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="keep the result cache in DIR (default: .jaxopt_audit_cache beside the configuration)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the report to FILE")
@@ -70,7 +84,8 @@ def _add_rules(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rules-dir", action="append", default=None, metavar="DIR")
     p.set_defaults(func=_lazy("static.command:rule_command"))
     p = sub.add_parser("rules", help="list the rules")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", "json", "markdown"], default="table",
+                   help="markdown: the whole catalog, every rule's documentation (docs/rules.md)")
     p.add_argument("--rules-dir", action="append", default=None, metavar="DIR")
     p.set_defaults(func=_lazy("static.command:rules_command"))
 
@@ -131,6 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         print("jaxopt-audit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception:  # noqa: BLE001 - user errors are one-line messages; this is the tool's bug
+        traceback.print_exc()
+        print(f"jaxopt-audit: internal error (a bug in jaxopt-audit {__version__}, not in your code); "
+              "please report it with the command line and the traceback above", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static.model import Function, SemanticModel
+from jaxopt_audit.static.trace_context import is_traced_value, traced_functions
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
 # Functions whose output size depends on the values; `size=` makes them static.
@@ -126,13 +127,15 @@ class DynamicShape(Rule):
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        for fn in model.traced_functions():
+        if model.source is not None and "jax_dynamic_shapes" in model.source:
+            return  # the module opts in to JAX's (experimental) dynamic shapes
+        for fn in traced_functions(model):
             for site in fn.subscripts:
                 node: cst.Subscript = site.node
                 if isinstance(node.value, cst.Attribute) and node.value.attr.value == "at":
                     continue
                 if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                        and model.is_traced(node.value, fn) \
+                        and is_traced_value(model, node.value, fn) \
                         and _is_boolean(model, node.slice[0].slice.value, fn, 0):
                     yield Report(node, f"`{describe(node)}` indexes with a boolean mask, so its shape depends on "
                                        "the values; under jit this fails with NonConcreteBooleanIndexError")
@@ -140,7 +143,7 @@ class DynamicShape(Rule):
                 for element in node.slice:
                     part = element.slice
                     if isinstance(part, cst.Slice) and any(
-                            bound is not None and model.is_traced(bound, fn)
+                            bound is not None and is_traced_value(model, bound, fn)
                             for bound in (part.lower, part.upper, part.step)):
                         yield Report(node, f"`{describe(node)}` slices with a traced bound, so its length depends "
                                            "on the values; use `jax.lax.dynamic_slice` with a static size")
@@ -158,7 +161,7 @@ class DynamicShape(Rule):
                                    "shape under jit; pass `size=` (and `fill_value=`)")
             return
         if q is None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "nonzero" \
-                and model.is_traced(call.func.value, fn) and "size" not in keywords:
+                and is_traced_value(model, call.func.value, fn) and "size" not in keywords:
             yield Report(call, f"`{describe(call)}` returns a value-dependent number of indices under jit; "
                                "pass `size=`")
             return
@@ -167,7 +170,7 @@ class DynamicShape(Rule):
             positions = SHAPE_ARGUMENTS[q]
             shape_args = positional if positions is None else [positional[i] for i in positions if i < len(positional)]
         elif q is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in SHAPE_METHODS \
-                and model.is_traced(call.func.value, fn):
+                and is_traced_value(model, call.func.value, fn):
             shape_args = positional
         else:
             return
@@ -175,7 +178,7 @@ class DynamicShape(Rule):
         for arg in shape_args:
             for part in (arg.elements if isinstance(arg, (cst.Tuple, cst.List)) else [arg]):
                 value = part.value if isinstance(part, cst.BaseElement) else part
-                if model.is_traced(value, fn):
+                if is_traced_value(model, value, fn):
                     yield Report(call, f"`{describe(call)}` uses `{describe(value)}`, a traced value, as a shape; "
                                        "shapes must be static Python ints under jit")
                     return
@@ -187,13 +190,13 @@ def _is_boolean(model: SemanticModel, expr: cst.BaseExpression, fn: Function, de
     if depth > 6:
         return False
     if isinstance(expr, cst.Comparison):
-        return model.is_traced(expr, fn)
+        return is_traced_value(model, expr, fn)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
         return _is_boolean(model, expr.expression, fn, depth + 1)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
         return _is_boolean(model, expr.left, fn, depth + 1) or _is_boolean(model, expr.right, fn, depth + 1)
     if isinstance(expr, cst.Call):
-        return model.resolve(expr.func) in BOOLEAN_FUNCTIONS and model.is_traced(expr, fn)
+        return model.resolve(expr.func) in BOOLEAN_FUNCTIONS and is_traced_value(model, expr, fn)
     if isinstance(expr, cst.Name):
         bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
         return bool(bindings) and all(_is_boolean(model, a.value, fn, depth + 1) for a in bindings)

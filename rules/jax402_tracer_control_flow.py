@@ -7,6 +7,8 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static.model import SemanticModel
+from jaxopt_audit.static.tracers import container_annotation, tracers
+from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
 
@@ -29,6 +31,10 @@ class TracerControlFlow(Rule):
 
     The rule stays quiet on tests of shapes, dtypes and `ndim`, `is None`, `isinstance`, static
     arguments, attributes set at construction (`self.training`), and module-level constants.
+    It reports only values it can show are tracers: arguments bound by `functools.partial`
+    before `jit`, given `in_axes=None` by `vmap`, left to their defaults, Python numbers under
+    `equinox.filter_jit`, `jnp.size(x)` and `lax.psum(1, axis)` are static; `grad`-only and
+    `custom_jvp` bodies run on concrete values outside `jit`.
 
     ## References
     JAX docs, "Control flow and logical operators with JIT"; seed 002, pitfall 2.
@@ -116,35 +122,48 @@ class TracerControlFlow(Rule):
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        for fn in model.traced_functions():
+        evidence = ArrayEvidence(model, really_traced(model))
+        facts = tracers(model)
+
+        def is_traced(expr: cst.BaseExpression, fn) -> bool:
+            # a bare name's truth is static unless it is a single array (`if params:` on a dict)
+            bare = expr.expression if isinstance(expr, cst.UnaryOperation) else expr
+            if isinstance(bare, cst.Name) and (
+                    container_annotation(fn, bare.value) or (
+                        bare.value not in facts.root_params.get(id(fn), ())
+                        and not evidence.name(bare.value, fn))):
+                return False
+            return is_traced_value(model, expr, fn)
+
+        for fn in traced_functions(model):
             for site in fn.tests:
                 node = site.node
                 if isinstance(node, (cst.If, cst.While, cst.IfExp)):
                     test = node.test
-                    if model.is_traced(test, fn) and not _is_boolean_op(test) and not _container_test(model, test, fn):
+                    if is_traced(test, fn) and not _is_boolean_op(test) and not _container_test(model, test, fn):
                         kind = {cst.If: "an `if`", cst.While: "a `while`", cst.IfExp: "a conditional expression"}[type(node)]
                         yield Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
                                            "fails with TracerBoolConversionError under jit")
                 elif isinstance(node, cst.BooleanOperation):
                     for operand in (node.left, node.right):
-                        if model.is_traced(operand, fn) and not _is_boolean_op(operand):
+                        if is_traced(operand, fn) and not _is_boolean_op(operand):
                             op = "and" if isinstance(node.operator, cst.And) else "or"
                             yield Report(operand, f"`{op}` converts `{describe(operand)}`, a traced value, to a "
                                                   "Python bool, which fails under jit; use `jnp.logical_and`/"
                                                   "`jnp.logical_or`")
                 elif isinstance(node, cst.UnaryOperation):
-                    if model.is_traced(node.expression, fn) and not model.is_container(node.expression, fn):
+                    if is_traced(node.expression, fn) and not model.is_container(node.expression, fn):
                         yield Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
                                            "fails under jit; use `jnp.logical_not`")
             for site in fn.calls:
                 call = site.node
                 q = model.resolve(call.func)
-                if q == "builtins.bool" and call.args and model.is_traced(call.args[0].value, fn):
+                if q == "builtins.bool" and call.args and is_traced(call.args[0].value, fn):
                     yield Report(call, f"`{describe(call)}` needs a concrete value, but its argument is traced "
                                        "under jit")
                 elif q == "builtins.range":
                     for arg in call.args:
-                        if model.is_traced(arg.value, fn):
+                        if is_traced(arg.value, fn):
                             yield Report(arg.value, f"`range({describe(arg.value)})` needs a concrete integer, "
                                                     "but it is traced under jit; use `jax.lax.fori_loop` or "
                                                     "make it a static argument")

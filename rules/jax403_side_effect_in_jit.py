@@ -6,11 +6,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
 from jaxopt_audit.static.model import Assignment, Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
-from jaxopt_audit.static.walk import walk
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
 LOGGING_PREFIXES = ("logging.", "absl.logging.")
@@ -30,7 +28,9 @@ class SideEffectInJit(Rule):
     value; storing a traced value in a list, dict or
     set that lives outside the function (`history.append(loss)`, `cache[k] = x`,
     `self.log.append(x)`); writing a traced value to a `global` or `nonlocal` name; and
-    in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code.
+    in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code; and
+    `next(batches)` on a host iterator from outside a traced body (a `fori_loop` body reads it
+    once, at trace time, so every iteration sees the same element).
 
     ## Why is this bad?
     JAX runs the Python body once, at trace time, with abstract tracers; later calls run the
@@ -44,10 +44,12 @@ class SideEffectInJit(Rule):
     of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
     `x = x.at[i].set(v)`.
 
-    A print of a constant message is reported as info: it runs once per compilation, which
-    is sometimes the point (a "compiling..." log), and only in the function that is jitted or
-    transformed, not in helpers it calls. The rule stays quiet on prints that show shapes or
-    dtypes (`print("compiling", x.shape)`: a deliberate trace-time log), on stores of static
+    A print of a constant message is reported as info, only as a top-level statement of the
+    function that is jitted or transformed (not in helpers it calls or in branches), and not
+    when it talks about compiling, jitting or tracing (then the trace-time log is the point).
+    The rule stays quiet on prints that format static values (`print(f"{x.shape=}")`: a
+    deliberate trace-time log), on prints in `grad`-only or eager `shard_map` bodies (they run
+    on every call), on stores of static
     values (a trace counter), on containers created inside the traced function or in an
     enclosing function of the same trace, on host callbacks (`jax.debug.callback(f, ...)`),
     and on item assignment into dicts, lists and NumPy arrays.
@@ -160,6 +162,8 @@ class SideEffectInJit(Rule):
 
     def _call(self, model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
         q = model.resolve(call.func)
+        if q == "builtins.next":
+            return _host_iterator_read(call, fn)
         if q in PRINT_FUNCTIONS or (q is not None and q.startswith(LOGGING_PREFIXES)):
             traced = _traced_argument(model, call, fn)
             fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
@@ -169,7 +173,7 @@ class SideEffectInJit(Rule):
             # a constant message: reported where the user jitted or transformed the function,
             # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
             direct = fn.jitted or bool(fn.transform_roots)
-            if q in PRINT_FUNCTIONS and direct and not _mentions_static_metadata(call):
+            if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn):
                 # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
                                     "traces it (once per compilation), not on every call", fix=fix,
@@ -226,6 +230,25 @@ class SideEffectInJit(Rule):
                              severity="error")
 
 
+def _host_iterator_read(call: cst.Call, fn: Function) -> Report | None:
+    """`next(batches)` on an iterator from outside the traced function: read once, at trace time."""
+    if not call.args or not isinstance(call.args[0].value, cst.Name):
+        return None
+    name = call.args[0].value.value
+    if name in fn.params or fn.bindings(name):
+        return None  # a local iterator (`next(iter(tree.values()))`) is trace-time structure
+    scope = binding_scope(name, fn)
+    if scope is None or scope is fn:
+        return None
+    values = [a.value for a in scope.bindings(name)]
+    if name not in scope.params and (not values or not all(isinstance(v, cst.Call) for v in values)):
+        return None
+    return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, reads the host iterator "
+                        f"`{name}` once, at trace time: every iteration and every later call of the compiled "
+                        "code sees that same element",
+                  fix="Read the data outside the traced function and pass it in (stacked, for lax.scan/fori_loop).")
+
+
 def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value in ("sep", "end", "file", "flush"):
@@ -253,14 +276,28 @@ def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> b
     return current is scope
 
 
-def _mentions_static_metadata(call: cst.Call) -> bool:
-    """`print("compiling", x.shape)`: a deliberate trace-time log of shapes or dtypes."""
-    for node in walk(call):
-        if isinstance(node, cst.Attribute) and node.attr.value in apis.STATIC_ATTRIBUTES:
-            return True
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len":
-            return True
-    return False
+def _top_level(call: cst.Call, fn: Function) -> bool:
+    """A statement of the function body itself, not a branch (`if static: print("path A")`)."""
+    body = fn.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    return any(isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Expr) and small.value is call for small in stmt.body) for stmt in body.body)
+
+
+def _plain_message(call: cst.Call) -> bool:
+    """`print("Running f():")`: a literal message the author may expect on every call. Formatted
+    output of static values (`print(f"{x.shape=}")`, parameter counts at init) and messages about
+    tracing itself (`print("jitting")`) are deliberate trace-time logs."""
+    texts = []
+    for arg in call.args:
+        if arg.keyword is not None:
+            continue
+        if not isinstance(arg.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return False
+        texts.append(arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else "")
+    text = " ".join(t for t in texts if isinstance(t, str)).lower()
+    return bool(texts) and not any(word in text for word in ("compil", "jit", "trac"))
 
 
 def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> str | None:

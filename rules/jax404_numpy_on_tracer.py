@@ -132,7 +132,8 @@ class NumpyOnTracer(Rule):
                 q = model.resolve(call.func)
                 if q is None or not q.startswith(HOST_MATH_ROOTS) or q in METADATA_FUNCTIONS:
                     continue
-                traced_arg = next((a.value for a in call.args if is_traced_value(model, a.value, fn)), None)
+                traced_arg = next((a.value for a in call.args if is_traced_value(model, a.value, fn)
+                                   and not _dict_value(model, a.value, fn)), None)
                 if traced_arg is None:
                     continue
                 yield Report(call, self._message(call, q, traced_arg, fn), fix=_fix(q))
@@ -145,6 +146,17 @@ class NumpyOnTracer(Rule):
         where = "a traced lambda" if fn.name == "<lambda>" else f"`{fn.name}`, which JAX traces,"
         return (f"`{describe(call)}` applies {library} to the traced value `{describe(arg)}` in {where}: "
                 f"{failure} (or a constant is silently baked in)")
+
+
+def _dict_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    """A dict of tracers: NumPy wraps it in an object array without converting its values."""
+    if isinstance(expr, (cst.Dict, cst.DictComp)):
+        return True
+    if isinstance(expr, cst.Name):  # the binding that reaches this use
+        seq = model.name_seq.get(id(expr))
+        before = [a for a in fn.bindings(expr.value) if seq is not None and a.seq < seq]
+        return bool(before) and isinstance(before[-1].value, (cst.Dict, cst.DictComp))
+    return False
 
 
 def _fix(qualname: str) -> str:

@@ -20,7 +20,9 @@ class PrngKeyReuse(Rule):
     loop; a key captured from the enclosing scope and consumed in the body of `lax.scan`,
     `fori_loop`, `while_loop` or `lax.map`. Passing a key to a function of the same module
     that samples with it counts as consuming it, and so does a flax linen module's
-    `init(key, x)` or `apply(..., rngs={"dropout": key})`.
+    `init(key, x)` or `apply(..., rngs={"dropout": key})`; calling a nested function or lambda
+    consumes the keys it captured (`noise = lambda s: jax.random.normal(key, s)`, then
+    `noise(shape)` and `jax.random.uniform(key)`).
 
     ## Why is this bad?
     JAX random functions are pure: the same key gives the same numbers. Two draws from one
@@ -40,9 +42,21 @@ class PrngKeyReuse(Rule):
     (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic
     guard (`if step % eval_every == 0:` draws the same evaluation samples each time, on
     purpose), the same key in each repetition of a timed benchmark loop, two draws compared
-    in one assertion (a determinism test), and keys it cannot
+    in one assertion (a determinism test), a deliberate replay of the same function on the
+    same key: a model initialised twice to get an equal copy (`params=init(k, x)`,
+    `target_params=init(k, x)`: an online and a target network that must start equal), or
+    candidates compared on common random numbers (`train(key, setting_a)` then
+    `train(key, setting_b)`, or `for setting in settings: train(key, setting)` in a loop that
+    carries no state), and keys it cannot
     follow: attributes (`state.rng`) and keys passed to other libraries' functions
-    (`env.reset(key, params)`).
+    (`env.reset(key, params)`). A replay is still reported when the second call feeds on the
+    first one's result (`h = dropout(key, x)`, then `dropout(key, h)`), when the two calls are
+    identical (`a = noise(key, x)`, `b = noise(key, x)`: the same draw twice), and in a loop
+    that carries state (a training loop).
+
+    Off in test files by default (README "What `scan .` reports by default"): on 12 sampled
+    test findings in public JAX projects, none was a bug: tests reuse keys on purpose (identical
+    inputs, determinism, caching) or where correlated test data does not matter.
     """
 
     CODE = "JAX501"

@@ -6,6 +6,8 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static.fix_codemods import carried_key
+from jaxopt_audit.static.loops import carried_names
 from jaxopt_audit.static.model import Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import runs_every_step, where
@@ -15,7 +17,8 @@ KEY_CONSTRUCTORS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
 # Consumers after which a constant key still yields a different key every step.
 PER_STEP_DERIVATIONS = frozenset({"jax.random.fold_in"})
 # Methods that only initialise (a model's parameters): the same init key every time is deliberate.
-INIT_METHODS = frozenset({"init", "init_with_output", "initialize", "init_params", "lazy_init"})
+INIT_METHODS = frozenset({"init", "init_with_output", "initialize", "init_params", "lazy_init",
+                          "initialize_carry"})
 
 
 class ConstantKeyInStep(Rule):
@@ -42,14 +45,28 @@ class ConstantKeyInStep(Rule):
     each step, passing `sub` to the function that samples (an argument of the jitted function, or
     part of the `scan` carry). `jax.random.fold_in(key, step)` also gives a distinct key per step.
 
-    The rule stays quiet on keys derived per step with `fold_in`, on indexing a constant split
-    with a non-constant index, on keys used only to initialise a model (`model.init(key, x)`), on
+    The rule stays quiet on loops whose iterations are independent (no state carried from one
+    iteration to the next: a sweep over settings, candidate models or timesteps to evaluate), where
+    one key for every candidate is deliberate (common random numbers make them comparable); on
+    keys derived per step with `fold_in`, on indexing a constant split
+    with a non-constant index, on keys used only to initialise a model (`model.init(key, x)`,
+    `cell.initialize_carry(key, shape)`), on
     keys under a periodic guard (a fixed evaluation key is deliberate), on seeds that are
     arguments or loop variables, and on keys created outside the loop.
+
+    Off in test files by default (README "What `scan .` reports by default"): all 7 findings in
+    test files of public JAX projects were loops over test parameters (dtypes, cases), not steps.
 
     ## Measured
     `training_loop` pipeline, stage "fresh noise": the fix changes the math (fresh noise per batch),
     not the speed; validation compares loss curves.
+
+    ## Automatic fix
+    Unsafe (`--unsafe-fixes`): for a key rebuilt from a constant seed as a statement of a loop
+    body (`key = jax.random.key(42)`), `scan --fix` makes the key once before the loop as
+    `key_carry` and splits each step's `key` from it (`key_carry, key = jax.random.split(key_carry)`).
+    Unsafe because the numbers drawn change, which is the point. A constant key inside a jitted
+    step needs a new argument and is left for you.
     """
 
     CODE = "JAX502"
@@ -146,6 +163,9 @@ class ConstantKeyInStep(Rule):
         """),
     ]
 
+    def fix(self, model: SemanticModel, report: Report):
+        return carried_key(model, report.node) if isinstance(report.node, cst.Call) else None
+
     def check(self, model: SemanticModel) -> Iterator[Report]:
         module_constants = _module_int_constants(model)
         for fn in model.functions:
@@ -156,7 +176,8 @@ class ConstantKeyInStep(Rule):
                 if not _constant_seed(call, fn, module_constants):
                     continue
                 context = runs_every_step(model, site)
-                if context is None or _derived_per_step(model, site) or _only_initialises(model, site):
+                if context is None or _derived_per_step(model, site) or _only_initialises(model, site) \
+                        or not _loop_carries_state(model, context):
                     continue
                 yield Report(call, f"`{describe(call)}` is created {where(model, site, context)}: "
                                    "a key from the same seed draws the same \"random\" numbers every step")
@@ -239,3 +260,15 @@ def _only_initialises(model: SemanticModel, site: Site) -> bool:
                  if any(_refers_to_key(a.value, site, names) for a in c.node.args)]
     return bool(consumers) and all(
         isinstance(c.func, cst.Attribute) and c.func.attr.value in INIT_METHODS for c in consumers)
+
+
+def _loop_carries_state(model: SemanticModel, context) -> bool:
+    """The step loop carries state from one iteration to the next (`params = step(params, b)`):
+    a training or simulation loop, where the same key every step biases the result. A loop whose
+    iterations are independent (a sweep over settings, candidate models, timesteps to evaluate)
+    uses one key for every candidate on purpose: common random numbers make them comparable.
+    Compiled loop bodies always carry state."""
+    if context.compiled_loop is not None:
+        return True
+    loop = model.step_loop_of(context.step_call)
+    return loop is not None and bool(carried_names(model, loop))

@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static.fix_codemods import rename_deprecated
 from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.names import canonical, dotted
@@ -18,9 +19,8 @@ class DeprecatedApi(Rule):
     """
     ## What it does
     Finds uses of JAX APIs that current JAX removed or deprecates, and names the replacement:
-    the `jax.tree_map` family (→ `jax.tree.map`, `jax.tree.leaves`, ...), `jax.random.PRNGKey`
-    (→ typed keys from `jax.random.key`), `jax.pmap` (→ `jax.jit` with shardings or
-    `jax.shard_map`), `jax.experimental.pjit.pjit` (→ `jax.jit`), `jax.experimental.maps.xmap`,
+    the `jax.tree_map` family (→ `jax.tree.map`, `jax.tree.leaves`, ...),
+    `jax.experimental.pjit.pjit` (→ `jax.jit`), `jax.experimental.maps.xmap`,
     `jax.experimental.host_callback` (→ `jax.debug.callback` / `jax.pure_callback`),
     `jax.abstract_arrays`, `jax.ShapedArray`, `DeviceArray` (→ `jax.Array`), the `jax.ops.index_*`
     updates, and every entry of the `_deprecations` tables JAX itself keeps. Reported where the
@@ -30,13 +30,23 @@ class DeprecatedApi(Rule):
     ## Why is this bad?
     A removed API fails with `AttributeError` or `ImportError` on current JAX, so the code does
     not run after an upgrade (reported as a warning). A deprecated one warns today and will be
-    removed (info). Legacy APIs still work but miss what replaced them: raw `uint32` keys from
-    `PRNGKey` carry no implementation and are easy to misuse as numbers; `pmap` compiles one
-    program per device instead of one sharded program (info, once per file).
+    removed (info).
+
+    APIs that still work without a warning but have a modern replacement (`jax.random.PRNGKey`,
+    `jax.pmap`) are not deprecated: they are JAX602 legacy-api, which is off by default.
+    JAX601 is the one family still reported in test files by default: a removed API breaks a
+    test suite on upgrade like any other code.
 
     ## How to fix
     Use the replacement the message names. The list is data (`jaxopt_audit/static/deprecations.py`)
     and is checked against the installed JAX in the test suite.
+
+    ## Automatic fix
+    Safe: `scan --fix` re-spells a use of a renamed function, class or constant as its current
+    name where it is a drop-in replacement (`jax.tree_map` -> `jax.tree.map`, `jnp.trapz` ->
+    `jnp.trapezoid`, `jnp.DeviceArray` -> `jax.Array`). Imports, legacy APIs (`PRNGKey`, `pmap`)
+    and replacements with another signature or meaning (`in1d`, `device_put_replicated`) are left
+    for you.
     """
 
     CODE = "JAX601"
@@ -58,7 +68,7 @@ class DeprecatedApi(Rule):
                 hcb.id_print(x)
                 return tree_map(lambda v: v + 1, x)
 
-            key = jax.random.PRNGKey(0)  # <- JAX601
+            key = jax.random.PRNGKey(0)  # <- JAX602
             other = jax.random.PRNGKey(1)
             leaves = jax.tree_util.tree_multimap(lambda a, b: a + b, key, other)  # <- JAX601
         """),
@@ -90,23 +100,14 @@ class DeprecatedApi(Rule):
         """),
     ]
 
+    def fix(self, model: SemanticModel, report: Report):
+        return rename_deprecated(model, report.node)
+
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        if not any(q.split(".", 1)[0] in ("jax", "jaxlib") for q in model.imports.bound.values()):
-            return  # every deprecated name resolves through an import of jax
-        if model.source is not None and _LAST_SEGMENT.search(model.source) is None:
-            return  # every use spells the listed name's last segment, in an import or an attribute
-        first_legacy: dict[str, list[cst.CSTNode]] = {}
         for node, entry, spelled in _find(model):
-            if entry.status == "legacy":
-                first_legacy.setdefault(entry.name, []).append(node)
-                continue
-            yield Report(node, _message(entry, spelled), fix=_fix(entry),
-                         severity="warning" if entry.status == "removed" else "info")
-        for name, nodes in first_legacy.items():
-            entry = lookup(name)
-            assert entry is not None
-            more = f" ({len(nodes)} uses in this file)" if len(nodes) > 1 else ""
-            yield Report(nodes[0], _message(entry, name) + more, fix=_fix(entry), severity="info")
+            if entry.status != "legacy":  # legacy advice is JAX602's, opt-in
+                yield Report(node, _message(entry, spelled), fix=_fix(entry),
+                             severity="warning" if entry.status == "removed" else "info")
 
 
 _LAST_SEGMENT = re.compile(r"\b(?:" + "|".join(sorted({re.escape(e.name.rsplit(".", 1)[-1]) for e in DEPRECATIONS},
@@ -132,6 +133,10 @@ _BRANCHES = frozenset(t for t in _node_types(cst.CSTNode) if t not in _LEAVES)
 def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
     """(node, entry, resolved name) for every spelled use, in source order."""
     found: list[tuple[cst.CSTNode, Deprecation, str]] = []
+    if not any(q.split(".", 1)[0] in ("jax", "jaxlib") for q in model.imports.bound.values()):
+        return found  # every deprecated name resolves through an import of jax
+    if model.source is not None and _LAST_SEGMENT.search(model.source) is None:
+        return found  # every use spells the listed name's last segment, in an import or an attribute
     stack: list[cst.CSTNode] = [model.module]
     while stack:
         node = stack.pop()

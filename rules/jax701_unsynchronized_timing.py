@@ -8,6 +8,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
+from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
 from jaxopt_audit.static.model import Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.timing import (TimedRegion, calls_in_order, is_sync, syncing_functions,
@@ -43,6 +44,12 @@ class UnsynchronizedTiming(Rule):
     `jax.block_until_ready(out)` for a pytree. Call the function once before starting the timer
     (a warm-up) and report compile time separately — or name the number for what it is
     (`compile_and_run_s`).
+
+    ## Automatic fix
+    Safe: `scan --fix` wraps the last JAX call before the reading in `jax.block_until_ready(...)`
+    (which returns its argument unchanged, for any pytree), and the body of a timed
+    `lambda: f(x)` likewise. A first (compiling) call in the timed region is not fixed: where the
+    warm-up belongs is yours to say.
 
     The first-call check is made on one-shot measurements of small programs only: a reading
     inside a loop is a per-iteration or windowed figure (steps per second), whose first window
@@ -130,6 +137,19 @@ class UnsynchronizedTiming(Rule):
                 return loss, time.perf_counter() - start
         """),
     ]
+
+    def fix(self, model: SemanticModel, report: Report):
+        if isinstance(report.node, cst.Call) and model.resolve(report.node.func) in TIMEIT_RUNNERS:
+            return timeit_block_until_ready(model, report.node)
+        syncing = syncing_functions(model)
+        for fn in model.functions:
+            if fn.traced:
+                continue
+            for region in timed_regions(model, fn):
+                if region.end is report.node:
+                    pending = _unsynchronized_work(model, fn, region.calls, _work_results(model, fn), syncing)
+                    return block_until_ready(model, pending) if pending is not None else None
+        return None
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         syncing = syncing_functions(model)

@@ -10,6 +10,12 @@ from jaxopt_audit.static.engine import scan_source
 from jaxopt_audit.static.registry import load_rules
 
 
+@pytest.fixture(autouse=True)
+def _cache_outside_the_repository(tmp_path_factory, monkeypatch):
+    """CLI scans keep their result cache in a temporary directory, never in the repository."""
+    monkeypatch.setenv("JAXOPT_AUDIT_CACHE_DIR", str(tmp_path_factory.mktemp("scan-cache")))
+
+
 @pytest.fixture(scope="session")
 def all_rules():
     return load_rules()

@@ -285,3 +285,144 @@ def test_quiet_on_determinism_checks_in_one_assertion():
             assert (jax.random.normal(key, (3,)) == jax.random.normal(key, (3,))).all()
             np.testing.assert_allclose(jax.random.uniform(key), jax.random.uniform(key))
     """) == [7]  # within each assertion the reuse is the point; across the two it is a reuse
+
+
+def test_quiet_on_a_network_initialised_twice_to_start_equal():
+    # an online and a target network that must start with the same weights
+    assert lines("""
+        import jax
+        import flax.linen as nn
+
+        class Critic(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.Dense(1)(x)
+
+        def make_states(key, obs):
+            critic = Critic()
+            online = critic.init(key, obs)
+            target = critic.init(key, obs)
+            return online, target
+    """) == []
+
+
+def test_quiet_on_candidates_compared_on_the_same_key():
+    # common random numbers: each setting is trained and evaluated on the same randomness
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def train(key, lr):
+            w = jax.random.normal(key, (3,))
+            return w * lr
+
+        def compare(key, settings):
+            slow = train(key, 0.01)
+            fast = train(key, 0.1)
+            results = []
+            for lr in settings:
+                results.append(train(key, lr))
+            return slow, fast, results
+    """) == []
+
+
+def test_still_reported_same_function_chained_repeated_or_in_a_training_loop():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def dropout(key, x):
+            return jnp.where(jax.random.bernoulli(key, 0.9, x.shape), x, 0.0)
+
+        def forward(key, x):
+            h = dropout(key, x)
+            return dropout(key, h)
+
+        def two_draws(key, x):
+            a = dropout(key, x)
+            b = dropout(key, x)
+            return a + b
+
+        def fit(key, w, batches):
+            for x in batches:
+                w = w - 0.1 * dropout(key, x) * w
+            return w
+    """) == [9, 13, 18]
+
+
+def test_key_captured_by_a_lambda_and_used_again_directly():
+    assert lines("""
+        import jax
+
+        def sample(shape):
+            key = jax.random.key(0)
+            noise = lambda s: jax.random.normal(key, s)
+            a = noise(shape)
+            b = jax.random.uniform(key, shape)
+            return a, b
+
+        def fresh(key, shape):
+            key, sub = jax.random.split(key)
+            noise = lambda s: jax.random.normal(sub, s)
+            a = noise(shape)
+            b = jax.random.uniform(key, shape)
+            return a, b
+    """) == [7]
+
+
+def test_candidates_compared_on_one_key_with_other_draws_in_between():
+    # the same training function on the same key for each setting, evaluation keys split in between
+    assert lines("""
+        import jax
+
+        def train(key, setting):
+            return jax.random.normal(key, (3,)) * setting
+
+        def study(key):
+            first = train(key, 0.1)
+            eval_keys = jax.random.split(key, 8)
+            second = train(key, 0.2)
+            return first, second, eval_keys
+    """) == [8]
+
+
+def test_a_draw_thrown_away_is_not_a_use():
+    assert lines("""
+        import jax
+
+        def f(key):
+            x = jax.random.uniform(key, (3,))
+            jax.random.split(key, 3)
+            return x
+    """) == []
+
+
+def test_quiet_on_a_benchmark_repeating_a_jitted_draw_and_on_paired_choices():
+    assert lines("""
+        import jax
+
+        sample = jax.jit(lambda key, n: jax.random.normal(key, (n,)))
+
+        def bench(key, state):
+            sample(key, 1000).block_until_ready()
+            while state:
+                sample(key, 1000)
+            sample(key, 1000).block_until_ready()
+
+        def batch(key, xs, ys, n):
+            x = jax.random.choice(key, xs, (n,), replace=False)
+            y = jax.random.choice(key, ys, (n,), replace=False)
+            return x, y
+    """) == []
+
+
+def test_still_reported_draws_that_differ_in_more_than_the_array():
+    assert lines("""
+        import jax
+
+        def batch(key, xs, n):
+            x = jax.random.choice(key, xs, (n,))
+            y = jax.random.choice(key, xs, (2 * n,))
+            used = jax.random.normal(key, (n,))
+            return x, y, used
+    """) == [5, 6]

@@ -134,3 +134,61 @@ def test_quiet_when_the_key_is_threaded_guarded_or_outside_the_loop():
 
         w0 = step(jnp.zeros(3), jax.random.key(0))
     """) == []
+
+
+def test_quiet_on_one_key_for_every_candidate_of_a_sweep():
+    # common random numbers: each candidate (noise level, model) sees the same draws on purpose,
+    # and nothing is carried from one iteration to the next
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def loss_at(params, x, level):
+            noise = jax.random.normal(jax.random.key(7), x.shape)
+            return jnp.mean((params * (x + level * noise)) ** 2)
+
+        def sweep(params, x, levels, models):
+            losses = []
+            for level in levels:
+                losses.append(loss_at(params, x, level))
+            scores = []
+            for model in models:
+                key = jax.random.key(42)
+                eps = jax.random.normal(key, x.shape)
+                scores.append(jnp.mean((model(x + eps) - x) ** 2))
+            return losses, scores
+    """) == []
+
+
+def test_still_reported_when_the_loop_trains():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(params, x):
+            noise = jax.random.normal(jax.random.key(7), x.shape)
+            return params - 0.1 * jnp.mean(params * (x + noise))
+
+        def fit(params, batches):
+            for x in batches:
+                params = update(params, x)
+            return params
+    """) == [6]
+
+
+def test_quiet_on_a_recurrent_cell_carry_initialised_per_sequence():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def run(cell, params, xs):
+            outs = []
+            for x in xs:
+                carry = cell.initialize_carry(jax.random.key(0), x.shape)
+                for t in range(x.shape[0]):
+                    carry, y = cell.apply(params, carry, x[t])
+                    outs.append(y)
+            return jnp.stack(outs)
+    """) == []

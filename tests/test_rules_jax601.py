@@ -18,6 +18,7 @@ from jaxopt_audit.static.registry import load_rules
 from conftest import scan_text
 
 RULE = [r for r in load_rules() if r.CODE == "JAX601"]
+LEGACY = [r for r in load_rules() if r.CODE == "JAX602"]
 MISSING, PRESENT, WARNS, UNKNOWN = "missing", "present", "warns", "unknown"
 
 
@@ -133,8 +134,8 @@ def test_scan_side_does_not_import_jax():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def _findings(source: str):
-    return [(f.line, f.severity, f.message) for f in scan_text(source, RULE)]
+def _findings(source: str, rules=RULE):
+    return [(f.line, f.severity, f.message) for f in scan_text(source, rules)]
 
 
 def test_resolves_aliases_and_reports_where_the_name_is_spelled():
@@ -155,17 +156,39 @@ def test_resolves_aliases_and_reports_where_the_name_is_spelled():
     assert "`jax.tree.leaves`" in found[1][2]
 
 
-def test_legacy_apis_are_advice_once_per_file():
-    found = _findings("""
-        import jax
+LEGACY_SOURCE = """
+    import jax
 
-        keys = [jax.random.PRNGKey(i) for i in range(3)]
-        more = jax.random.PRNGKey(7)
-        f = jax.pmap(lambda x: x * 2)
-        g = jax.pmap(lambda x: x + 1)
-    """)
+    keys = [jax.random.PRNGKey(i) for i in range(3)]
+    more = jax.random.PRNGKey(7)
+    f = jax.pmap(lambda x: x * 2)
+    g = jax.pmap(lambda x: x + 1)
+"""
+
+
+def test_legacy_apis_are_jax602_advice_once_per_file():
+    assert _findings(LEGACY_SOURCE) == []  # not deprecated: not JAX601
+    found = _findings(LEGACY_SOURCE, LEGACY)
     assert [(line, severity) for line, severity, _ in found] == [(3, "info"), (5, "info")]
     assert "(2 uses in this file)" in found[0][2] and "jax.random.key" in found[0][2]
+
+
+def test_legacy_notice_is_off_by_default_and_on_by_its_code(tmp_path):
+    import textwrap
+
+    from jaxopt_audit.static.config import Config
+    from jaxopt_audit.static.engine import scan_paths
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(LEGACY_SOURCE))
+
+    def codes(**options):
+        return sorted({f.code for f in scan_paths([str(tmp_path)], config=Config(), jobs=1, **options).findings})
+
+    assert codes() == []
+    assert codes(select=["JAX6"]) == []  # a prefix does not turn an opt-in rule on
+    assert codes(extend_select=["JAX602"]) == ["JAX602"]
+    assert codes(select=["ALL"]) == ["JAX602"]
+    assert codes(extend_select=["JAX602"], ignore=["JAX6"]) == []
 
 
 def test_deprecated_is_info_removed_is_warning():
@@ -236,6 +259,6 @@ def test_seed_001_preprocessing_key_and_planned_pmap():
             return params
 
         p_train_step = jax.pmap(train_step, axis_name="devices")
-    """)
+    """, LEGACY)
     assert [(line, severity) for line, severity, _ in found] == [(7, "info"), (13, "info")]
     assert "jax.random.key" in found[0][2] and "shard_map" in found[1][2]

@@ -63,7 +63,7 @@ def test_json_output_schema_and_exit_code(project, capsys):
     assert codes == [("JAX201", 7), ("JAX301", 9)]
     finding = data["findings"][1]
     assert set(finding) == {"path", "line", "column", "end_line", "end_column", "code", "name",
-                            "severity", "message", "fix"}
+                            "severity", "message", "fix", "fix_applicability"}
     assert finding["name"] == "host-sync-in-step" and finding["severity"] == "warning"
     assert finding["column"] == 15 and finding["end_column"] == 29  # 1-based, end exclusive
 
@@ -103,10 +103,34 @@ def test_github_annotations(project, capsys):
 
 
 def test_full_format_shows_code_frame_and_summary(project, capsys):
-    _, out, _ = run_cli(["scan", str(project / "src"), "--statistics"], capsys)
+    _, out, _ = run_cli(["scan", str(project / "src")], capsys)
     assert "print(float(w.sum()))" in out and "^^^^" in out
-    assert "Found 2 findings (2 warnings) in 1 file; 2 files scanned." in " ".join(out.split())
-    assert "Findings per rule" in out
+    assert "Found 2 findings (2 warnings) in 1 file; 2 files scanned." in out
+
+
+def test_statistics_and_quiet_as_in_ruff(project, capsys):
+    code, out, _ = run_cli(["scan", str(project / "src"), "--statistics"], capsys)
+    assert code == 1
+    assert [line.split() for line in out.splitlines()] == [["1", "JAX201", "[", "]", "loop-to-scan"],
+                                                           ["1", "JAX301", "[", "]", "host-sync-in-step"]]
+    code, out, _ = run_cli(["scan", str(project / "src"), "--quiet", "--format", "concise"], capsys)
+    assert code == 1 and len(out.splitlines()) == 2 and "Found" not in out
+
+
+def test_piped_output_is_never_wrapped_nor_coloured(project, tmp_path):
+    long_dir = tmp_path / ("a_very_long_directory_name_" * 4)
+    long_dir.mkdir()
+    (long_dir / "train.py").write_text(SYNC_IN_LOOP)
+    for fmt in ("concise", "full"):
+        proc = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "scan", str(long_dir), "--format", fmt],
+                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "40"})
+        assert "\x1b[" not in proc.stdout
+        if fmt == "concise":
+            findings = [line for line in proc.stdout.splitlines() if "JAX" in line]
+            assert len(findings) == 2 and all(line.startswith(str(long_dir)) for line in findings)
+        else:
+            frame = [line for line in proc.stdout.splitlines() if line.startswith(">") and "print(" in line]
+            assert frame and frame[0].rstrip().endswith("print(float(w.sum()))")
 
 
 def test_noqa_bare_and_by_code(tmp_path):

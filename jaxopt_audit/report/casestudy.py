@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import markdown as md
-from ..fileio import write_text_atomic
+from ..fileio import OutputPathError, check_output_file, write_text_atomic
+from .results_check import results_problem
 
 EXIT_OK, EXIT_ERROR = 0, 2
 REQUIRED_KEYS = ("pipeline", "size", "platform", "device", "jax_version", "variants")
@@ -63,12 +64,20 @@ def load_runs(paths: Sequence[str]) -> list[Run]:
         except json.JSONDecodeError as exc:
             raise ReportError(f"{path} is not JSON (line {exc.lineno}: {exc.msg}); pass a file written by "
                               "`jaxopt-audit bench PIPELINE --out FILE`") from exc
+        except (UnicodeDecodeError, ValueError) as exc:  # a binary file, a NUL, a huge number
+            raise ReportError(f"{path} is not a JSON text ({type(exc).__name__} at byte "
+                              f"{getattr(exc, 'start', '?')}); pass a file written by "
+                              "`jaxopt-audit bench PIPELINE --out FILE`") from None
         if isinstance(data, list) and len(data) == 1:
             data = data[0]
         missing = [k for k in REQUIRED_KEYS if not isinstance(data, dict) or k not in data]
         if missing:
             raise ReportError(f"{path} is not a bench result (missing {', '.join(missing)}); pass a file "
                               "written by `jaxopt-audit bench PIPELINE --out FILE`")
+        problem = results_problem(data)
+        if problem is not None:
+            raise ReportError(f"{path} is not a bench result jaxopt-audit can render ({problem}); pass a "
+                              "file written by `jaxopt-audit bench PIPELINE --out FILE`")
         runs.append(Run(path, data))
     pipelines = sorted({r.data["pipeline"] for r in runs})
     if len(pipelines) > 1:
@@ -394,6 +403,13 @@ def write_report(result_paths: Sequence[str], output: str | None = None) -> tupl
     runs = load_runs(result_paths)
     pipeline = runs[0].data["pipeline"]
     md_path = Path(output) if output else Path("reports") / f"{pipeline}.md"
+    # before rendering and plotting: the markdown and its two PNGs must all be writable
+    try:
+        for path in (md_path, md_path.with_name(f"{md_path.stem}-time.png"),
+                     md_path.with_name(f"{md_path.stem}-throughput.png")):
+            check_output_file(path, "-o" if output else "the report")
+    except OutputPathError as exc:
+        raise ReportError(str(exc)) from None
     labels = [r.label for r in runs]
     plot_paths = {
         "time": plots.time_plot([r.data for r in runs], labels, md_path.with_name(f"{md_path.stem}-time.png")),
@@ -411,6 +427,10 @@ def report_command(args: argparse.Namespace) -> int:
         md_path, pngs = write_report(args.results, args.output)
     except ReportError as exc:
         print(f"jaxopt-audit report: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # the checked path changed under us, or the disk is full
+        print(f"jaxopt-audit report: cannot write {exc.filename or 'the report'}: {exc.strerror or exc}; "
+              "choose a writable path with -o", file=sys.stderr)
         return EXIT_ERROR
     print(f"jaxopt-audit report: wrote {md_path} and {', '.join(str(p) for p in pngs)}", file=sys.stderr)
     return EXIT_OK

@@ -15,6 +15,13 @@ def render_github(result) -> str:
     lines = []
     for f in result.findings:
         level = "error" if f.severity == "error" else ("notice" if f.severity == "info" else "warning")
+        if f.cell is not None:
+            # A line number would point into the notebook's JSON: annotate the file and say
+            # where in the notebook in the message.
+            lines.append(
+                f"::{level} file={_escape_property(f.path)},title={_escape_property(f.code + ' ' + f.name)}"
+                f"::{_escape_data(f'cell {f.cell}:{f.line}:{f.column}: ' + f.code + ' ' + f.message + '. Fix: ' + f.fix)}")
+            continue
         lines.append(
             f"::{level} file={_escape_property(f.path)},line={f.line},col={f.column},"
             f"endLine={f.end_line},endColumn={f.end_column},title={_escape_property(f.code + ' ' + f.name)}"

@@ -189,9 +189,15 @@ def default_output(runs: list[RunResult]) -> Path:
 def write_study(runs: list[RunResult], output: str | None) -> tuple[Path, list[Path]]:
     """Write the markdown and its plot; return their paths."""
     from . import plots
-    from ..fileio import write_text_atomic
+    from ..fileio import OutputPathError, check_output_file, write_text_atomic
+    from .casestudy import ReportError
 
     md_path = Path(output) if output else default_output(runs)
+    try:  # before plotting: the markdown and its PNG must both be writable
+        for path in (md_path, md_path.with_name(f"{md_path.stem}-time.png")):
+            check_output_file(path, "-o" if output else "the report")
+    except OutputPathError as exc:
+        raise ReportError(str(exc)) from None
     plot = plots.run_split_plot([(r.label, r.part("compile_s"), r.part("device_s"), r.part("host_s"))
                                  for r in runs], md_path.with_name(f"{md_path.stem}-time.png"))
     text = render(runs, plot.name, md_path.name)

@@ -46,6 +46,16 @@ def render_sarif(result) -> str:
                            "endLine": f.end_line, "endColumn": f.end_column},
             }}],
         }
+        if f.cell is not None:
+            # Lines inside a cell are not lines of the .ipynb file: the location is the
+            # notebook, with the cell as a logical location and the cell position in properties.
+            item["message"]["text"] = f"cell {f.cell}:{f.line}:{f.column}: {item['message']['text']}"
+            item["locations"] = [{
+                "physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}},
+                "logicalLocations": [{"name": f"cell {f.cell}", "kind": "module"}],
+            }]
+            item["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column,
+                                  "cellEndLine": f.end_line, "cellEndColumn": f.end_column}
         if f.code in index:
             item["ruleIndex"] = index[f.code]
         results.append(item)

@@ -1,5 +1,5 @@
 """Terminal output for `scan`: `full` (a code frame per finding, like ruff) and `concise` (one
-line each), a summary, and `--statistics`. Renderers never analyse: they format a ScanResult."""
+line each), a summary, and `--statistics` (counts per rule instead of the findings, as ruff prints them). Renderers never analyse: they format a ScanResult."""
 
 from __future__ import annotations
 
@@ -9,17 +9,41 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..notebook_format import cell_lines
+
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _source_lines(path: str, cache: dict[str, list[str]]) -> list[str]:
-    if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                cache[path] = handle.read().splitlines()
-        except OSError:
-            cache[path] = []
-    return cache[path]
+def _source_lines(path: str, cache: dict, cell: int | None = None) -> list[str]:
+    """The lines a finding's line numbers count: the file's, or its notebook cell's."""
+    key = (path, cell)
+    if key not in cache:
+        if cell is not None:
+            cache[key] = cell_lines(path, cell)
+        else:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    cache[key] = handle.read().splitlines()
+            except OSError:
+                cache[key] = []
+    return cache[key]
+
+
+def location(f) -> str:
+    """`path:line:col` or, in a notebook, `path:cell N:line:col` (DESIGN.md)."""
+    cell = f"cell {f.cell}:" if f.cell is not None else ""
+    return f"{f.path}:{cell}{f.line}:{f.column}"
+
+
+def render_statistics(result, console: Console) -> None:
+    """ruff's --statistics: one line per rule, most frequent first; `[*]` when fixable."""
+    counts = Counter(f.code for f in result.findings)
+    names = {f.code: f.name for f in result.findings}
+    fixable = {f.code for f in result.findings if f.fix_applicability == "safe"}
+    width = len(str(max(counts.values(), default=0)))
+    for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        marker = "[*]" if code in fixable else "[ ]"
+        console.print(f"{count:>{width}}\t{code}\t{marker} {names[code]}", markup=False, highlight=False)
 
 
 def _frame(console: Console, f, lines: list[str]) -> None:
@@ -39,29 +63,25 @@ def _frame(console: Console, f, lines: list[str]) -> None:
                   highlight=False)
 
 
-def render_terminal(result, console: Console, concise: bool = False, statistics: bool = False) -> None:
-    cache: dict[str, list[str]] = {}
+def render_terminal(result, console: Console, concise: bool = False, quiet: bool = False) -> None:
+    """`quiet`: the findings and errors only, no summary (ruff's --quiet)."""
+    cache: dict = {}
     for f in result.findings:
         style = STYLES.get(f.severity, "")
-        location = f"[bold]{escape(f.path)}[/]:{f.line}:{f.column}:"
+        where = f"[bold]{escape(location(f))}[/]:"
+        fixable = " [dim][*][/]" if f.fix_applicability == "safe" else ""
         if concise:
-            console.print(f"{location} [{style}]{f.code}[/] {escape(f.message)}", highlight=False)
+            console.print(f"{where} [{style}]{f.code}[/]{fixable} {escape(f.message)}", highlight=False)
             continue
-        console.print(f"{location} [{style}]{f.code} {f.name}[/] ({f.severity})", highlight=False)
+        console.print(f"{where} [{style}]{f.code} {f.name}[/]{fixable} ({f.severity})", highlight=False)
         console.print(f"  {escape(f.message)}", highlight=False)
-        _frame(console, f, _source_lines(f.path, cache))
+        _frame(console, f, _source_lines(f.path, cache, f.cell))
         console.print(f"  [green]fix:[/] {escape(f.fix)}", highlight=False)
         console.print()
     for e in result.errors:
         console.print(f"[bold]{escape(e.path)}[/]: [red]error:[/] {escape(e.message)}", highlight=False)
-    if statistics and result.findings:
-        counts = Counter((f.code, f.name, f.severity) for f in result.findings)
-        table = Table(title="Findings per rule", show_edge=False)
-        for column in ("count", "code", "name", "severity"):
-            table.add_column(column, justify="right" if column == "count" else "left")
-        for (code, name, severity), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            table.add_row(str(count), code, name, severity)
-        console.print(table)
+    if quiet:
+        return
     by_severity = Counter(f.severity for f in result.findings)
     if result.findings:
         detail = ", ".join(f"{by_severity[s]} {s}{'s' if by_severity[s] != 1 else ''}"
@@ -71,6 +91,9 @@ def render_terminal(result, console: Console, concise: bool = False, statistics:
                       f"({detail}) in {files} file{'s' if files != 1 else ''}; "
                       f"{result.files_scanned} file{'s' if result.files_scanned != 1 else ''} scanned.",
                       highlight=False)
+    elif result.errors:  # not "all checks passed" when some (or every) file was not checked
+        console.print(f"No findings in {result.files_scanned} file{'s' if result.files_scanned != 1 else ''} "
+                      "scanned.", highlight=False)
     else:
         console.print(f"[green]All checks passed:[/] {result.files_scanned} "
                       f"file{'s' if result.files_scanned != 1 else ''} scanned, no findings.", highlight=False)

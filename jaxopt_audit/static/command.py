@@ -17,7 +17,7 @@ from rich.markdown import Markdown
 from .config import ConfigError
 from .engine import scan_paths
 from .registry import RuleLoadError, find_rule, load_rules
-from ..fileio import write_text_atomic
+from ..fileio import OutputPathError, check_output_file, write_text_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,10 +33,36 @@ def _usage_error(message: str) -> int:
     return EXIT_ERROR
 
 
+def output_console() -> Console:
+    """stdout as rich sees it: colour only on a terminal (rich honours NO_COLOR and FORCE_COLOR),
+    and never hard-wrapped when piped, so `path:line:col:` parsers see one line per finding."""
+    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+
+
+def _cache_dir(args: argparse.Namespace, config) -> str | None:
+    """--no-cache: none; --cache-dir DIR; else beside the configuration (static/cache.py)."""
+    if getattr(args, "no_cache", False):
+        return None
+    if getattr(args, "cache_dir", None):
+        return args.cache_dir
+    from .cache import default_cache_dir
+    from .engine import resolve_config
+    return default_cache_dir(resolve_config(list(args.paths) or ["."], config).source)
+
+
+def _scan(args: argparse.Namespace, config, progress=None):
+    return scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
+                      extend_select=_split(args.extend_select), exclude=args.exclude,
+                      config=config, rules_dirs=args.rules_dir, jobs=args.jobs, progress=progress,
+                      cache_dir=_cache_dir(args, config), include_tests=getattr(args, "include_tests", False))
+
+
 def scan_command(args: argparse.Namespace) -> int:
     fmt = args.format or "full"
     interactive = fmt in ("full", "concise") and args.output is None and sys.stderr.isatty()
     try:
+        if args.output is not None:  # before the work: a bad -o must not cost a whole scan
+            check_output_file(args.output, "-o")
         config = None if not args.no_config else __import__(
             "jaxopt_audit.static.config", fromlist=["Config"]).Config()
         if args.config is not None:
@@ -51,17 +77,28 @@ def scan_command(args: argparse.Namespace) -> int:
             with progress_bar:
                 task = progress_bar.add_task("scanning", total=None)
                 progress = lambda: progress_bar.advance(task)  # noqa: E731
-                result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
-                                    extend_select=_split(args.extend_select), exclude=args.exclude,
-                                    config=config, rules_dirs=args.rules_dir, jobs=args.jobs,
-                                    progress=progress)
+                result = _scan(args, config, progress)
         else:
-            result = scan_paths(args.paths, select=_split(args.select), ignore=_split(args.ignore),
-                                extend_select=_split(args.extend_select), exclude=args.exclude,
-                                config=config, rules_dirs=args.rules_dir, jobs=args.jobs)
-    except (ConfigError, RuleLoadError) as exc:
+            result = _scan(args, config)
+    except (ConfigError, RuleLoadError, OutputPathError) as exc:
         return _usage_error(str(exc))
 
+    if getattr(args, "diff", False) or getattr(args, "fix", False):
+        fixed = _apply_fixes(args, result, config)
+        if fixed is not None:
+            return fixed
+        result = _scan(args, config)
+
+    try:
+        _render(args, fmt, result)
+    except OSError as exc:
+        if not args.output:
+            raise
+        return _usage_error(f"cannot write -o {args.output}: {exc.strerror or exc}; choose a writable path")
+    return _exit_status(args, result)
+
+
+def _render(args: argparse.Namespace, fmt: str, result) -> None:
     if fmt in ("json", "sarif", "github"):
         from ..report.github import render_github
         from ..report.json_report import render_json
@@ -72,19 +109,62 @@ def scan_command(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
     else:
-        from ..report.terminal import render_terminal
+        from ..report.terminal import render_statistics, render_terminal
         if args.output:
-            console = Console(file=open(os.devnull, "w"), record=True, width=120)
-            render_terminal(result, console, concise=fmt == "concise", statistics=args.statistics)
-            write_text_atomic(args.output, console.export_text())
+            console = Console(file=open(os.devnull, "w"), record=True, soft_wrap=True, width=120)
         else:
-            render_terminal(result, Console(highlight=False), concise=fmt == "concise",
-                            statistics=args.statistics)
+            console = output_console()
+        if getattr(args, "statistics", False):
+            render_statistics(result, console)
+        else:
+            render_terminal(result, console, concise=fmt == "concise", quiet=getattr(args, "quiet", False))
+        if args.output:
+            write_text_atomic(args.output, console.export_text())
+
+
+def _exit_status(args: argparse.Namespace, result) -> int:
     if result.internal_errors:
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if (result.findings or result.errors) else EXIT_OK
+
+
+def _apply_fixes(args: argparse.Namespace, result, config) -> int | None:
+    """--diff: print the diff and return the exit status. --fix: write the fixes, say what
+    changed on stderr, and return None (the caller re-scans and reports what is left)."""
+    from .engine import resolve_config
+    from .fix_run import fix_paths
+
+    summary = fix_paths(result, resolve_config(list(args.paths), config), args.unsafe_fixes,
+                        write=not args.diff)
+    count = sum(len(o.applied) for o in summary.outcomes)
+    files = len(summary.outcomes)
+    if args.diff:
+        for outcome in summary.outcomes:
+            sys.stdout.write(outcome.diff())
+        for reason in summary.reasons:
+            print(reason, file=sys.stderr)
+        print(f"Would fix {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+              + ("" if args.unsafe_fixes else " (more with --unsafe-fixes)" if _unsafe_left(result) else "")
+              + ".", file=sys.stderr)
+        return EXIT_FINDINGS if count else EXIT_OK
+    for outcome in summary.outcomes:
+        for applied in outcome.applied:
+            cell = f"cell {applied.cell}:" if applied.cell is not None else ""
+            print(f"{outcome.path}:{cell}{applied.line}:{applied.column}: fixed {applied.code}: "
+                  f"{applied.description}", file=sys.stderr)
+    for reason in summary.reasons:
+        print(reason, file=sys.stderr)
+    print(f"Fixed {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}."
+          + (f" {summary.notebooks_left} fixable finding(s) in notebooks left." if summary.notebooks_left else "")
+          + ("" if args.unsafe_fixes or not _unsafe_left(result) else " More fixes with --unsafe-fixes."),
+          file=sys.stderr)
+    return None
+
+
+def _unsafe_left(result) -> bool:
+    return any(f.fix_applicability == "unsafe" for f in result.findings)
 
 
 def rule_command(args: argparse.Namespace) -> int:
@@ -103,6 +183,23 @@ def rule_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def rule_catalog(rules) -> str:
+    """The rule catalog as one markdown page (docs/rules.md is this, generated): an index table,
+    then each rule's own page as `rule CODE` prints it, headings pushed one level down."""
+    lines = ["# Rule catalog", "",
+             "Generated by `jaxopt-audit rules --format markdown` from the rule files in `rules/`;",
+             "do not edit by hand. Codes and names are stable. Rules marked opt-in run only when",
+             "selected by their exact code (or `ALL`).", "",
+             "| code | name | severity | default | summary |", "|---|---|---|---|---|"]
+    lines += [f"| [{r.CODE}](#{r.CODE.lower()}) | {r.NAME} | {r.SEVERITY} | "
+              f"{'on' if r.DEFAULT else 'opt-in'} | {r.SUMMARY} |" for r in rules]
+    for r in rules:
+        page = r.markdown().replace("\n#", "\n##")
+        title, _, body = page.partition("\n")
+        lines += ["", f"## {r.CODE}", "", f"`{r.NAME}` ({r.SEVERITY})", body.rstrip()]
+    return "\n".join(lines) + "\n"
+
+
 def rules_command(args: argparse.Namespace) -> int:
     try:
         rules = load_rules(args.rules_dir or [])
@@ -112,6 +209,8 @@ def rules_command(args: argparse.Namespace) -> int:
         json.dump([{"code": r.CODE, "name": r.NAME, "severity": r.SEVERITY, "summary": r.SUMMARY,
                     "fix": r.FIX} for r in rules], sys.stdout, indent=2)
         sys.stdout.write("\n")
+    elif args.format == "markdown":
+        sys.stdout.write(rule_catalog(rules))
     else:
         from ..report.terminal import render_rule_table
         render_rule_table(rules, Console())

@@ -1,4 +1,5 @@
-"""`[tool.jaxopt-audit]` in the nearest pyproject.toml: select, ignore, exclude, per-file-ignores."""
+"""`[tool.jaxopt-audit]` in the nearest pyproject.toml: select, ignore, exclude, per-file-ignores,
+and the test-file policy (test-files, test-files-ignore)."""
 
 from __future__ import annotations
 
@@ -13,24 +14,49 @@ class ConfigError(Exception):
     pass
 
 
+# Test files: a directory named like an entry ending in "/", or a file name like the others.
+TEST_FILES = ["tests/", "test/", "test_*.py", "*_test.py", "conftest.py"]
+# Off in test files by default (README "What `scan .` reports by default"): speed does not matter
+# there (JAX1, JAX2, JAX3, JAX7), tests trigger tracing errors on purpose and a real one fails the
+# test (JAX4), and keys reused in tests make identical inputs on purpose or harmlessly (JAX5).
+# Deprecated and removed APIs (JAX6) break a test suite on upgrade like any code: still reported.
+TEST_FILES_IGNORE = ["JAX1", "JAX2", "JAX3", "JAX4", "JAX5", "JAX7"]
+
+
 @dataclass
 class Config:
     select: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    extend_include: list[str] = field(default_factory=list)  # more files to scan (MyST notebooks)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    test_files: list[str] = field(default_factory=lambda: list(TEST_FILES))
+    test_files_ignore: list[str] = field(default_factory=lambda: list(TEST_FILES_IGNORE))
     source: str | None = None  # the pyproject.toml it came from
     root: str = "."  # patterns are relative to the config's directory
 
     def ignored_for(self, path: str) -> list[str]:
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
         rel = Path(rel).as_posix()
-        out: list[str] = []
+        out: list[str] = list(self.test_files_ignore) if is_test_file(rel, self.test_files) else []
         for pattern, codes in self.per_file_ignores.items():
             if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(os.path.basename(rel), pattern):
                 out.extend(codes)
         return out
+
+
+def is_test_file(rel: str, patterns: list[str]) -> bool:
+    """`rel` (a relative POSIX path) lies in a directory named like a "name/" pattern or has a file
+    name (or whole path) matching one of the other patterns."""
+    parts = rel.split("/")
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            if any(fnmatch.fnmatch(d, pattern[:-1]) for d in parts[:-1]):
+                return True
+        elif fnmatch.fnmatch(parts[-1], pattern) or fnmatch.fnmatch(rel, pattern):
+            return True
+    return False
 
 
 def find_pyproject(start: str) -> str | None:
@@ -58,12 +84,20 @@ def load_config(pyproject: str | None) -> Config:
     try:
         with open(pyproject, "rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{pyproject}: cannot read configuration: {exc}") from exc
-    section = data.get("tool", {}).get("jaxopt-audit", {})
+    except OSError as exc:
+        raise ConfigError(f"{pyproject}: cannot read configuration: {exc.strerror or exc}; "
+                          "fix the file or pass --no-config") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: not valid TOML ({exc}); fix the file or pass --no-config") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):  # `tool = 3`
+        raise ConfigError(f"{pyproject}: `tool` must be a table ([tool.jaxopt-audit]), "
+                          f"not {type(tool).__name__}; fix the file or pass --no-config")
+    section = tool.get("jaxopt-audit", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{pyproject}: [tool.jaxopt-audit] must be a table")
-    known = {"select", "extend-select", "ignore", "exclude", "per-file-ignores"}
+    known = {"select", "extend-select", "ignore", "exclude", "extend-include", "per-file-ignores",
+             "test-files", "test-files-ignore"}
     unknown = set(section) - known
     if unknown:
         raise ConfigError(f"{pyproject}: unknown [tool.jaxopt-audit] key(s) {', '.join(sorted(unknown))}; "
@@ -76,7 +110,11 @@ def load_config(pyproject: str | None) -> Config:
         extend_select=_codes(section.get("extend-select", []), "extend-select", pyproject),
         ignore=_codes(section.get("ignore", []), "ignore", pyproject),
         exclude=_codes(section.get("exclude", []), "exclude", pyproject),
+        extend_include=_codes(section.get("extend-include", []), "extend-include", pyproject),
         per_file_ignores={k: _codes(v, f"per-file-ignores.{k}", pyproject) for k, v in per_file.items()},
+        test_files=_codes(section.get("test-files", TEST_FILES), "test-files", pyproject),
+        test_files_ignore=_codes(section.get("test-files-ignore", TEST_FILES_IGNORE), "test-files-ignore",
+                                 pyproject),
         source=pyproject,
         root=str(Path(pyproject).parent),
     )

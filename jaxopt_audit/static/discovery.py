@@ -1,4 +1,5 @@
-"""Which files to scan: `.py` files under the given paths, minus the usual junk and excludes."""
+"""Which files to scan: `.py` and `.ipynb` files under the given paths, minus the usual junk and
+excludes. MyST markdown notebooks are scanned when named (or matched by `extend-include`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from .isolation import special_file_kind
+
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env",
                           "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
                           ".ruff_cache", "node_modules", "site-packages", ".eggs"})
+
+
+SCANNED_SUFFIXES = (".py", ".ipynb")
 
 
 class Discovery(NamedTuple):
@@ -29,23 +35,35 @@ def _excluded(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def discover(paths: list[str], exclude: list[str]) -> Discovery:
-    """Files in a stable order; unreadable directories and missing paths become errors."""
+def discover(paths: list[str], exclude: list[str], include: list[str] = ()) -> Discovery:
+    """Files in a stable order; unreadable directories and missing paths become errors.
+    `include`: globs of further files to scan (`docs/**/*.md` for MyST notebooks)."""
     files: list[str] = []
     errors: list[tuple[str, str]] = []
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
 
     def add(file: str) -> None:
-        key = os.path.normpath(file)
+        # Only regular files are read: a FIFO named x.py would block the scan forever on open.
+        kind = special_file_kind(file)
+        if kind is not None:
+            if os.path.normpath(file) not in seen:
+                seen.add(os.path.normpath(file))
+                errors.append((os.path.normpath(file), f"not scanned: it is {kind}, not a regular file"))
+            return
+        try:  # one file named by two paths (a symlink, `a/../a`) is scanned once
+            info = os.stat(file)
+            key: tuple[int, int] | str = (info.st_dev, info.st_ino)
+        except OSError:
+            key = os.path.normpath(file)  # reading it will report why
         if key not in seen:
             seen.add(key)
-            files.append(key)
+            files.append(os.path.normpath(file))
 
     for root in paths:
         if not os.path.exists(root):
             errors.append((root, "no such file or directory"))
             continue
-        if os.path.isfile(root):  # named explicitly: scanned even if excluded or not .py
+        if not os.path.isdir(root):  # named explicitly: scanned even if excluded or not .py
             add(root)
             continue
 
@@ -63,6 +81,7 @@ def discover(paths: list[str], exclude: list[str]) -> Discovery:
                                  and not _excluded(relative(os.path.join(directory, d)), exclude))
             for filename in sorted(filenames):
                 full = os.path.join(directory, filename)
-                if filename.endswith(".py") and not _excluded(relative(full), exclude):
+                wanted = filename.endswith(SCANNED_SUFFIXES) or (include and _excluded(relative(full), include))
+                if wanted and not _excluded(relative(full), exclude):
                     add(full)
     return Discovery(files, errors)

@@ -8,8 +8,10 @@ libcst's PositionProvider costs about as much as the parse.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -18,11 +20,14 @@ from typing import Iterable, NamedTuple
 
 import libcst as cst
 
+from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
 from .config import Config, find_pyproject, load_config
 from .discovery import discover
+from .fixes import applicability
+from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
-from .registry import load_rules, select_rules
+from .registry import check_patterns, load_rules, select_rules
 from .rule import Finding, Rule
 
 
@@ -64,6 +69,9 @@ def _package_of(path: str) -> str:
 
 def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
     """CPython's own message and position when it has one (libcst's are terse), else libcst's."""
+    nul = _nul_position(source)
+    if nul is not None:  # compile() refuses the whole text and libcst points at 1:1
+        return f"syntax error at {nul[0]}:{nul[1]}: source contains a NUL byte; remove it"
     try:
         compile(source, "<scan>", "exec", dont_inherit=True)
     except SyntaxError as py_exc:
@@ -73,6 +81,17 @@ def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
         pass
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
     return f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {first}"
+
+
+def _nul_position(source: str | bytes) -> tuple[int, int] | None:
+    """1-based line and column of the first NUL byte, if any."""
+    nul = "\0" if isinstance(source, str) else b"\0"
+    index = source.find(nul)  # type: ignore[arg-type]
+    if index < 0:
+        return None
+    newline = "\n" if isinstance(source, str) else b"\n"
+    line_start = source.rfind(newline, 0, index) + 1  # type: ignore[arg-type]
+    return source.count(newline, 0, index) + 1, index - line_start + 1  # type: ignore[arg-type]
 
 
 def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
@@ -112,7 +131,8 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
             continue
         findings.add(Finding(path, line, span.column + 1, rule.CODE, span.end_line,
                              span.end_column + 1, rule.NAME, report.severity or rule.SEVERITY,
-                             report.message, report.fix or rule.FIX))
+                             report.message, report.fix or rule.FIX,
+                             fix_applicability=applicability(rule, model, report)))
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 
 
@@ -122,7 +142,30 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
             data = handle.read()
     except OSError as exc:
         return FileResult(path, [], ScanError(path, f"cannot read: {exc.strerror or exc}"), 0)
+    if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
+        from .notebooks import scan_notebook
+        return scan_notebook(data, path, rules, ignored_codes)
     return scan_source(data, path, rules, ignored_codes)
+
+
+def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+    """scan_file, but nothing the file does escapes as an exception (isolation.py): special files
+    are not opened, deep nesting gets a deep stack, and what still fails is this file's error."""
+    kind = special_file_kind(path)
+    if kind is not None:
+        return FileResult(path, [], ScanError(path, f"not scanned: it is {kind}, not a regular file"), 0)
+    try:
+        return call_with_deep_stack(scan_file, path, rules, ignored_codes)
+    except RecursionError:
+        return FileResult(path, [], ScanError(
+            path, f"not scanned: nested too deeply to analyse (more than {RECURSION_LIMIT} levels of "
+                  "recursion); split the deepest expression or exclude the file"), 0)
+    except MemoryError:
+        return FileResult(path, [], ScanError(path, "not scanned: out of memory while analysing it; "
+                                                    "exclude the file or scan it on its own"), 0)
+    except Exception as exc:  # noqa: BLE001 - the tool's bug, reported as this file's error
+        return FileResult(path, [], ScanError(
+            path, f"internal error: {type(exc).__name__}: {exc}; please report it with this file"), 0, True)
 
 
 # Worker state: rules are loaded once per process, not once per file (Fixit's cost, STYLE.md).
@@ -132,6 +175,8 @@ _worker_config: Config | None = None
 
 def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> None:
     global _worker_rules, _worker_config
+    # Ctrl-C reaches the whole process group: the parent stops the pool, workers stay quiet.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     by_code = {r.CODE: r for r in load_rules(rules_dirs)}
     _worker_rules = [by_code[c]() for c in codes]
     _worker_config = config
@@ -139,7 +184,7 @@ def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> Non
 
 def _scan_in_worker(path: str) -> FileResult:
     assert _worker_config is not None
-    return scan_file(path, _worker_rules, _worker_config.ignored_for(path))
+    return scan_file_isolated(path, _worker_rules, _worker_config.ignored_for(path))
 
 
 def _size(path: str) -> int:
@@ -168,46 +213,75 @@ def resolve_config(paths: list[str], config: Config | str | None) -> Config:
 def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: list[str] | None = None,
                extend_select: list[str] | None = None, exclude: list[str] | None = None,
                config: Config | str | None = None, rules_dirs: list[str] | None = None,
-               jobs: int | None = None, progress=None) -> ScanResult:
-    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only."""
+               jobs: int | None = None, progress=None, cache_dir: str | None = None,
+               include_tests: bool = False) -> ScanResult:
+    """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only.
+    `cache_dir`: reuse and keep per-file results there (static/cache.py); None: no cache.
+    `include_tests`: test files get every selected rule (not only those test-files-ignore spares)."""
     paths = list(paths) or ["."]
     cfg = resolve_config(paths, config)
+    if include_tests:
+        cfg = dataclasses.replace(cfg, test_files_ignore=[])
     rules_dirs = list(rules_dirs or [])
     all_rules = load_rules(rules_dirs)
+    _check_codes(all_rules, cfg, select=select, ignore=ignore, extend_select=extend_select)
     chosen_select = select if select is not None else cfg.select
-    if chosen_select is not None or extend_select or cfg.extend_select:
-        base = list(chosen_select) if chosen_select is not None else ["ALL"]
-        chosen_select = base + list(extend_select or []) + cfg.extend_select
-    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore)
-    found = discover(paths, list(exclude or []) + cfg.exclude)
+    chosen = select_rules(all_rules, chosen_select, list(ignore or []) + cfg.ignore,
+                          list(extend_select or []) + cfg.extend_select)
+    found = discover(paths, list(exclude or []) + cfg.exclude, cfg.extend_include)
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)
     files = found.files
+    cache = keys = None
+    if cache_dir is not None:
+        from .cache_use import open_cache, cached_results
+        cache = open_cache(cache_dir, chosen, cfg)
+        files, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(files) >= 8:
         # Largest files first, in small chunks, so no core idles at the end on one big file;
         # the output order does not depend on this (findings are sorted).
         by_size = sorted(files, key=_size, reverse=True)
         chunk = max(1, len(files) // (jobs * 64))
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
-                                 initargs=([r.CODE for r in chosen], rules_dirs, cfg)) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
+                                   initargs=([r.CODE for r in chosen], rules_dirs, cfg))
+        try:
             file_results = pool.map(_scan_in_worker, by_size, chunksize=chunk)
             for file_result in file_results:
-                _collect(result, file_result)
+                _collect(result, file_result, cache, keys)
                 if progress is not None:
                     progress()
+        except BaseException:  # Ctrl-C: drop the queued files instead of scanning them all first
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     else:
         instances = [r() for r in chosen]
         for path in files:
-            _collect(result, scan_file(path, instances, cfg.ignored_for(path)))
+            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path)), cache, keys)
             if progress is not None:
                 progress()
-    result.findings.sort()
+    if cache is not None:
+        cache.save()
+    result.findings.sort(key=Finding.sort_key)
     result.errors.sort()
     return result
 
 
-def _collect(result: ScanResult, file_result: FileResult) -> None:
+def _check_codes(rules: list[type[Rule]], cfg: Config, **options: list[str] | None) -> None:
+    """Every code named on the command line or in the configuration, before any work."""
+    for option, codes in options.items():
+        check_patterns(rules, codes or [], f"--{option.replace('_', '-')}")
+    where = f"[tool.jaxopt-audit] of {cfg.source}"
+    for key, codes in (("select", cfg.select), ("extend-select", cfg.extend_select), ("ignore", cfg.ignore)):
+        check_patterns(rules, codes or [], f"{key} in {where}")
+    for pattern, codes in cfg.per_file_ignores.items():
+        check_patterns(rules, codes, f"per-file-ignores {pattern!r} in {where}")
+
+
+def _collect(result: ScanResult, file_result: FileResult, cache=None, keys=None) -> None:
+    if cache is not None and file_result.path in keys:
+        cache.put(keys[file_result.path], file_result)
     result.findings.extend(file_result.findings)
     if file_result.error is not None:
         result.errors.append(file_result.error)

@@ -454,7 +454,7 @@ class SemanticModel:
         if isinstance(expr, cst.Name):
             fn = self.lookup_function(expr.value, scope)
             if fn is not None:
-                return fn
+                return self._redefinition(expr, fn, scope)
             # `step = some_function` local alias
             for a in scope.bindings(expr.value):
                 if a.value is not None and isinstance(a.value, (cst.Name, cst.Attribute)) \
@@ -487,6 +487,20 @@ class SemanticModel:
         if isinstance(expr, cst.Call) and self.resolve(expr.func) == "functools.partial" and expr.args:
             return self.function_ref(expr.args[0].value, scope)
         return None
+
+    def _redefinition(self, use: cst.Name, fn: Function, scope: Function) -> Function:
+        """A name defined by several `def`s (notebook cells): the one bound when `use` runs, the
+        latest before it in the same scope, the last one from a function body run later."""
+        owner = fn.parent
+        if owner is None:
+            return fn
+        defs = [a for a in owner.bindings(use.value) if isinstance(a.site.node, cst.FunctionDef)]
+        if len(defs) < 2:
+            return fn
+        seq = self.name_seq.get(id(use))
+        before = [a for a in defs if seq is not None and a.seq < seq] if scope is owner else defs
+        chosen = self.function_of_def.get(before[-1].site.node) if before else None
+        return chosen if chosen is not None else fn
 
     def _annotation_of(self, name: str, scope: Function) -> str | None:
         current: Function | None = scope
@@ -776,13 +790,10 @@ class SemanticModel:
         return False
 
     def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
-        """In traced code: the value is a tracer. Module-level constants are treated as static
-        (RULES.md), and so are `self.*` attributes set at construction."""
-        self._module_values_static = True
-        try:
-            return scope.traced and self.value_kind(expr, scope) == "array"
-        finally:
-            self._module_values_static = False
+        """In traced code: the value is certainly a tracer (`tracers.py` says when). Module-level
+        constants are static (RULES.md), and so are `self.*` attributes set at construction."""
+        from .tracers import tracers
+        return scope.traced and tracers(self).expr(expr, scope)
 
     # ----------------------------------------------------------------- analysis passes
     def _analyse(self) -> None:
@@ -805,7 +816,7 @@ class SemanticModel:
             key = arg.keyword.value
             values = (arg.value.elements if isinstance(arg.value, (cst.Tuple, cst.List)) else None)
             items = [e.value for e in values] if values is not None else [arg.value]
-            if key == "static_argnums":
+            if key in ("static_argnums", "static_broadcasted_argnums"):
                 for item in items:
                     index = int_value(item)
                     if index is not None and -len(positional) <= index < len(positional):

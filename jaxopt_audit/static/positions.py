@@ -36,6 +36,7 @@ class Positions:
         self._tree: ast.Module | None = None
         self._whole: object = None  # fallback: the full PositionProvider mapping
         self._rendered: dict[int, tuple[dict, cst.CSTNode, int, int]] = {}
+        self._indexes: dict[int, dict[int, int]] = {}  # id(module or block) -> see _ast_index
 
     def get(self, node: cst.CSTNode) -> Span | None:
         try:
@@ -76,22 +77,33 @@ class Positions:
         while path[-1] is not self.module:
             path.append(parents[id(path[-1])])
         path.reverse()  # module ... node
-        cst_list: list = list(self.module.body)
+        container: cst.CSTNode = self.module
         ast_list: list[ast.stmt] = self._ast().body
         depth = 1
         while True:
             statement = path[depth]
-            index = next(i for i, s in enumerate(cst_list) if s is statement)
-            ast_index = sum(len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1 for s in cst_list[:index])
-            twin = ast_list[ast_index]
+            twin = ast_list[self._ast_index(container)[id(statement)]]
             if isinstance(statement, cst.SimpleStatementLine) or not isinstance(statement, _DESCEND):
                 return statement, twin
             body = statement.body
             if depth + 2 < len(path) and path[depth + 1] is body and isinstance(body, cst.IndentedBlock):
-                cst_list, ast_list = list(body.body), twin.body
+                container, ast_list = body, twin.body
                 depth += 2
                 continue
             return statement, twin
+
+    def _ast_index(self, container: cst.CSTNode) -> dict[int, int]:
+        """id(statement) -> index of its ast twin in the same body, once per body: a lookup per
+        finding would be linear in the body's length (thousands of statements in a big module)."""
+        key = id(container)
+        if key not in self._indexes:
+            index: dict[int, int] = {}
+            ast_index = 0
+            for statement in container.body:  # type: ignore[attr-defined]
+                index[id(statement)] = ast_index
+                ast_index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            self._indexes[key] = index
+        return self._indexes[key]
 
     def _local(self, node: cst.CSTNode) -> Span | None:
         if node is self.module:

@@ -29,8 +29,9 @@ from typing import Iterable
 import libcst as cst
 
 from . import apis
-from .model import Function, SemanticModel
-from .walk import children, int_value, target_names
+from .loops import carried_names
+from .model import Function, Loop, SemanticModel
+from .walk import children, int_value, read_names, target_names
 
 # jax.random functions that consume their key argument (the first one, or `key=`).
 CONSUMERS = frozenset(f"jax.random.{name}" for name in (
@@ -43,6 +44,10 @@ CONSUMERS = frozenset(f"jax.random.{name}" for name in (
 ))
 # flax linen Module methods that draw from the keys they are given (first argument or `rngs=`).
 FLAX_RNG_METHODS = frozenset({"init", "init_with_output", "apply"})
+# Functions that draw from an array: the same key draws the same positions from arrays alike.
+ALIGNING = frozenset({"jax.random.choice", "jax.random.permutation"})
+# Methods that initialise a model: calling one twice on one key gives an equal copy on purpose.
+INIT_METHODS = frozenset({"init", "init_with_output", "lazy_init", "initialize", "init_params"})
 # Transforms that call their body once per iteration with the same closure.
 ITERATING_TRANSFORMS = apis.SCAN_LIKE
 # Expressions the walk does not enter: leaves, and nested functions (analysed on their own).
@@ -56,6 +61,9 @@ class Use:
     node: cst.Call  # the consuming call
     loops: tuple[int, ...]  # ids of the loops (statements or comprehensions) it sits in
     statement: int = 0  # id of the simple statement it sits in
+    callee: object = None  # what it calls, when not a jax.random function (see KeyAnalysis.replay_identity)
+    targets: frozenset[str] = frozenset()  # names its statement binds (`params = model.init(key, x)`)
+    earlier: tuple["Use", ...] = ()  # the earlier uses of the same key by other functions than jax.random's
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,7 @@ class _LoopFrame:
         self.breaks: list[_State] = []
         self.continues: list[_State] = []
         self.second_pass = False
+        self.bound: set[str] = set()  # names (re)bound in the loop: what varies per iteration
 
 
 class _FunctionFlow:
@@ -113,6 +122,8 @@ class _FunctionFlow:
         self.loops: list[_LoopFrame] = []
         self.reuses: dict[int, Reuse] = {}
         self.consumed_params: set[str] = set()
+        self.consumed_captures: set[str] = set()  # names of enclosing scopes it consumes
+        self.statement_targets: frozenset[str] = frozenset()
         self.iterating = next((r for r in fn.transform_roots if r in ITERATING_TRANSFORMS), None)
         self.statement_id = 0
         self.in_assertion = False
@@ -195,7 +206,16 @@ class _FunctionFlow:
     def small(self, stmt: cst.BaseSmallStatement, state: _State) -> _State | None:
         self.statement_id = id(stmt)
         self.in_assertion = _is_assertion(self.model, stmt)
+        self.statement_targets = frozenset(_statement_targets(stmt))
         if isinstance(stmt, cst.Expr):
+            discarded = _discarded_call(stmt.value)
+            if discarded is not None and self.pure_draw(discarded):
+                # `jax.random.split(key)` or `step(key, x).block_until_ready()` as a statement
+                # (a warm-up, a benchmark repetition): the draw is thrown away, nothing uses it
+                self.expr(discarded.func, state)
+                for arg in discarded.args:
+                    self.expr(arg.value, state)
+                return state
             self.expr(stmt.value, state)
         elif isinstance(stmt, cst.Assign):
             self.expr(stmt.value, state)
@@ -263,6 +283,8 @@ class _FunctionFlow:
                 self.bind(name, None, state)
 
     def bind(self, name: str, value: cst.BaseExpression | None, state: _State) -> None:
+        for frame in self.loops:
+            frame.bound.add(name)
         prefix = name + "["
         for key in [k for k in state.used if k == name or k.startswith(prefix)]:
             del state.used[key]
@@ -364,6 +386,9 @@ class _FunctionFlow:
         origin = state.origin.get(path) or state.origin.get(base)
         if origin is not None:
             self.consumed_params.add(origin)
+        elif _captured(base, self.fn):
+            self.consumed_captures.add(base)
+        callee = self.analysis.replay_identity(call, self.fn)
         previous = state.used.get(path)
         if previous is None and path != base:
             previous = state.used.get(base)  # `keys` consumed whole, then `keys[0]`
@@ -377,15 +402,48 @@ class _FunctionFlow:
             fixed_on_purpose = id(call) in self.analysis.periodic_calls or any(
                 f.loop_id in self.analysis.timed_loops for f in repeating)
             # `assert (sample(key) == sample(key)).all()`: a determinism test reuses on purpose
-            determinism_check = self.in_assertion and previous.statement == self.statement_id
-            if not ((looping and fixed_on_purpose) or (not looping and determinism_check)):
+            determinism_check = self.in_assertion and previous.statement == self.statement_id \
+                or _aligned_draw(self.model, previous.node, call)
+            if looping:
+                replay = callee is not None and previous.callee == callee \
+                    and self.common_random_numbers(call, repeating)
+            else:
+                # any earlier call of the same function on this key (`train(key, a)`,
+                # `split(key, 8)`, `train(key, b)`), unless this call feeds on its result
+                # (`h = layer(key, x)`, then `layer(key, h)`: the same mask twice)
+                replay = callee is not None and any(
+                    u.callee == callee and _replays(u.node, call) and not read_names(call) & u.targets
+                    for u in (*previous.earlier, previous))
+            if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay):
                 self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
             self.reuses[id(call)] = Reuse(call, path, None, "iteration", self.iterating)
-        use = Use(call, tuple(f.loop_id for f in self.loops), self.statement_id)
+        earlier: tuple[Use, ...] = ()
+        if previous is not None:
+            earlier = tuple(u for u in (*previous.earlier, previous) if u.callee is not None)[-8:]
+        use = Use(call, tuple(f.loop_id for f in self.loops), self.statement_id, callee,
+                  self.statement_targets, earlier)
         for member in state.aliases.get(path, frozenset({path})):
             state.used[member] = use
+
+    def pure_draw(self, call: cst.Call) -> bool:
+        """A `jax.random` function or a jitted function: no effect besides its result."""
+        return self.model.resolve(call.func) in CONSUMERS or self.model.callee(call, self.fn).jitted
+
+    def common_random_numbers(self, call: cst.Call, repeating: list[_LoopFrame]) -> bool:
+        """The same function run on the same key for each candidate of a loop that carries no
+        state (`for setting in settings: results.append(train(key, setting))`): every candidate
+        sees the same randomness on purpose, so they can be compared. Not when nothing in the
+        call varies from one iteration to the next (then it just repeats the same draw)."""
+        reads = read_names(call)
+        for frame in repeating:
+            loop = self.analysis.loop_of(self.fn, frame.loop_id)
+            if loop is not None and carried_names(self.model, loop):
+                return False
+            if not reads & frame.bound:
+                return False
+        return bool(repeating)
 
 
 def _replace(state: _State, new: _State | None) -> None:
@@ -405,6 +463,52 @@ def _path(expr: cst.BaseExpression | None) -> str | None:
             if value is not None:
                 return f"{expr.value.value}[{value}]"
     return None
+
+
+def _discarded_call(value: cst.BaseExpression) -> cst.Call | None:
+    """The call whose result an expression statement throws away: `f(x)`, `f(x).block_until_ready()`."""
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "block_until_ready" and not value.args \
+            and isinstance(func.value, cst.Call):
+        return func.value
+    return value
+
+
+def _aligned_draw(model: SemanticModel, previous: cst.Call, call: cst.Call) -> bool:
+    """`x = choice(key, xs, (n,))`, `y = choice(key, ys, (n,))`: the same indices drawn for two
+    arrays, so that rows stay paired. The same key is the point."""
+    q = model.resolve(call.func)
+    if q not in ALIGNING or model.resolve(previous.func) != q or len(previous.args) != len(call.args):
+        return False
+    differing = [i for i, (a, b) in enumerate(zip(previous.args, call.args)) if _source(a) != _source(b)]
+    return len(differing) == 1 and _is_population(call.args[differing[0]], differing[0])
+
+
+def _is_population(arg: cst.Arg, index: int) -> bool:
+    """The argument holding the array to draw from: second positional, or `a=` / `x=`."""
+    return arg.keyword.value in ("a", "x") if arg.keyword is not None else index == 1
+
+
+def _replays(previous: cst.Call, call: cst.Call) -> bool:
+    """A second call of the same function on the same key that means to repeat it: a model
+    initialised again to get an equal copy (`params=init(k, x), target_params=init(k, x)`), or
+    the same key given to another candidate setting (`train(key, env_a)`, then `train(key, env_b)`),
+    so that the candidates are compared on the same randomness. Identical calls of anything else
+    repeat a draw for nothing (`a = noise(key); b = noise(key)`) and are reported."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in INIT_METHODS:
+        return True
+    return [_source(a) for a in previous.args] != [_source(a) for a in call.args]
+
+
+def _statement_targets(stmt: cst.BaseSmallStatement) -> list[str]:
+    if isinstance(stmt, cst.Assign):
+        return [n for t in stmt.targets for n in target_names(t.target)]
+    if isinstance(stmt, (cst.AnnAssign, cst.AugAssign)):
+        return target_names(stmt.target)
+    return []
 
 
 def _is_assertion(model: SemanticModel, stmt: cst.BaseSmallStatement) -> bool:
@@ -440,6 +544,8 @@ class KeyAnalysis:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.summaries: dict[int, set[str]] = {}
+        self.capture_summaries: dict[int, set[str]] = {}  # nested function -> captured keys it consumes
+        self._loops: dict[int, Loop] = {id(loop.node): loop for fn in model.functions for loop in fn.loops}
         self.reuses: list[Reuse] = []
         self.periodic_calls = {id(site.node) for fn in model.functions for site in fn.calls if site.guarded}
         self.timed_loops = {id(site.loop.node) for fn in model.functions for site in fn.calls
@@ -456,10 +562,43 @@ class KeyAnalysis:
                 if flow.consumed_params - self.summaries.get(id(fn), set()):
                     self.summaries.setdefault(id(fn), set()).update(flow.consumed_params)
                     changed = True
+                if flow.consumed_captures - self.capture_summaries.get(id(fn), set()):
+                    self.capture_summaries.setdefault(id(fn), set()).update(flow.consumed_captures)
+                    changed = True
             if not changed:
                 break
         for flow in flows:
             self.reuses.extend(flow.reuses.values())
+
+    def loop_of(self, fn: Function, loop_id: int) -> Loop | None:
+        """The model's loop for a `for`/`while` statement (None for a comprehension)."""
+        return self._loops.get(loop_id)
+
+    def replay_identity(self, call: cst.Call, scope: Function) -> object:
+        """What `call` runs, to tell the same function called twice on one key (a deliberate
+        replay: two networks initialised equal, candidates compared on the same randomness) from
+        two different draws. None for `jax.random` functions: drawing twice is never a replay."""
+        if self.model.resolve(call.func) in CONSUMERS:
+            return None
+        target = self.local_function(call, scope)
+        if target is not None:
+            return id(target)
+        return _source(call.func)
+
+    def local_function(self, call: cst.Call, scope: Function) -> Function | None:
+        """The same-module function `call` calls, including a lambda bound to a local name."""
+        target = self.model.callee(call, scope).function
+        if target is not None or not isinstance(call.func, cst.Name):
+            return target
+        current: Function | None = scope
+        while current is not None:
+            bindings = current.bindings(call.func.value)
+            if bindings or call.func.value in current.params:
+                if len(bindings) == 1 and isinstance(bindings[0].value, cst.Lambda):
+                    return self.model.lambdas.get(bindings[0].value)
+                return None
+            current = current.parent
+        return None
 
     def _module_rngs(self, call: cst.Call, scope: Function) -> list[cst.BaseExpression] | None:
         """`model.init(key, x)`, `model.apply(p, x, rngs={"dropout": key})` on a flax linen
@@ -516,7 +655,7 @@ class KeyAnalysis:
                         relevant.add(id(fn))
                         work.append(fn)
                     continue
-                target = model.callee(site.node, fn).function
+                target = self.local_function(site.node, fn)
                 if target is not None:
                     callers.setdefault(id(target), []).append(fn)
         while work:
@@ -539,18 +678,21 @@ class KeyAnalysis:
         module_keys = self._module_rngs(call, scope)
         if module_keys is not None:
             return module_keys
-        callee = self.model.callee(call, scope)
-        target = callee.function
+        target = self.local_function(call, scope)
         if target is None or q in CONSUMERS:
             return []
+        # a nested function or lambda reads the keys it captured when it is called (late binding)
+        captured: list[cst.BaseExpression] = [
+            cst.Name(name) for name in sorted(self.capture_summaries.get(id(target), ()))
+        ] if target.parent is scope else []
         consumed = self.summaries.get(id(target))
         if not consumed:
-            return []
+            return captured
         params = target.params
         func = call.func.func if isinstance(call.func, cst.Call) else call.func
         if target.cls is not None and params[:1] in (["self"], ["cls"]) and isinstance(func, cst.Attribute):
             params = params[1:]
-        out: list[cst.BaseExpression] = []
+        out: list[cst.BaseExpression] = captured
         position = 0
         for arg in call.args:
             if arg.star:
@@ -563,3 +705,7 @@ class KeyAnalysis:
             if name is not None and name in consumed:
                 out.append(arg.value)
         return out
+
+
+def _source(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)

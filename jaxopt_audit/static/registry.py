@@ -5,6 +5,7 @@ Nothing is registered by hand: a rule file is picked up by being there.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -49,8 +50,11 @@ def _load_dir(directory: str) -> list[type[Rule]]:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
+        except SystemExit as exc:  # would otherwise end the scan silently with its status
+            raise RuleLoadError(f"{file}: called sys.exit({exc.code!r}) while being imported; a rule "
+                                "module must only define rules") from None
         except Exception as exc:  # noqa: BLE001 - a broken user rule is a usage error
-            raise RuleLoadError(f"{file}: failed to import: {exc}") from exc
+            raise RuleLoadError(f"{file}: failed to import: {type(exc).__name__}: {exc}") from exc
         found.extend(_rules_in(module))
     return found
 
@@ -75,15 +79,35 @@ def load_rules(rules_dirs: Iterable[str] = ()) -> list[type[Rule]]:
 
 
 def select_rules(rules: list[type[Rule]], select: Iterable[str] | None,
-                 ignore: Iterable[str] = ()) -> list[type[Rule]]:
-    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`); ignore wins over select."""
-    select = list(select) if select else ["ALL"]
+                 ignore: Iterable[str] = (), extend_select: Iterable[str] = ()) -> list[type[Rule]]:
+    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`); ignore wins over select. `select=None` is the
+    default set: every rule but the opt-in ones (`Rule.DEFAULT = False`), which a prefix does not
+    turn on: only their exact code or `ALL` does. `extend_select` adds to the selection."""
     ignore = list(ignore)
+    extend = list(extend_select)
 
-    def matches(code: str, patterns: list[str]) -> bool:
-        return any(p == "ALL" or code.startswith(p) for p in patterns)
+    def matches(rule: type[Rule], patterns: list[str]) -> bool:
+        return any(p == "ALL" or p == rule.CODE or (rule.DEFAULT and rule.CODE.startswith(p))
+                   for p in patterns)
 
-    return [r for r in rules if matches(r.CODE, select) and not matches(r.CODE, ignore)]
+    def selected(rule: type[Rule]) -> bool:
+        base = rule.DEFAULT if select is None else matches(rule, list(select))
+        return base or matches(rule, extend)
+
+    return [r for r in rules if selected(r) and not any(r.CODE.startswith(p) for p in ignore)]
+
+
+def check_patterns(rules: list[type[Rule]], patterns: Iterable[str], origin: str) -> None:
+    """Raise RuleLoadError for a code or prefix that matches no rule: an unknown code in --select
+    would otherwise select nothing and report a clean run."""
+    codes = [r.CODE for r in rules]
+    for pattern in patterns:
+        if pattern == "ALL" or (pattern and any(code.startswith(pattern) for code in codes)):
+            continue
+        close = difflib.get_close_matches(pattern.upper(), codes, n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise RuleLoadError(f"unknown rule code or prefix {pattern!r} in {origin}; {hint}"
+                            "`jaxopt-audit rules` lists the codes (a prefix such as JAX3 selects a group)")
 
 
 def find_rule(rules: list[type[Rule]], key: str) -> type[Rule] | None:

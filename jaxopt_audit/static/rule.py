@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterable, NamedTuple
 import libcst as cst
 
 if TYPE_CHECKING:
+    from .fixes import Fix
     from .model import SemanticModel
 
 SEVERITIES = ("error", "warning", "info")
@@ -38,12 +39,21 @@ class Finding(NamedTuple):
     severity: str
     message: str
     fix: str
+    cell: int | None = None  # notebooks: the cell (1-based); line/column are then inside it
+    fix_applicability: str | None = None  # "safe" | "unsafe" | None (no automatic fix)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.column, self.code, self.end_line,
+                self.end_column, self.message)
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "line": self.line, "column": self.column,
+        data = {"path": self.path, "line": self.line, "column": self.column,
                 "end_line": self.end_line, "end_column": self.end_column, "code": self.code,
                 "name": self.name, "severity": self.severity, "message": self.message,
-                "fix": self.fix}
+                "fix": self.fix, "fix_applicability": self.fix_applicability}
+        if self.cell is not None:
+            data["cell"] = self.cell
+        return data
 
 
 @dataclass(frozen=True)
@@ -91,11 +101,19 @@ class Rule:
     SEVERITY: ClassVar[str]  # "error" | "warning" | "info"
     SUMMARY: ClassVar[str]  # one line, for `rules` and SARIF shortDescription
     FIX: ClassVar[str]  # the default suggested fix, one sentence
+    # False: an opt-in rule, run only when selected by its exact code (or ALL), e.g. advice that
+    # is right but not worth everyone's default output (README "What `scan .` reports by default")
+    DEFAULT: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
     def check(self, model: "SemanticModel") -> Iterable[Report]:
         raise NotImplementedError
+
+    def fix(self, model: "SemanticModel", report: Report) -> "Fix | None":
+        """The automatic fix for one of this rule's reports (a codemod, static/fixes.py), or None.
+        Rules that fix override this; the engine asks only for reports it keeps."""
+        return None
 
     # ---------------------------------------------------------------- documentation
     @classmethod

@@ -18,15 +18,11 @@ import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
+from .tracers import (ABSTRACT_TRANSFORMS, ARRAY_METHODS, ARRAY_NAMESPACES, annotation_text, jax_internal,
+                      tracers, transformed_function)
 
 # Maps over pytree structure: tracing comes from the caller, if any.
 STRUCTURE_MAPS = apis.TREE_MAPS
-
-# jax.* namespaces whose calls return arrays (as opposed to pytree utilities or transforms).
-ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
-ARRAY_METHODS = frozenset({"reshape", "astype", "transpose", "ravel", "flatten", "squeeze",
-                           "sum", "mean", "max", "min", "clip", "set", "add", "multiply", "get",
-                           "T", "swapaxes", "cumsum", "prod", "dot", "round", "conj"})
 # Attributes a traced parameter has only if it is an array (a dict or list has none of them).
 ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "reshape", "T"})
 
@@ -38,13 +34,24 @@ def really_traced(model: SemanticModel) -> set[int]:
         return cached
     callbacks = model.host_callback_functions
     traced: set[int] = set()
+    if jax_internal(model):
+        model._really_traced_cache = traced  # type: ignore[attr-defined]
+        model._traced_leaf_params = {}  # type: ignore[attr-defined]
+        return traced
     work: list[Function] = []
     for fn in model.functions:
         if id(fn) in callbacks or fn.is_module:
             continue
-        if fn.jitted or any(root not in STRUCTURE_MAPS for root in fn.transform_roots):
+        if fn.jitted or any(root in ABSTRACT_TRANSFORMS for root in fn.transform_roots):
             traced.add(id(fn))
             work.append(fn)
+    for fn in model.functions:
+        for site in fn.calls:  # jax.jit(jax.grad(loss_fn))
+            if model.resolve(site.node.func) in apis.JIT_WRAPPERS and site.node.args:
+                inner = transformed_function(model, site.node.args[0].value, fn)
+                if inner is not None and id(inner) not in traced and id(inner) not in callbacks:
+                    traced.add(id(inner))
+                    work.append(inner)
     children: dict[int, list[Function]] = {}
     for fn in model.functions:
         if fn.parent is not None:
@@ -57,13 +64,20 @@ def really_traced(model: SemanticModel) -> set[int]:
             target = model.callee(site.node, fn).function
             if target is not None:
                 reached.append(target)
+            q = model.resolve(site.node.func)
+            if q in apis.TRACING_TRANSFORMS:
+                # `jax.grad(loss_fn)` inside traced code: loss_fn is traced by the outer trace
+                for arg in site.node.args:
+                    ref = model.function_ref(arg.value, fn)
+                    if ref is not None:
+                        reached.append(ref)
             mapped = _tree_mapped_function(model, site.node, fn)
             if mapped is not None:
                 # under a trace, `jax.tree.map(f, tree)` calls f on traced leaves
                 leaves[id(mapped)] = {p for p in mapped.params if p not in mapped.static_params}
                 reached.append(mapped)
         for inner in children.get(id(fn), []):
-            if inner.name == "<lambda>" or inner.transform_roots:
+            if inner.name == "<lambda>" or inner.transform_roots or inner.jitted:
                 reached.append(inner)
         for target in reached:
             if id(target) not in traced and id(target) not in callbacks and not target.is_module:
@@ -82,8 +96,9 @@ def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
 
 
 def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
-    """`model.is_array`, plus the leaf parameters of a function tree-mapped under a trace."""
-    if model.is_array(expr, fn):
+    """A certain tracer (see `tracers.py`), or a leaf parameter of a function tree-mapped
+    over a traced pytree."""
+    if tracers(model).expr(expr, fn):
         return True
     return isinstance(expr, cst.Name) and expr.value in traced_leaf_params(model, fn) \
         and not fn.bindings(expr.value)
@@ -136,10 +151,15 @@ class ArrayEvidence:
             return False
         bindings = fn.bindings(name)
         if name in fn.params and not bindings:
+            text = annotation_text(fn, name)
+            if text is not None and ("Array" not in text or "Variable" in text or "Ref" in text):
+                return False  # `nnx.Variable[Array]`, a mutable ref: `v[...] = x` is its API
             if _array_annotation(fn.param_annotations.get(name)):
                 return True
-            return (id(fn) in self.traced_ids and name not in fn.static_params
-                    and name not in ("self", "cls") and name in self._array_operands(fn))
+            # a tracer by the facts of tracers.py (a Pallas kernel's refs are not), used as an array
+            facts = tracers(self.model)
+            return (id(fn) in self.traced_ids and facts.is_param(fn, name)
+                    and name not in facts.type_tested(fn) and name in self._array_operands(fn))
         if not bindings or any(a.value is None or a.augmented or len(a.targets) != 1 for a in bindings):
             return False
         return all(self.expr(a.value, fn, depth + 1) for a in bindings)
@@ -150,6 +170,8 @@ class ArrayEvidence:
         if isinstance(expr, cst.Name):
             return self.name(expr.value, fn, depth + 1)
         if isinstance(expr, cst.BinaryOperation):
+            if any(isinstance(side, (cst.List, cst.Tuple, cst.ListComp)) for side in (expr.left, expr.right)):
+                return False  # `[slice(None)] * ndim`: a Python list
             return self.expr(expr.left, fn, depth + 1) or self.expr(expr.right, fn, depth + 1)
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.expr(expr.expression, fn, depth + 1)

@@ -33,7 +33,7 @@ PIPELINE = Pipeline(
         Stage("stage0_original", full_size_prefix=0.1),
         Stage("stage1_jit", addresses=("JAX101",), full_size_prefix=0.1),
         Stage("stage2_device_data", addresses=("JAX302", "JAX301"), full_size_prefix=0.1),
-        Stage("stage3_fresh_noise", addresses=("JAX502", "JAX601"), changes_math=True, full_size_prefix=0.1,
+        Stage("stage3_fresh_noise", addresses=("JAX502", "JAX602"), changes_math=True, full_size_prefix=0.1,
               math_note=("fresh noise per batch from a split key instead of PRNGKey(0) on every batch; "
                          "validated on per-epoch mean loss within "
                          f"{LOSS_CURVE_TOLERANCE:.0%} of stage 0's plus a required loss drop")),

@@ -1,4 +1,4 @@
-"""Bug fix: fresh noise per batch from a key split every step, not `PRNGKey(0)` each batch (JAX502, JAX601).
+"""Bug fix: fresh noise per batch from a key split every step, not `PRNGKey(0)` each batch (JAX502, JAX602).
 
 Stages 0-2 create `jax.random.PRNGKey(0)` inside the per-batch preprocessing, so every batch gets the
 same "random" noise. Here one key is made before the loop (the typed `jax.random.key`) and split

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
-from ...fileio import write_json_atomic
+from ...fileio import OutputPathError, check_output_dir, check_output_file, write_json_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
@@ -515,6 +515,11 @@ def bench_command(args: argparse.Namespace) -> int:
         if args.budget is not None and args.budget < 0:
             raise UsageError(f"--budget must be a number of seconds >= 0, got {args.budget}")
         names = list(PIPELINE_NAMES) if args.pipeline == "all" else [args.pipeline]
+        # Output paths before any measuring: a bad --out must not cost the whole benchmark.
+        if args.out:
+            (check_output_dir if len(names) > 1 else check_output_file)(args.out, "--out")
+        if args.trace:
+            check_output_dir(args.trace, "--trace")
         pipelines = [resolve_pipeline(name) for name in names]
         options = BenchOptions(size=args.size, repeats=args.repeats, budget_s=args.budget,
                                trace_dir=Path(args.trace) if args.trace else None)
@@ -524,7 +529,7 @@ def bench_command(args: argparse.Namespace) -> int:
         for pipeline, _ in selections:
             if options.size not in pipeline.sizes:
                 raise UsageError(f"--size {options.size!r}: {pipeline.name} has sizes {', '.join(pipeline.sizes)}")
-    except UsageError as exc:
+    except (UsageError, OutputPathError) as exc:
         print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -19,6 +19,7 @@ from typing import Any
 from jaxopt_audit.report.run_terminal import render
 
 # JAX is imported here, at import time, so that cli.py can say which extra to install
+from ...fileio import check_output_dir, check_output_file
 from .findings import confirm_with_scan, derive_findings
 from .instrument import Instrument
 from .program import Program, ProgramNotFound, check, run as run_program
@@ -38,7 +39,12 @@ def run_command(args: argparse.Namespace) -> int:
         steps = parse_steps(args.trace_steps)
         if steps is not None and not args.trace:
             raise TraceStepsError("--trace-steps needs --trace DIR (where to write the trace)")
-    except (ProgramNotFound, ValueError) as exc:
+        # before the program runs: a bad path must not lose the run's report
+        if args.json:
+            check_output_file(args.json, "--json")
+        if args.trace:
+            check_output_dir(args.trace, "--trace")
+    except (ProgramNotFound, ValueError) as exc:  # OutputPathError is a ValueError
         print(f"jaxopt-audit run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return _audit(program, args, steps)

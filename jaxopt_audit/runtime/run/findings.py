@@ -174,7 +174,9 @@ def confirm_with_scan(findings: list[Finding], paths: list[str]) -> tuple[list[F
     if not targets:
         return findings, "skipped (no source files to scan)"
     try:
-        result = scan_paths(targets)
+        # the program the user ran is checked whatever its folder (the scan's test-file policy
+        # would otherwise keep a script under tests/ to JAX6xx)
+        result = scan_paths(targets, include_tests=True)
     except Exception as exc:  # the scan is a cross-check: its failure must not lose the report
         return findings, f"failed ({type(exc).__name__}: {exc})"
     static: dict[tuple[str, str], list[tuple[int, int]]] = {}

