@@ -9,6 +9,7 @@ import libcst as cst
 from jaxopt_audit.static import apis
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static.walk import walk
 
 
 class HostSyncInStep(Rule):
@@ -126,17 +127,18 @@ class HostSyncInStep(Rule):
                 continue
             timed_loops = {id(s.loop) for s in fn.calls if s.loop is not None
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
+            statements = _Statements(fn)
             for site in fn.calls:
                 if not model.runs_per_step(site):
                     continue
-                found = self._host_pull(model, site, timed_loops)
-                if found is not None:
+                found = self._host_pull(model, site, timed_loops, statements)
+                if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
             for site in fn.fstrings:
                 if model.runs_per_step(site) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in site.node.parts):
-                    if not _inside_printed_call(model, site, fn.calls):
+                    if not _inside_printed_call(model, site, fn.calls) and not statements.on_error_path(site.node):
                         yield Report(site.node, self._message(model, site, "an f-string of an array"))
             for site in fn.tests:
                 node = site.node
@@ -144,14 +146,19 @@ class HostSyncInStep(Rule):
                 if test is None or not model.runs_per_step(site):
                     continue
                 for operand in _operands(test):
+                    if _reduces_to_bool(model, operand, fn):
+                        continue  # `all(jnp.all(...))` is reported as the call it is
                     if model.is_array(operand, fn) and not model.is_container(operand, fn):
                         yield Report(operand, self._message(
                             model, site, f"the condition `{describe(operand)}` (implicit bool())"))
 
-    def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int]) -> str | None:
+    def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
+                   statements: "_Statements") -> str | None:
         call: cst.Call = site.node
         fn = site.function
         q = model.resolve(call.func)
+        if _reduces_to_bool(model, call, fn):
+            return f"`{describe(call)}` (bool() of each device value)"
         if q in apis.HOST_PULL_FUNCTIONS:
             args = [a.value for a in call.args if a.keyword is None]
             if q == "builtins.print":
@@ -164,7 +171,7 @@ class HostSyncInStep(Rule):
                 return f"`{describe(call)}`"
             return None
         if q in apis.SYNC_FUNCTIONS:
-            if id(site.loop) in timed_loops:
+            if id(site.loop) in timed_loops or _measured_call(call, call.args[0].value if call.args else None, statements):
                 return None
             if call.args and model.is_array(call.args[0].value, fn):
                 return f"`{describe(call)}`"
@@ -172,7 +179,8 @@ class HostSyncInStep(Rule):
         if isinstance(call.func, cst.Attribute) and q is None:
             method = call.func.attr.value
             if method in ("item", "tolist", "block_until_ready") and model.is_array(call.func.value, fn):
-                if method == "block_until_ready" and id(site.loop) in timed_loops:
+                if method == "block_until_ready" and (id(site.loop) in timed_loops
+                                                      or _measured_call(call, call.func.value, statements)):
                     return None
                 return f"`{describe(call)}`"
         return None
@@ -205,3 +213,58 @@ def _inside_printed_call(model: SemanticModel, site: Site, calls: list[Site]) ->
     """An f-string passed straight to print() is reported once, at the print call."""
     return any(model.resolve(c.node.func) == "builtins.print"
                and any(arg.value is site.node for arg in c.node.args) for c in calls)
+
+
+def _reduces_to_bool(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
+    """`all(jnp.all(x, axis=1))`, `any(x > 0 for x in leaves)`: Python's `all`/`any` iterate a
+    device array (or device values) and convert each item with bool(), a sync per item."""
+    if not isinstance(expr, cst.Call) or model.resolve(expr.func) not in ("builtins.all", "builtins.any"):
+        return False
+    if len(expr.args) != 1 or expr.args[0].keyword is not None:
+        return False
+    arg = expr.args[0].value
+    if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
+        return model.is_array(arg.elt, fn)
+    return model.is_array(arg, fn) and not model.is_container(arg, fn)
+
+
+def _measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "_Statements") -> bool:
+    """`f(x).block_until_ready()` or `jax.block_until_ready(f(x))` as a statement: the result of
+    the work is thrown away as soon as it is ready, so the loop exists to run and wait for it
+    (a benchmark's measured body), not to compute with it."""
+    return synced is not None and not isinstance(synced, cst.Name) and paths.discarded(call)
+
+
+class _Statements:
+    """Where nodes of one function sit, computed on first question: on an error path (a `raise`
+    statement, an `assert`'s message: evaluated once, on the way out, not every step), or as a
+    call whose result is thrown away (`f(x).block_until_ready()`, `_ = ...`)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self._errors: set[int] | None = None
+        self._discarded: set[int] = set()
+
+    def _index(self) -> None:
+        self._errors = set()
+        body = self.fn.node if self.fn.is_module else self.fn.node.body
+        for n in walk(body):
+            if isinstance(n, cst.Raise):
+                self._errors.update(id(m) for m in walk(n))
+            elif isinstance(n, cst.Assert) and n.msg is not None:
+                self._errors.update(id(m) for m in walk(n.msg))
+            elif isinstance(n, cst.Expr) and isinstance(n.value, cst.Call):
+                self._discarded.add(id(n.value))
+            elif isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and all(
+                    isinstance(t.target, cst.Name) and t.target.value == "_" for t in n.targets):
+                self._discarded.add(id(n.value))
+
+    def on_error_path(self, node: cst.CSTNode) -> bool:
+        if self._errors is None:
+            self._index()
+        return id(node) in self._errors
+
+    def discarded(self, call: cst.Call) -> bool:
+        if self._errors is None:
+            self._index()
+        return id(call) in self._discarded
