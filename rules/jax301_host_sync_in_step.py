@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
+from jaxopt_audit.static.host_loops import over_structure
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.walk import walk
@@ -129,13 +130,13 @@ class HostSyncInStep(Rule):
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
             statements = _Statements(fn)
             for site in fn.calls:
-                if not model.runs_per_step(site):
+                if not model.runs_per_step(site) or over_structure(site.loop):
                     continue
                 found = self._host_pull(model, site, timed_loops, statements)
                 if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
             for site in fn.fstrings:
-                if model.runs_per_step(site) and any(
+                if model.runs_per_step(site) and not over_structure(site.loop) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in site.node.parts):
                     if not _inside_printed_call(model, site, fn.calls) and not statements.on_error_path(site.node):
@@ -143,7 +144,7 @@ class HostSyncInStep(Rule):
             for site in fn.tests:
                 node = site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
-                if test is None or not model.runs_per_step(site):
+                if test is None or not model.runs_per_step(site) or over_structure(site.loop):
                     continue
                 for operand in _operands(test):
                     if _reduces_to_bool(model, operand, fn):
@@ -232,7 +233,9 @@ def _measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "_S
     """`f(x).block_until_ready()` or `jax.block_until_ready(f(x))` as a statement: the result of
     the work is thrown away as soon as it is ready, so the loop exists to run and wait for it
     (a benchmark's measured body), not to compute with it."""
-    return synced is not None and not isinstance(synced, cst.Name) and paths.discarded(call)
+    if synced is None or not paths.discarded(call):
+        return False
+    return not isinstance(synced, cst.Name) or paths.only_synced(synced.value)
 
 
 class _Statements:
@@ -244,10 +247,25 @@ class _Statements:
         self.fn = fn
         self._errors: set[int] | None = None
         self._discarded: set[int] = set()
+        self._reads: dict[str, int] = {}  # name -> reads other than as a target or a sync's receiver
 
     def _index(self) -> None:
         self._errors = set()
         body = self.fn.node if self.fn.is_module else self.fn.node.body
+        skip: set[int] = set()
+        for n in walk(body):
+            if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                for t in targets:
+                    skip.update(id(m) for m in walk(t) if isinstance(m, cst.Name))
+            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) \
+                    and n.func.attr.value == "block_until_ready" and isinstance(n.func.value, cst.Name):
+                skip.add(id(n.func.value))
+            elif isinstance(n, cst.Call) and n.args and isinstance(n.args[0].value, cst.Name) \
+                    and isinstance(n.func, cst.Attribute) and n.func.attr.value == "block_until_ready":
+                skip.add(id(n.args[0].value))  # jax.block_until_ready(x)
+            elif isinstance(n, cst.Name) and id(n) not in skip:
+                self._reads[n.value] = self._reads.get(n.value, 0) + 1
         for n in walk(body):
             if isinstance(n, cst.Raise):
                 self._errors.update(id(m) for m in walk(n))
@@ -263,6 +281,13 @@ class _Statements:
         if self._errors is None:
             self._index()
         return id(node) in self._errors
+
+    def only_synced(self, name: str) -> bool:
+        """`c, d = f(a, b); c.block_until_ready()`: the name is bound and waited for, never
+        computed with (nothing reads it but syncs)."""
+        if self._errors is None:
+            self._index()
+        return self._reads.get(name, 0) == 0
 
     def discarded(self, call: cst.Call) -> bool:
         if self._errors is None:

@@ -184,6 +184,7 @@ class _Builder:
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
         self.seq = 0
+        self.class_depth = 0  # inside a class body: its assignments are attributes, not module names
 
     def _assignment(self, fn: Function, *args, **kwargs) -> Assignment:
         self.seq += 1
@@ -298,7 +299,9 @@ class _Builder:
         names = target_names(target)
         if names:
             self._assignment(fn, tuple(names), value, site, augmented=augmented)
-            if fn.is_module and value is not None and len(names) == 1 and not augmented:
+            if self.class_depth:
+                pass  # `track: bool = False` in a dataclass does not rebind the module's `track`
+            elif fn.is_module and value is not None and len(names) == 1 and not augmented:
                 self.model.imports.add_alias(names[0], value)
             elif fn.is_module:
                 self.model.imports.defined.update(names)
@@ -337,10 +340,12 @@ class _Builder:
         self.model.imports.defined.add(node.name.value)
         for base in node.bases:
             self.visit(base.value, parent, loop, guarded)
+        self.class_depth += 1
         for stmt in node.body.body:
             if isinstance(stmt, cst.FunctionDef):
                 self.model.class_of_body[id(stmt)] = info
             self.visit(stmt, parent, loop, guarded)
+        self.class_depth -= 1
 
     def _loop(self, node: LoopNode, fn: Function, parent: Loop | None, guarded: bool) -> None:
         loop = Loop(node, fn, parent, guarded)
@@ -750,6 +755,9 @@ class SemanticModel:
             return "object" if callee.cls.is_jax_module else None
         if callee.function is not None:
             fn = callee.function
+            if isinstance(fn.node, cst.FunctionDef) and fn.node.returns is not None \
+                    and _host_annotation(dotted(fn.node.returns.annotation)):
+                return None  # `def is_leaf(x) -> bool`: a Python value, whatever it computes
             if fn.traced and fn.does_array_work:
                 return "array"
             if any(self.value_kind(r, fn, depth + 1) == "array" for r in fn.returns):
