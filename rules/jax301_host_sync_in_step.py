@@ -7,10 +7,9 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
-from jaxopt_audit.static.host_loops import over_structure
+from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.walk import walk
 
 
 class HostSyncInStep(Rule):
@@ -128,7 +127,7 @@ class HostSyncInStep(Rule):
                 continue
             timed_loops = {id(s.loop) for s in fn.calls if s.loop is not None
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
-            statements = _Statements(fn)
+            statements = Statements(fn)
             for site in fn.calls:
                 if not model.runs_per_step(site) or over_structure(site.loop):
                     continue
@@ -154,7 +153,7 @@ class HostSyncInStep(Rule):
                             model, site, f"the condition `{describe(operand)}` (implicit bool())"))
 
     def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
-                   statements: "_Statements") -> str | None:
+                   statements: Statements) -> str | None:
         call: cst.Call = site.node
         fn = site.function
         q = model.resolve(call.func)
@@ -172,7 +171,7 @@ class HostSyncInStep(Rule):
                 return f"`{describe(call)}`"
             return None
         if q in apis.SYNC_FUNCTIONS:
-            if id(site.loop) in timed_loops or _measured_call(call, call.args[0].value if call.args else None, statements):
+            if id(site.loop) in timed_loops or measured_call(call, call.args[0].value if call.args else None, statements):
                 return None
             if call.args and model.is_array(call.args[0].value, fn):
                 return f"`{describe(call)}`"
@@ -181,7 +180,7 @@ class HostSyncInStep(Rule):
             method = call.func.attr.value
             if method in ("item", "tolist", "block_until_ready") and model.is_array(call.func.value, fn):
                 if method == "block_until_ready" and (id(site.loop) in timed_loops
-                                                      or _measured_call(call, call.func.value, statements)):
+                                                      or measured_call(call, call.func.value, statements)):
                     return None
                 return f"`{describe(call)}`"
         return None
@@ -227,69 +226,3 @@ def _reduces_to_bool(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool
     if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
         return model.is_array(arg.elt, fn)
     return model.is_array(arg, fn) and not model.is_container(arg, fn)
-
-
-def _measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "_Statements") -> bool:
-    """`f(x).block_until_ready()` or `jax.block_until_ready(f(x))` as a statement: the result of
-    the work is thrown away as soon as it is ready, so the loop exists to run and wait for it
-    (a benchmark's measured body), not to compute with it."""
-    if synced is None or not paths.discarded(call):
-        return False
-    return not isinstance(synced, cst.Name) or paths.only_synced(synced.value)
-
-
-class _Statements:
-    """Where nodes of one function sit, computed on first question: on an error path (a `raise`
-    statement, an `assert`'s message: evaluated once, on the way out, not every step), or as a
-    call whose result is thrown away (`f(x).block_until_ready()`, `_ = ...`)."""
-
-    def __init__(self, fn) -> None:
-        self.fn = fn
-        self._errors: set[int] | None = None
-        self._discarded: set[int] = set()
-        self._reads: dict[str, int] = {}  # name -> reads other than as a target or a sync's receiver
-
-    def _index(self) -> None:
-        self._errors = set()
-        body = self.fn.node if self.fn.is_module else self.fn.node.body
-        skip: set[int] = set()
-        for n in walk(body):
-            if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
-                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-                for t in targets:
-                    skip.update(id(m) for m in walk(t) if isinstance(m, cst.Name))
-            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) \
-                    and n.func.attr.value == "block_until_ready" and isinstance(n.func.value, cst.Name):
-                skip.add(id(n.func.value))
-            elif isinstance(n, cst.Call) and n.args and isinstance(n.args[0].value, cst.Name) \
-                    and isinstance(n.func, cst.Attribute) and n.func.attr.value == "block_until_ready":
-                skip.add(id(n.args[0].value))  # jax.block_until_ready(x)
-            elif isinstance(n, cst.Name) and id(n) not in skip:
-                self._reads[n.value] = self._reads.get(n.value, 0) + 1
-        for n in walk(body):
-            if isinstance(n, cst.Raise):
-                self._errors.update(id(m) for m in walk(n))
-            elif isinstance(n, cst.Assert) and n.msg is not None:
-                self._errors.update(id(m) for m in walk(n.msg))
-            elif isinstance(n, cst.Expr) and isinstance(n.value, cst.Call):
-                self._discarded.add(id(n.value))
-            elif isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and all(
-                    isinstance(t.target, cst.Name) and t.target.value == "_" for t in n.targets):
-                self._discarded.add(id(n.value))
-
-    def on_error_path(self, node: cst.CSTNode) -> bool:
-        if self._errors is None:
-            self._index()
-        return id(node) in self._errors
-
-    def only_synced(self, name: str) -> bool:
-        """`c, d = f(a, b); c.block_until_ready()`: the name is bound and waited for, never
-        computed with (nothing reads it but syncs)."""
-        if self._errors is None:
-            self._index()
-        return self._reads.get(name, 0) == 0
-
-    def discarded(self, call: cst.Call) -> bool:
-        if self._errors is None:
-            self._index()
-        return id(call) in self._discarded
