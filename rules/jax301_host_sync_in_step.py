@@ -129,13 +129,13 @@ class HostSyncInStep(Rule):
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
             statements = Statements(fn)
             for site in fn.calls:
-                if not model.runs_per_step(site) or over_structure(site.loop):
+                if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
                     continue
                 found = self._host_pull(model, site, timed_loops, statements)
                 if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
             for site in fn.fstrings:
-                if model.runs_per_step(site) and not over_structure(site.loop) and any(
+                if model.runs_per_step(site) and not over_structure(site.loop, model.resolve) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in site.node.parts):
                     if not _inside_printed_call(model, site, fn.calls) and not statements.on_error_path(site.node):
@@ -143,7 +143,7 @@ class HostSyncInStep(Rule):
             for site in fn.tests:
                 node = site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
-                if test is None or not model.runs_per_step(site) or over_structure(site.loop):
+                if test is None or not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
                     continue
                 for operand in _operands(test):
                     if _reduces_to_bool(model, operand, fn):
@@ -168,6 +168,8 @@ class HostSyncInStep(Rule):
                     return f"`{describe(call)}` (an f-string of an array)"
                 return None
             if args and model.is_array(args[0], fn):
+                if q == "jax.device_get" and measured_call(call, args[0], statements):
+                    return None
                 return f"`{describe(call)}`"
             return None
         if q in apis.SYNC_FUNCTIONS:

@@ -123,7 +123,7 @@ class HostToDeviceInStep(Rule):
                 continue
             statements = Statements(fn)
             for site in fn.calls:
-                if not model.runs_per_step(site) or over_structure(site.loop) \
+                if not model.runs_per_step(site) or over_structure(site.loop, model.resolve) \
                         or not _loop_computes(model, site):
                     continue
                 call: cst.Call = site.node

@@ -133,3 +133,26 @@ def train(params, x, steps):
             print(f"{name}")
     return params
 """) == []
+
+
+def test_quiet_on_few_literal_iterations_discarded_fetches_and_process_ids():
+    assert lines(TRAIN_STEP + """
+def demo(w, x, state, variants):
+    for i in range(3):  # a demonstration of three calls, not a loop over steps
+        w, loss = train_step(w, x)
+        print(f"after {i + 1} calls: {loss}")
+    for a in [w, 2 * w]:
+        for b in [w, 2 * w]:
+            print(jnp.max(jnp.abs(a - b)))
+    while state:
+        jax.device_get(train_step(w, x))  # the benchmark measures the fetch itself
+    return w
+
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        if jax.host_id() == 0:
+            print(f"host {jax.host_id()}")
+        print(float(loss))
+    return w
+""") == [27]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .loops import literal_trip_count
 from .model import Function, Loop
+from .step_context import SHORT_LOOP
 from .walk import walk
 
 # `for k, v in d.items()`: a walk over a dict's entries (metrics, splits, parameters), a few
@@ -12,10 +14,15 @@ from .walk import walk
 _STRUCTURE_METHODS = frozenset({"items", "keys", "values"})
 
 
-def over_structure(loop: Loop | None) -> bool:
-    """The innermost loop walks a dict's entries rather than steps."""
+def over_structure(loop: Loop | None, resolve=None) -> bool:
+    """The innermost loop walks a dict's entries, or runs a few literal iterations (`for _ in
+    range(3)`, `for f in [a, b, c]`: a demonstration or a check), rather than steps."""
     if loop is None or not isinstance(loop.node, cst.For):
         return False
+    if resolve is not None:
+        count = literal_trip_count(loop, resolve)
+        if count is not None and count <= SHORT_LOOP:
+            return True
     it = loop.node.iter
     return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
         and it.func.attr.value in _STRUCTURE_METHODS and not it.args
@@ -27,6 +34,8 @@ def measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "Sta
     (a benchmark's measured body), not to compute with it."""
     if synced is None or not paths.discarded(call):
         return False
+    if isinstance(synced, cst.Call):
+        return True  # `jax.device_get(f(x))` as a statement: fetched to be thrown away
     return not isinstance(synced, cst.Name) or paths.only_synced(synced.value)
 
 
