@@ -148,7 +148,8 @@ class HostSyncInStep(Rule):
                 for operand in _operands(test):
                     if _reduces_to_bool(model, operand, fn):
                         continue  # `all(jnp.all(...))` is reported as the call it is
-                    if model.is_array(operand, fn) and not model.is_container(operand, fn):
+                    if model.is_array(operand, fn) and not model.is_container(operand, fn) \
+                            and _computed_on_device(model, operand, fn):
                         yield Report(operand, self._message(
                             model, site, f"the condition `{describe(operand)}` (implicit bool())"))
 
@@ -228,3 +229,45 @@ def _reduces_to_bool(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool
     if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
         return model.is_array(arg.elt, fn)
     return model.is_array(arg, fn) and not model.is_container(arg, fn)
+
+
+def _computed_on_device(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
+    """The tested value comes from JAX work this function does or names: a `jnp`/`jax` call, a
+    compiled function's result, or a local name bound to one (also through comparisons,
+    arithmetic and indexing). An attribute or method of an object the file knows only as
+    "holds arrays" (`layer.is_stateful()`, `eqn.primitive.multiple_results`, an IR value's
+    `.layout`) is usually a Python value: an `if` on it says nothing about a sync."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Comparison):
+        return _computed_on_device(model, expr.left, fn, depth + 1) or any(
+            _computed_on_device(model, c.comparator, fn, depth + 1) for c in expr.comparisons)
+    if isinstance(expr, cst.BinaryOperation):
+        return _computed_on_device(model, expr.left, fn, depth + 1) \
+            or _computed_on_device(model, expr.right, fn, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return _computed_on_device(model, expr.expression, fn, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _computed_on_device(model, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Call):
+        callee = model.callee(expr, fn)
+        if callee.jitted or callee.transform is not None:
+            return True
+        if callee.function is not None:  # a same-module function the model sees computing arrays
+            return callee.function.does_array_work and model.is_array(expr, fn)
+        if callee.qualname is not None:
+            return callee.qualname.split(".")[0] in apis.JAX_ROOTS
+        # `x.sum()`, `x.any()` on a value computed on the device
+        return isinstance(expr.func, cst.Attribute) and _computed_on_device(model, expr.func.value, fn, depth + 1)
+    if isinstance(expr, cst.Name):
+        if not model.is_array(expr, fn):
+            return False
+        for a in fn.bindings(expr.value):
+            if a.value is not None and _computed_on_device(model, a.value, fn, depth + 1):
+                return True
+            node = a.site.node
+            if a.value is None and isinstance(node, cst.For) and model.is_array(node.iter, fn) \
+                    and _computed_on_device(model, node.iter, fn, depth + 1):
+                return True
+        return False
+    return False

@@ -156,3 +156,20 @@ def train(w, x, steps):
         print(float(loss))
     return w
 """) == [27]
+
+
+def test_a_test_on_an_attribute_or_method_of_an_array_holder_is_not_a_sync():
+    # `layer` is zipped with an array of keys, but `layer.is_stateful()` is a Python fact about
+    # the layer; the tested `jnp.any(...)` is what waits for the device
+    assert lines(TRAIN_STEP + """
+def forward(layers, x, key):
+    keys = jax.random.split(key, len(layers))
+    for layer, k in zip(layers, keys):
+        if layer.is_stateful() and layer.primitive.multiple_results:
+            x = layer(x, k)
+        else:
+            x = jnp.tanh(x)
+        if jnp.any(x > 5.0):
+            x = x / 2
+    return x
+""") == [18]
