@@ -31,8 +31,13 @@ class HostSyncInStep(Rule):
     Keep metrics on the device and read them every k steps (`if step % k == 0`), after the loop,
     or accumulate them in the carry of a `lax.scan`. Use `jax.debug.print` inside jitted code.
 
-    The rule stays quiet on reads guarded by a periodic condition, on reads after the loop, on
-    plain Python numbers, and on `block_until_ready` in a benchmark loop that reads a timer.
+    The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
+    `track(range(n))`, `zip(range(n), loader)`), on reads after the loop, on plain Python numbers,
+    on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
+    iterations or over a dict's entries, on tests of objects that merely hold arrays
+    (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
+    timer, or waits for a result it then throws away). `if not all(jnp.all(...))` is reported:
+    Python's `all` converts each element with bool().
 
     ## Measured
     `training_loop` pipeline, stage "data on device": removing the per-step conversions is part

@@ -32,8 +32,13 @@ class HostToDeviceInStep(Rule):
     not fit, prefetch: put the next batch on the device while the current step runs
     (`flax.jax_utils.prefetch_to_device`).
 
-    The rule stays quiet on a prefetching pattern (the next batch's `device_put` issued before
-    it is used), on conversions outside the loop, and on values that are already JAX arrays.
+    The rule reports only data the file shows is on the host (built with NumPy, held in a NumPy
+    name, or a batch the loop draws from an iterable) and only in loops that run a step (a
+    compiled function, a model or optimizer call, a same-module JAX function). It stays quiet on
+    a prefetching pattern (the next batch's `device_put` issued before it is used), on
+    conversions outside the loop, on values that are already JAX arrays or unknown, on NumPy
+    metadata (`np.shape(x)`), on set-up loops that only convert items, and on benchmark bodies
+    that only wait for their result.
 
     ## Measured
     Seed 001 measured 5x from a JAX-native data pipeline; see the `training_loop` pipeline's
