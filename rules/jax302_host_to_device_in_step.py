@@ -311,7 +311,7 @@ def _is_step_call(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
     if callee.jitted or callee.transform is not None:
         return True
     if callee.function is not None and callee.function.does_jax_work and callee.function is not fn:
-        return True
+        return not _returns_numpy(callee.function)
     return callee.qualname is None and model.receiver_kind(call, fn) == "object"
 
 
@@ -342,3 +342,12 @@ def _measured(fn: Function, site: Site, statements: Statements) -> bool:
             if outer is call or any(n is outer for n in walk(other.node)):
                 outer = other.node
     return statements.only_waited_for(outer) or statements.only_waited_for(call)
+
+
+def _returns_numpy(fn: Function) -> bool:
+    """`def forces(...) -> np.ndarray`: a helper that says it computes on the host."""
+    node = fn.node
+    if not isinstance(node, cst.FunctionDef) or node.returns is None:
+        return False
+    text = cst.Module([]).code_for_node(node.returns.annotation)
+    return text.startswith(("np.", "numpy.", "onp."))

@@ -68,3 +68,19 @@ def bench(state, w):
     f = jax.jit(lambda out: out + 1)
     return f
 """) == []
+
+
+def test_quiet_when_the_helper_says_it_computes_with_numpy():
+    assert lines(STEP + """
+def repel(forces: np.ndarray, pos: np.ndarray, k: float) -> np.ndarray:
+    return forces + k * jnp.asarray(pos).sum()
+
+def layout(pos, iterations, w):
+    k = np.sqrt(5.0)
+    for _ in range(iterations):
+        forces = repel(np.zeros((4, 2)), pos, k)
+        pos = pos + forces
+    for _ in range(iterations):
+        w = update(w, np.zeros(4))
+    return pos, w
+""") == [18]
