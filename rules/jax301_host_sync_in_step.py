@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
-from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure
+from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
@@ -133,14 +133,23 @@ class HostSyncInStep(Rule):
             timed_loops = {id(s.loop) for s in fn.calls if s.loop is not None
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
             statements = Statements(fn)
-            for site in fn.calls:
+            amortised: dict[int, bool] = {}
+
+            def per_step(site: Site) -> bool:
                 if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
+                    return False
+                if id(site.loop) not in amortised:
+                    amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)
+                return not amortised[id(site.loop)]
+
+            for site in fn.calls:
+                if not per_step(site):
                     continue
                 found = self._host_pull(model, site, timed_loops, statements)
                 if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
             for site in fn.fstrings:
-                if model.runs_per_step(site) and not over_structure(site.loop, model.resolve) and any(
+                if per_step(site) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in site.node.parts):
                     if not _inside_printed_call(model, site, fn.calls) and not statements.on_error_path(site.node):
@@ -148,7 +157,7 @@ class HostSyncInStep(Rule):
             for site in fn.tests:
                 node = site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
-                if test is None or not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
+                if test is None or not per_step(site):
                     continue
                 for operand in _operands(test):
                     if _reduces_to_bool(model, operand, fn):

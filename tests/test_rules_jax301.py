@@ -173,3 +173,20 @@ def forward(layers, x, key):
             x = x / 2
     return x
 """) == [18]
+
+
+def test_a_read_per_iteration_of_a_compiled_multi_step_program_is_amortised():
+    # each iteration runs a jitted rollout of 128 unrolled steps: one log read per rollout is fine
+    assert lines(TRAIN_STEP + """
+@jax.jit
+def rollout(w, x):
+    for _ in range(128):
+        w, loss = train_step(w, x)
+    return w, loss
+
+def train(w, x, iterations):
+    for it in range(iterations):
+        w, loss = rollout(w, x)
+        print("loss", loss.item())
+    return w
+""") == []

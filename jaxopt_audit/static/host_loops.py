@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .loops import literal_trip_count
-from .model import Function, Loop
+from .model import Function, Loop, SemanticModel
 from .step_context import SHORT_LOOP
 from .walk import walk
 
@@ -26,6 +26,22 @@ def over_structure(loop: Loop | None, resolve=None) -> bool:
     it = loop.node.iter
     return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
         and it.func.attr.value in _STRUCTURE_METHODS and not it.args
+
+
+def runs_compiled_loops(model: SemanticModel, loop: Loop | None) -> bool:
+    """An iteration of `loop` calls a compiled function that itself loops (a Python loop unrolled
+    under jit, a `lax.scan`): each iteration is a whole multi-step program (a rollout, an epoch),
+    and one read per iteration is amortised over all its steps."""
+    if loop is None:
+        return False
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        target = model.callee(site.node, fn).function
+        if target is not None and target.jitted and (target.loops or target.uses_scan):
+            return True
+    return False
 
 
 def measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "Statements") -> bool:
