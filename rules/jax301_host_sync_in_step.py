@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
+from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
@@ -30,8 +31,13 @@ class HostSyncInStep(Rule):
     Keep metrics on the device and read them every k steps (`if step % k == 0`), after the loop,
     or accumulate them in the carry of a `lax.scan`. Use `jax.debug.print` inside jitted code.
 
-    The rule stays quiet on reads guarded by a periodic condition, on reads after the loop, on
-    plain Python numbers, and on `block_until_ready` in a benchmark loop that reads a timer.
+    The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
+    `track(range(n))`, `zip(range(n), loader)`), on reads after the loop, on plain Python numbers,
+    on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
+    iterations or over a dict's entries, on tests of objects that merely hold arrays
+    (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
+    timer, or waits for a result it then throws away). `if not all(jnp.all(...))` is reported:
+    Python's `all` converts each element with bool().
 
     ## Measured
     `training_loop` pipeline, stage "data on device": removing the per-step conversions is part
@@ -126,32 +132,48 @@ class HostSyncInStep(Rule):
                 continue
             timed_loops = {id(s.loop) for s in fn.calls if s.loop is not None
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
+            statements = Statements(fn)
+            amortised: dict[int, bool] = {}
+
+            def per_step(site: Site) -> bool:
+                if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
+                    return False
+                if id(site.loop) not in amortised:
+                    amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)
+                return not amortised[id(site.loop)]
+
             for site in fn.calls:
-                if not model.runs_per_step(site):
+                if not per_step(site):
                     continue
-                found = self._host_pull(model, site, timed_loops)
-                if found is not None:
+                found = self._host_pull(model, site, timed_loops, statements)
+                if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
             for site in fn.fstrings:
-                if model.runs_per_step(site) and any(
+                if per_step(site) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in site.node.parts):
-                    if not _inside_printed_call(model, site, fn.calls):
+                    if not _inside_printed_call(model, site, fn.calls) and not statements.on_error_path(site.node):
                         yield Report(site.node, self._message(model, site, "an f-string of an array"))
             for site in fn.tests:
                 node = site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
-                if test is None or not model.runs_per_step(site):
+                if test is None or not per_step(site):
                     continue
                 for operand in _operands(test):
-                    if model.is_array(operand, fn) and not model.is_container(operand, fn):
+                    if _reduces_to_bool(model, operand, fn):
+                        continue  # `all(jnp.all(...))` is reported as the call it is
+                    if model.is_array(operand, fn) and not model.is_container(operand, fn) \
+                            and _computed_on_device(model, operand, fn):
                         yield Report(operand, self._message(
                             model, site, f"the condition `{describe(operand)}` (implicit bool())"))
 
-    def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int]) -> str | None:
+    def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
+                   statements: Statements) -> str | None:
         call: cst.Call = site.node
         fn = site.function
         q = model.resolve(call.func)
+        if _reduces_to_bool(model, call, fn):
+            return f"`{describe(call)}` (bool() of each device value)"
         if q in apis.HOST_PULL_FUNCTIONS:
             args = [a.value for a in call.args if a.keyword is None]
             if q == "builtins.print":
@@ -161,10 +183,12 @@ class HostSyncInStep(Rule):
                     return f"`{describe(call)}` (an f-string of an array)"
                 return None
             if args and model.is_array(args[0], fn):
+                if q == "jax.device_get" and measured_call(call, args[0], statements):
+                    return None
                 return f"`{describe(call)}`"
             return None
         if q in apis.SYNC_FUNCTIONS:
-            if id(site.loop) in timed_loops:
+            if id(site.loop) in timed_loops or measured_call(call, call.args[0].value if call.args else None, statements):
                 return None
             if call.args and model.is_array(call.args[0].value, fn):
                 return f"`{describe(call)}`"
@@ -172,7 +196,8 @@ class HostSyncInStep(Rule):
         if isinstance(call.func, cst.Attribute) and q is None:
             method = call.func.attr.value
             if method in ("item", "tolist", "block_until_ready") and model.is_array(call.func.value, fn):
-                if method == "block_until_ready" and id(site.loop) in timed_loops:
+                if method == "block_until_ready" and (id(site.loop) in timed_loops
+                                                      or measured_call(call, call.func.value, statements)):
                     return None
                 return f"`{describe(call)}`"
         return None
@@ -205,3 +230,58 @@ def _inside_printed_call(model: SemanticModel, site: Site, calls: list[Site]) ->
     """An f-string passed straight to print() is reported once, at the print call."""
     return any(model.resolve(c.node.func) == "builtins.print"
                and any(arg.value is site.node for arg in c.node.args) for c in calls)
+
+
+def _reduces_to_bool(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
+    """`all(jnp.all(x, axis=1))`, `any(x > 0 for x in leaves)`: Python's `all`/`any` iterate a
+    device array (or device values) and convert each item with bool(), a sync per item."""
+    if not isinstance(expr, cst.Call) or model.resolve(expr.func) not in ("builtins.all", "builtins.any"):
+        return False
+    if len(expr.args) != 1 or expr.args[0].keyword is not None:
+        return False
+    arg = expr.args[0].value
+    if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
+        return model.is_array(arg.elt, fn)
+    return model.is_array(arg, fn) and not model.is_container(arg, fn)
+
+
+def _computed_on_device(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
+    """The tested value comes from JAX work this function does or names: a `jnp`/`jax` call, a
+    compiled function's result, or a local name bound to one (also through comparisons,
+    arithmetic and indexing). An attribute or method of an object the file knows only as
+    "holds arrays" (`layer.is_stateful()`, `eqn.primitive.multiple_results`, an IR value's
+    `.layout`) is usually a Python value: an `if` on it says nothing about a sync."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Comparison):
+        return _computed_on_device(model, expr.left, fn, depth + 1) or any(
+            _computed_on_device(model, c.comparator, fn, depth + 1) for c in expr.comparisons)
+    if isinstance(expr, cst.BinaryOperation):
+        return _computed_on_device(model, expr.left, fn, depth + 1) \
+            or _computed_on_device(model, expr.right, fn, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return _computed_on_device(model, expr.expression, fn, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _computed_on_device(model, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Call):
+        callee = model.callee(expr, fn)
+        if callee.jitted or callee.transform is not None:
+            return True
+        if callee.function is not None:  # a same-module function the model sees computing arrays
+            return callee.function.does_array_work and model.is_array(expr, fn)
+        if callee.qualname is not None:
+            return callee.qualname.split(".")[0] in apis.JAX_ROOTS
+        # `x.sum()`, `x.any()` on a value computed on the device
+        return isinstance(expr.func, cst.Attribute) and _computed_on_device(model, expr.func.value, fn, depth + 1)
+    if isinstance(expr, cst.Name):
+        if not model.is_array(expr, fn):
+            return False
+        for a in fn.bindings(expr.value):
+            if a.value is not None and _computed_on_device(model, a.value, fn, depth + 1):
+                return True
+            node = a.site.node
+            if a.value is None and isinstance(node, cst.For) and model.is_array(node.iter, fn) \
+                    and _computed_on_device(model, node.iter, fn, depth + 1):
+                return True
+        return False
+    return False

@@ -8,6 +8,7 @@ import libcst as cst
 
 from jaxopt_audit.static import apis
 from jaxopt_audit.static.loops import host_bound_call, is_numpy_value
+from jaxopt_audit.static.host_loops import Statements, over_structure
 from jaxopt_audit.static.model import Assignment, Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.walk import names_in, walk
@@ -31,8 +32,13 @@ class HostToDeviceInStep(Rule):
     not fit, prefetch: put the next batch on the device while the current step runs
     (`flax.jax_utils.prefetch_to_device`).
 
-    The rule stays quiet on a prefetching pattern (the next batch's `device_put` issued before
-    it is used), on conversions outside the loop, and on values that are already JAX arrays.
+    The rule reports only data the file shows is on the host (built with NumPy, held in a NumPy
+    name, or a batch the loop draws from an iterable) and only in loops that run a step (a
+    compiled function, a model or optimizer call, a same-module JAX function). It stays quiet on
+    a prefetching pattern (the next batch's `device_put` issued before it is used), on
+    conversions outside the loop, on values that are already JAX arrays or unknown, on NumPy
+    metadata (`np.shape(x)`), on set-up loops that only convert items, and on benchmark bodies
+    that only wait for their result.
 
     ## Measured
     Seed 001 measured 5x from a JAX-native data pipeline; see the `training_loop` pipeline's
@@ -120,8 +126,10 @@ class HostToDeviceInStep(Rule):
         for fn in model.functions:
             if fn.traced:
                 continue
+            statements = Statements(fn)
             for site in fn.calls:
-                if not model.runs_per_step(site):
+                if not model.runs_per_step(site) or over_structure(site.loop, model.resolve) \
+                        or not _loop_computes(model, site):
                     continue
                 call: cst.Call = site.node
                 q = model.resolve(call.func)
@@ -133,24 +141,30 @@ class HostToDeviceInStep(Rule):
                                      else model.is_array(value, fn))
                     if already_array or _is_literal(value) or _is_prefetch(model, fn, site):
                         continue
+                    # only data the file shows is on the host (NumPy built or held): a batch from
+                    # an unknown loader, or a few Python scalars, may be anything
+                    if not _host_data(model, fn, site, value) or _measured(fn, site, statements):
+                        continue
                     yield Report(call, f"`{describe(call)}` copies host data to the device on every step "
                                        "of the loop; move the data set to the device once and slice it there")
                     continue
                 work = model.call_work(call, fn)
-                if work is None:
-                    continue
+                if work is None or not _is_step_call(model, call, fn):
+                    continue  # NumPy given to a single jnp/lax op is a constant, not a data set
                 built: list[tuple[cst.BaseExpression, str]] = []
                 held: list[cst.BaseExpression] = []
                 for arg in call.args:
                     origin = _numpy_origin(model, fn, site, arg.value)
                     if origin is not None:
                         built.append((arg.value, origin))
-                    elif is_numpy_value(model, arg.value, fn):
+                    elif is_numpy_value(model, arg.value, fn) and not _static_numpy(model, arg.value):
                         held.append(arg.value)
                 # a loop that reads results back to the host every iteration is host-bound by
                 # design: feeding it host data it already holds is part of that design
                 if held and site.loop is not None and host_bound_call(model, site.loop) is not None:
                     held = []
+                if (built or held) and _measured(fn, site, statements):
+                    continue
                 if built:
                     names = ", ".join(f"`{describe(v)}` ({origin})" for v, origin in built)
                     yield Report(built[0][0], f"{names}: NumPy built this step and passed to "
@@ -212,3 +226,128 @@ def _numpy_function(model: SemanticModel, fn: Function) -> bool:
     return any((q := model.resolve(s.node.func)) is not None and q.startswith("numpy.") for s in fn.calls) \
         or any(isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value in ("mean", "std", "astype")
                for s in fn.calls)
+
+
+# NumPy functions that describe an array (its shape, size, type): static values, not data.
+_NUMPY_METADATA = frozenset({"numpy.shape", "numpy.ndim", "numpy.size", "numpy.dtype", "numpy.result_type",
+                             "numpy.iinfo", "numpy.finfo"})
+
+
+def _static_numpy(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`np.shape(x)`, `np.ndim(x)`: metadata, which JAX takes as static arguments."""
+    return isinstance(value, cst.Call) and model.resolve(value.func) in _NUMPY_METADATA
+
+
+def _host_data(model: SemanticModel, fn: Function, site: Site, value: cst.BaseExpression) -> bool:
+    """The value converted is NumPy data: built by `np.*` (here, or in a same-module NumPy
+    helper this loop calls), held in a NumPy name, or a slice of one."""
+    if _static_numpy(model, value):
+        return False
+    return _host_expr(model, fn, site, value) or _numpy_origin(model, fn, site, value) is not None \
+        or _numpy_rows(model, fn, value) or _drawn_batch(model, fn, site, value)
+
+
+def _drawn_batch(model: SemanticModel, fn: Function, site: Site, value: cst.BaseExpression) -> bool:
+    """`for x, y in loader: x = jnp.array(x)` (or `batch["image"]`): a batch the step loop draws
+    from a host iterable and converts every step (the binding that reaches the use is the loop's)."""
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        value = value.value
+    if not isinstance(value, cst.Name) or site.loop is None:
+        return False
+    seq = model.name_seq.get(id(value))
+    before = [a for a in fn.bindings(value.value) if seq is not None and a.seq < seq]
+    if not before:
+        return False
+    last = before[-1]
+    return last.value is None and isinstance(last.site.node, cst.For) \
+        and last.site.loop is not None and last.site.loop.encloses(site.loop)
+
+
+def _numpy_rows(model: SemanticModel, fn: Function, value: cst.BaseExpression) -> bool:
+    """`v` bound by `for k, v in batch_np.items()` (a comprehension or loop) over NumPy data."""
+    if not isinstance(value, cst.Name):
+        return False
+    for a in fn.bindings(value.value):
+        node = a.site.node
+        if a.value is None and isinstance(node, (cst.CompFor, cst.For)):
+            it = node.iter
+            if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+                    and it.func.attr.value in ("items", "values"):
+                it = it.func.value
+            if isinstance(it, cst.Name) and (is_numpy_value(model, it, fn)
+                                             or _numpy_origin(model, fn, a.site, it) is not None
+                                             or _from_host_helper(model, fn, it)):
+                return True
+    return False
+
+
+def _from_host_helper(model: SemanticModel, fn: Function, name: cst.Name) -> bool:
+    """`batch_np = preprocess(batch)`: every binding calls an untraced same-module helper that
+    computes with NumPy and returns no JAX array."""
+    bindings = [a for a in fn.bindings(name.value) if a.value is not None]
+    if not bindings:
+        return False
+    for a in bindings:
+        target = model.callee(a.value, fn).function if isinstance(a.value, cst.Call) else None
+        if target is None or target.jitted or target.traced \
+                or any(model.is_array(r, target) for r in target.returns) \
+                or not any((model.resolve(s.node.func) or "").startswith("numpy.") for s in target.calls):
+            return False
+    return True
+
+
+def _host_expr(model: SemanticModel, fn: Function, site: Site, value: cst.BaseExpression) -> bool:
+    """`data[i] * 2`: arithmetic on NumPy data stays NumPy."""
+    if isinstance(value, cst.BinaryOperation):
+        return any(_host_expr(model, fn, site, side) and not model.is_array(side, fn)
+                   for side in (value.left, value.right)) and not model.is_array(value, fn)
+    return is_numpy_value(model, value, fn)
+
+
+def _is_step_call(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """A compiled function, a transform's product, a model or optimizer method, or a
+    same-module function doing JAX work: a call that runs a step."""
+    callee = model.callee(call, fn)
+    if callee.jitted or callee.transform is not None:
+        return True
+    if callee.function is not None and callee.function.does_jax_work and callee.function is not fn:
+        return not _returns_numpy(callee.function)
+    return callee.qualname is None and model.receiver_kind(call, fn) == "object"
+
+
+def _loop_computes(model: SemanticModel, site: Site) -> bool:
+    """The step loop runs a step: a compiled function, a model or optimizer call, or a
+    same-module function doing JAX work. A loop that only converts items or applies single
+    `jnp`/`lax` operations to them (set-up code, library internals walking their arguments)
+    copies each item once, not the same data every step."""
+    loop = model.step_loop_of(site)
+    if loop is None or site.loop is None:
+        return True  # a per-step function: its callers' loop computes
+    fn = loop.function
+    for other in fn.calls:
+        if not loop.encloses(other.loop):
+            continue
+        if _is_step_call(model, other.node, fn):
+            return True
+    return False
+
+
+def _measured(fn: Function, site: Site, statements: Statements) -> bool:
+    """The per-step call (or the call its converted value feeds) runs only to be timed: its
+    result is thrown away or just waited for (`while state: f(x).block_until_ready()`)."""
+    call = site.node
+    outer = call
+    for other in fn.calls:  # the outermost call that takes this one as an argument or receiver
+        if other.loop is site.loop and any(n is call for n in walk(other.node)) and other.node is not call:
+            if outer is call or any(n is outer for n in walk(other.node)):
+                outer = other.node
+    return statements.only_waited_for(outer) or statements.only_waited_for(call)
+
+
+def _returns_numpy(fn: Function) -> bool:
+    """`def forces(...) -> np.ndarray`: a helper that says it computes on the host."""
+    node = fn.node
+    if not isinstance(node, cst.FunctionDef) or node.returns is None:
+        return False
+    text = cst.Module([]).code_for_node(node.returns.annotation)
+    return text.startswith(("np.", "numpy.", "onp."))

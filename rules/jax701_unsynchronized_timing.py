@@ -11,8 +11,8 @@ from jaxopt_audit.static import apis
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
 from jaxopt_audit.static.model import Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.timing import (TimedRegion, calls_in_order, is_sync, syncing_functions,
-                                        timed_regions)
+from jaxopt_audit.static.timing import (TimedRegion, calls_in_order, formats_device_value, is_sync,
+                                        structural_tree_call, syncing_functions, timed_regions)
 from jaxopt_audit.static.walk import string_value, walk
 from jaxopt_audit.static.walk import read_names
 
@@ -58,8 +58,12 @@ class UnsynchronizedTiming(Rule):
 
     The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
     call before the second reading, when a function called in between may sync (an unknown
-    function given the result), when the timed function syncs itself, and on a first call whose
-    measurement says it includes compilation (`compile_s`, "first call", "warm-up").
+    function given the result), when the timed function syncs itself, when an f-string formats a
+    device value before the second reading (`print(f"{loss} {time.time() - t0}")`), on pytree
+    bookkeeping (`tree_flatten`, `tree_structure`: no device work), on jitted functions that
+    compute nothing (dispatch-overhead benchmarks), on a reading every k steps of a loop (a
+    throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), and on a
+    first call whose measurement says it includes compilation (`compile_s`, "first call", "warm-up").
 
     ## Measured
     `jit_basics` pipeline (seed 002): the async-dispatch benchmark times the same call with and
@@ -158,9 +162,12 @@ class UnsynchronizedTiming(Rule):
                 continue
             results = _work_results(model, fn)
             order: list[cst.Call] | None = None
+            windowed = {id(s.node) for s in fn.calls if s.guarded and s.loop is not None}
             for region in timed_regions(model, fn):
                 pending = _unsynchronized_work(model, fn, region.calls, results, syncing)
-                if pending is not None:
+                # a reading every k steps of a loop is a throughput window: the device cannot run
+                # more than a few steps ahead, so steady-state windows measure the computation
+                if pending is not None and id(region.end) not in windowed:
                     yield Report(region.end, f"`{describe(region.end)}` is read after `{describe(pending)}` "
                                              "without waiting for its result: JAX dispatches asynchronously, "
                                              "so this times the dispatch, not the computation")
@@ -199,7 +206,15 @@ def _unsynchronized_work(model: SemanticModel, fn: Function, calls, results: set
     work is synced, when there is none, or when a call after it might sync (unknown function)."""
     pending: cst.Call | None = None
     for call in calls:
+        if type(call) is cst.FormattedStringExpression:
+            if pending is not None and formats_device_value(model, call, fn, results):
+                pending = None  # `f"{loss} {time.time() - t}"`: the loss is formatted first
+            continue
+        if structural_tree_call(model, call):
+            continue  # pytree bookkeeping on the host
         callee = model.callee(call, fn)
+        if callee.function is not None and callee.function.jitted and not callee.function.does_array_work:
+            continue  # a jitted function that computes nothing (a dispatch-overhead benchmark)
         if callee.function is not None and callee.function in syncing:
             pending = None  # the function waits for its own results
             continue
@@ -262,8 +277,11 @@ def _first_jitted_call(model: SemanticModel, fn: Function, region: TimedRegion,
     if start is None:
         return None
     called_before = {c.func.value for c in order[:start] if isinstance(c.func, cst.Name)}
+    # `f.lower(x).compile()` before the timer is an ahead-of-time warm-up of `f`
+    called_before |= {c.func.value.value for c in order[:start] if isinstance(c.func, cst.Attribute)
+                      and c.func.attr.value in ("lower", "compile") and isinstance(c.func.value, cst.Name)}
     for call in region.calls:
-        if isinstance(call.func, cst.Name) and call.func.value in jitted \
+        if type(call) is cst.Call and isinstance(call.func, cst.Name) and call.func.value in jitted \
                 and call.func.value not in called_before \
                 and _small_program(model, fn, jitted[call.func.value]):
             return call

@@ -264,6 +264,10 @@ def _tree_map_update(model: SemanticModel, call: cst.Call, fn: Function,
         return None
     position = 1 + params.index(step.value)
     tree = args[position] if position < len(args) else None
+    base_position = 1 + params.index(base.value)
+    base_tree = args[base_position] if base_position < len(args) else None
+    if base_tree is not None and _is_gradient(base_tree, gradient_names):
+        return None  # `g_a - c * g_b`: projecting one gradient on another, not updating parameters
     if tree is not None and (_is_gradient(tree, gradient_names) or _is_gradient(step, set())):
         return expression
     return None
@@ -290,7 +294,7 @@ def _comprehension_update(node: cst.CSTNode, fn: Function,
         # both sides are per-item: indexed by, or bound by, the comprehension
         if not (read_names(base) & comp_names and read_names(step) & comp_names):
             return None
-        if _root(base) == _root(step):
+        if _root(base) == _root(step) or _is_gradient(base, gradient_names):
             return None
     return elements[0] if elements else None
 

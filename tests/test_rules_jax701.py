@@ -161,3 +161,112 @@ def test_quiet_on_timer_readings_that_are_not_a_measurement():
             t = time.time()
             return x * 2, time.time() - t
     """) == []
+
+
+def test_fstring_formatting_a_device_value_before_the_timer_is_a_sync():
+    # the loss field is formatted (a host read that waits) before `time.time()` is evaluated
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def evaluate(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        def report(w, x, epochs):
+            for epoch in range(epochs):
+                t0 = time.time()
+                loss = evaluate(w, x)
+                print(f"epoch {epoch}: loss {loss} ({time.time() - t0:.2f}s)")
+    """) == []
+    # the timer is read first: the loss is still in flight
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def evaluate(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        def report(w, x, epochs):
+            for epoch in range(epochs):
+                t0 = time.time()
+                loss = evaluate(w, x)
+                print(f"({time.time() - t0:.2f}s) loss {loss}")
+    """) == [13]
+
+
+def test_quiet_on_pytree_bookkeeping_and_leafwise_host_reads():
+    assert lines("""
+        import time
+        import jax
+        import numpy as np
+
+        def count_leaves(tree, steps):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                jax.tree_util.tree_flatten(tree)
+            return (time.perf_counter() - t0) / steps
+
+        def save(tree, writer):
+            start = time.time()
+            is_leaf = jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(tree))
+            writer.write(tree, is_leaf)
+            return time.time() - start
+
+        def run_eval(rollout, params, key):
+            t = time.time()
+            metrics = rollout(params, key)
+            metrics = jax.tree.map(np.asarray, metrics)
+            return metrics, time.time() - t
+    """) == []
+
+
+def test_quiet_on_aot_warm_up_and_on_jitted_functions_that_compute_nothing():
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(w, x):
+            return w - 0.1 * jnp.mean(x) * w
+
+        @jax.jit
+        def passthrough(graph, state):
+            return graph, state
+
+        def measure(w, x, graph, state, steps):
+            update.lower(w, x).compile()
+            start = time.perf_counter()
+            w = jax.block_until_ready(update(w, x))
+            total = time.perf_counter() - start
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                graph, state = passthrough(graph, state)
+            overhead = (time.perf_counter() - t0) / steps
+            return total, overhead
+    """) == []
+
+
+def test_quiet_on_a_throughput_window_read_every_k_steps():
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(w, x):
+            return w - 0.1 * jnp.mean(x) * w
+
+        def train(w, x, steps, log_every=100):
+            last = time.time()
+            for step in range(steps):
+                w = update(w, x)
+                if step % log_every == 0:
+                    rate = log_every / (time.time() - last)
+                    last = time.time()
+            return w
+    """) == []

@@ -125,3 +125,23 @@ def test_quiet_on_updates_that_are_not_gradient_steps():
                 state, target, params, _ = step(state, target, params, 0.01)
             return state
     """) == []
+
+
+def test_quiet_on_combining_two_gradients_in_a_training_step():
+    # removing one gradient's component along another (gradient surgery) is not a parameter update
+    assert [f.line for f in scan_text("""
+        import jax
+        import jax.numpy as jnp
+
+        def loss(params, x):
+            return jnp.mean((x @ params["w"]) ** 2)
+
+        @jax.jit
+        def train_step(params, x_clean, x_noisy):
+            g_clean = jax.grad(loss)(params, x_clean)
+            g_noisy = jax.grad(loss)(params, x_noisy)
+            overlap = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(g_clean), jax.tree.leaves(g_noisy)))
+            g_residual = jax.tree.map(lambda a, b: a - overlap * b, g_noisy, g_clean)
+            layered = [gn - overlap * gc for gn, gc in zip(jax.tree.leaves(g_noisy), jax.tree.leaves(g_clean))]
+            return jax.tree.map(lambda p, g: p - 0.1 * g, params, g_residual), layered
+    """, [ManualOptimizerUpdate])] == [14]

@@ -167,8 +167,14 @@ def _param_list(params: cst.Parameters) -> tuple[list[str], dict[str, str | None
         all_params.append(params.star_kwarg)
     for p in all_params:
         names.append(p.name.value)
-        annotations[p.name.value] = (dotted(p.annotation.annotation)
-                                     if p.annotation is not None else None)
+        annotation = p.annotation.annotation if p.annotation is not None else None
+        text = dotted(annotation) if annotation is not None else None
+        if isinstance(annotation, cst.Subscript) and dotted(annotation.value) is not None:
+            # `tuple[int, ...]` -> "tuple[int]": the container and its first element type
+            first = annotation.slice[0].slice if annotation.slice else None
+            element = dotted(first.value) if isinstance(first, cst.Index) else None
+            text = f"{dotted(annotation.value)}[{element or ''}]"
+        annotations[p.name.value] = text
     return names, annotations
 
 
@@ -178,6 +184,7 @@ class _Builder:
     def __init__(self, model: "SemanticModel") -> None:
         self.model = model
         self.seq = 0
+        self.class_depth = 0  # inside a class body: its assignments are attributes, not module names
 
     def _assignment(self, fn: Function, *args, **kwargs) -> Assignment:
         self.seq += 1
@@ -292,7 +299,9 @@ class _Builder:
         names = target_names(target)
         if names:
             self._assignment(fn, tuple(names), value, site, augmented=augmented)
-            if fn.is_module and value is not None and len(names) == 1 and not augmented:
+            if self.class_depth:
+                pass  # `track: bool = False` in a dataclass does not rebind the module's `track`
+            elif fn.is_module and value is not None and len(names) == 1 and not augmented:
                 self.model.imports.add_alias(names[0], value)
             elif fn.is_module:
                 self.model.imports.defined.update(names)
@@ -331,10 +340,12 @@ class _Builder:
         self.model.imports.defined.add(node.name.value)
         for base in node.bases:
             self.visit(base.value, parent, loop, guarded)
+        self.class_depth += 1
         for stmt in node.body.body:
             if isinstance(stmt, cst.FunctionDef):
                 self.model.class_of_body[id(stmt)] = info
             self.visit(stmt, parent, loop, guarded)
+        self.class_depth -= 1
 
     def _loop(self, node: LoopNode, fn: Function, parent: Loop | None, guarded: bool) -> None:
         loop = Loop(node, fn, parent, guarded)
@@ -345,11 +356,7 @@ class _Builder:
             targets = target_names(node.target)
             loop.targets = tuple(targets)
             self._assignment(fn, tuple(targets), None, Site(node, fn, loop, guarded))
-            callee = self.model.imports.resolve(node.iter.func) if isinstance(node.iter, cst.Call) else None
-            if callee == "builtins.range" and targets:
-                loop.counters.add(targets[0])
-            elif callee == "builtins.enumerate" and isinstance(node.target, cst.Tuple) and targets:
-                loop.counters.add(targets[0])
+            loop.counters.update(_counter_targets(node.target, node.iter, self.model.imports.resolve))
             self.visit(node.iter, fn, parent, guarded)
             self.visit(node.target, fn, loop, guarded)
         else:
@@ -385,6 +392,46 @@ def _simple_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
         yield from body.body
 
 
+def _wrapped_iterable(it: cst.Call, q: str) -> cst.Call | None:
+    """`tqdm(range(n))`, `track(enumerate(xs), ...)`: a progress bar (any non-builtin call) whose
+    first argument is the iterable it yields from."""
+    if q.startswith("builtins.") or not it.args or it.args[0].keyword is not None:
+        return None
+    inner = it.args[0].value
+    return inner if isinstance(inner, cst.Call) else None
+
+
+def _counts(it: cst.BaseExpression, resolve) -> bool:
+    """`range(n)`, `trange(n)`, or a progress bar around a range: the items are indices."""
+    if not isinstance(it, cst.Call):
+        return False
+    q = resolve(it.func) or ""
+    if q == "builtins.range" or q.rsplit(".", 1)[-1] == "trange":
+        return True
+    inner = _wrapped_iterable(it, q)
+    return inner is not None and resolve(inner.func) == "builtins.range"
+
+
+def _counter_targets(target: cst.BaseExpression, it: cst.BaseExpression, resolve) -> set[str]:
+    """Loop variables that count iterations: `for i in range(n)`, `for i, b in enumerate(xs)`,
+    `for i, b in zip(range(n), loader)`, `for step in tqdm(range(n))`."""
+    if _counts(it, resolve):
+        return {target.value} if isinstance(target, cst.Name) else set()
+    if not isinstance(it, cst.Call) or not isinstance(target, cst.Tuple):
+        return set()
+    q = resolve(it.func) or ""
+    inner = _wrapped_iterable(it, q)
+    if inner is not None:
+        return _counter_targets(target, inner, resolve)
+    elements = [e.value for e in target.elements]
+    if q == "builtins.enumerate" and elements and isinstance(elements[0], cst.Name):
+        return {elements[0].value}
+    if q == "builtins.zip":
+        args = [a.value for a in it.args if a.keyword is None]
+        return {e.value for e, a in zip(elements, args) if isinstance(e, cst.Name) and _counts(a, resolve)}
+    return set()
+
+
 def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
     """`if step % k == 0`, `if i == last`, `if (i + 1) % k:`: runs on some iterations only.
 
@@ -396,6 +443,29 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
         counters |= current.counters
         current = current.parent
     return bool(counters) and any(name in counters for name in names_in(test))
+
+
+# Annotations that say a parameter holds a host value, never an array.
+_HOST_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "Shape", "DimSize", "Callable"})
+_CONTAINERS = frozenset({"tuple", "Tuple", "list", "List", "Sequence"})
+
+
+def _host_annotation(annotation: str | None) -> bool:
+    """`n: int`, `shape: tuple[int, ...]`: callers' arrays do not flow into it."""
+    if annotation is None:
+        return False
+    base, _, element = annotation.partition("[")
+    base = base.rsplit(".", 1)[-1]
+    return base in _HOST_ANNOTATIONS or (base in _CONTAINERS and element.rstrip("]") in _HOST_ANNOTATIONS)
+
+
+def _item_values(node: cst.For | cst.CompFor, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """`for k, v in d.items()`: only the values are arrays; the keys are names."""
+    it = node.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" \
+            and isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2:
+        return tuple(target_names(node.target.elements[1].value))
+    return targets
 
 
 def _only_syncs(body: cst.BaseExpression, model: "SemanticModel") -> bool:
@@ -699,6 +769,9 @@ class SemanticModel:
             return "object" if callee.cls.is_jax_module else None
         if callee.function is not None:
             fn = callee.function
+            if isinstance(fn.node, cst.FunctionDef) and fn.node.returns is not None \
+                    and _host_annotation(dotted(fn.node.returns.annotation)):
+                return None  # `def is_leaf(x) -> bool`: a Python value, whatever it computes
             if fn.traced and fn.does_array_work:
                 return "array"
             if any(self.value_kind(r, fn, depth + 1) == "array" for r in fn.returns):
@@ -1083,8 +1156,9 @@ class SemanticModel:
                     for a in fn.assignments:  # loop and comprehension targets iterate over arrays
                         if a.value is None and isinstance(a.site.node, (cst.For, cst.CompFor)):
                             if self._iterates_arrays(a.site.node.iter, fn):
-                                if not set(a.targets) <= fn.array_names:
-                                    fn.array_names.update(a.targets)
+                                targets = _item_values(a.site.node, a.targets)
+                                if not set(targets) <= fn.array_names:
+                                    fn.array_names.update(targets)
                                     self._kind_cache = {}
                                     grew = True
                     if not grew:
@@ -1105,7 +1179,8 @@ class SemanticModel:
                             params[position] if position < len(params) else None)
                         if arg.keyword is None:
                             position += 1
-                        if name is None or name in target.static_params or name in target.array_params:
+                        if name is None or name in target.static_params or name in target.array_params \
+                                or _host_annotation(target.param_annotations.get(name)):
                             continue
                         if self.is_array(arg.value, fn):
                             target.array_params.add(name)

@@ -19,22 +19,28 @@ from .walk import read_names
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
-SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.device_get"})
-SYNC_METHODS = frozenset({"block_until_ready", "item", "tolist", "copy_to_host_async"})
+SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.device_get",
+                        "jax.experimental.multihost_utils.sync_global_devices"})
+# Methods that wait for a device value: block_until_ready and the host reads.
+SYNC_METHODS = apis.SYNC_METHODS | apis.HOST_METHODS
+# jax.tree_util functions that only look at a pytree's structure: no device work is dispatched.
+TREE_STRUCTURE_PREFIXES = ("jax.tree_util.", "jax.tree.")
 
 
 @dataclass(frozen=True)
 class TimedRegion:
     start: cst.Call  # the first timer reading
     end: cst.Call  # the second one
-    calls: tuple[cst.Call, ...]  # the calls evaluated between them, in order
+    # the calls evaluated between them, in order, and the f-string fields (formatting reads the value)
+    calls: tuple[cst.Call | cst.FormattedStringExpression, ...]
     in_loop: bool  # the second reading sits in a loop (per-iteration or windowed measurement)
 
 
-def calls_in_order(fn: Function) -> list[cst.Call]:
-    """`fn`'s own calls in evaluation order: arguments and receivers before the call."""
+def calls_in_order(fn: Function, fstrings: bool = False) -> list:
+    """`fn`'s own calls in evaluation order: arguments and receivers before the call; with
+    `fstrings`, the f-string fields too, each right after the value it formats."""
     body = fn.node if fn.is_module else fn.node.body
-    out: list[cst.Call] = []
+    out: list = []
 
     def visit(node: cst.CSTNode) -> None:
         if node is not body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
@@ -49,7 +55,7 @@ def calls_in_order(fn: Function) -> list[cst.Call]:
             return
         for child in children(node):
             visit(child)
-        if type(node) is cst.Call:
+        if type(node) is cst.Call or (fstrings and type(node) is cst.FormattedStringExpression):
             out.append(node)
 
     visit(body)
@@ -86,7 +92,7 @@ def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
     bound = _timer_bindings(model, fn)
     if not bound:
         return []  # no `start = time...()`: nothing to pair (and no walk of the body)
-    order = calls_in_order(fn)
+    order = calls_in_order(fn, fstrings=True)
     position = {id(c): i for i, c in enumerate(order)}
     reading_of = {id(c): name for name, calls in bound.items() for c in calls}
     loop_of = {id(s.node): s.loop for s in fn.calls}
@@ -116,7 +122,7 @@ def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
                 continue
             seen.add(key)
             between = tuple(c for c in order[i + 1:j] if id(c) not in reading_of
-                            and model.resolve(c.func) not in TIMER_READS)
+                            and (type(c) is not cst.Call or model.resolve(c.func) not in TIMER_READS))
             regions.append(TimedRegion(start, end, between, loop_of.get(id(end)) is not None))
     return regions
 
@@ -149,6 +155,9 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
     q = model.resolve(call.func)
     if q in SYNC_CALLS:
         return True
+    # `jax.tree.map(np.asarray, metrics)`: a host read of every leaf
+    if q in apis.TREE_MAPS and call.args and _reads_to_host(model, call.args[0].value):
+        return True
     # `jax.tree.map(lambda x: x.block_until_ready(), out)` (brax's training loop)
     if any(isinstance(a.value, cst.Lambda) and _lambda_syncs(a.value) for a in call.args):
         return True
@@ -172,3 +181,23 @@ def _lambda_syncs(node: cst.Lambda) -> bool:
 
 def _reads_any(expr: cst.BaseExpression, names: set[str]) -> bool:
     return bool(read_names(expr) & names)
+
+
+def _reads_to_host(model: SemanticModel, fn: cst.BaseExpression) -> bool:
+    """`np.asarray`, `float`, `jax.device_get` passed as a function: each call reads a value back."""
+    q = model.resolve(fn)
+    return q in (apis.HOST_PULL_FUNCTIONS - {"builtins.print"}) or q in SYNC_CALLS
+
+
+def formats_device_value(model: SemanticModel, field: cst.FormattedStringExpression, fn: Function,
+                         results: set[str]) -> bool:
+    """An f-string field formatting a device array (or a name bound from JAX work) converts it
+    to text on the host: it waits for the value."""
+    return model.is_array(field.expression, fn) or _reads_any(field.expression, results)
+
+
+def structural_tree_call(model: SemanticModel, call: cst.Call) -> bool:
+    """`jax.tree_util.tree_structure(x)`, `tree_flatten(x)`, `treedef_is_leaf(...)`: walks the
+    pytree on the host; only `tree.map` and friends run a function that may dispatch work."""
+    q = model.resolve(call.func) or ""
+    return q.startswith(TREE_STRUCTURE_PREFIXES) and q not in apis.TREE_MAPS

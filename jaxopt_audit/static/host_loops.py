@@ -1,0 +1,136 @@
+"""Loop shapes that make a per-step host transfer a non-issue for JAX301/JAX302."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .loops import literal_trip_count
+from .model import Function, Loop, SemanticModel
+from .step_context import SHORT_LOOP
+from .walk import walk
+
+# `for k, v in d.items()`: a walk over a dict's entries (metrics, splits, parameters), a few
+# iterations over structure, not over steps.
+_STRUCTURE_METHODS = frozenset({"items", "keys", "values"})
+
+
+def over_structure(loop: Loop | None, resolve=None) -> bool:
+    """The innermost loop walks a dict's entries, or runs a few literal iterations (`for _ in
+    range(3)`, `for f in [a, b, c]`: a demonstration or a check), rather than steps."""
+    if loop is None or not isinstance(loop.node, cst.For):
+        return False
+    if resolve is not None:
+        count = literal_trip_count(loop, resolve)
+        if count is not None and count <= SHORT_LOOP:
+            return True
+    it = loop.node.iter
+    return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+        and it.func.attr.value in _STRUCTURE_METHODS and not it.args
+
+
+def runs_compiled_loops(model: SemanticModel, loop: Loop | None) -> bool:
+    """An iteration of `loop` calls a compiled function that itself loops (a Python loop unrolled
+    under jit, a `lax.scan`): each iteration is a whole multi-step program (a rollout, an epoch),
+    and one read per iteration is amortised over all its steps."""
+    if loop is None:
+        return False
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        target = model.callee(site.node, fn).function
+        if target is not None and target.jitted and (target.loops or target.uses_scan):
+            return True
+    return False
+
+
+def measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "Statements") -> bool:
+    """`f(x).block_until_ready()` or `jax.block_until_ready(f(x))` as a statement: the result of
+    the work is thrown away as soon as it is ready, so the loop exists to run and wait for it
+    (a benchmark's measured body), not to compute with it."""
+    if synced is None or not paths.discarded(call):
+        return False
+    if isinstance(synced, cst.Call):
+        return True  # `jax.device_get(f(x))` as a statement: fetched to be thrown away
+    return not isinstance(synced, cst.Name) or paths.only_synced(synced.value)
+
+
+class Statements:
+    """Where nodes of one function sit, computed on first question: on an error path (a `raise`
+    statement, an `assert`'s message: evaluated once, on the way out, not every step), or as a
+    call whose result is thrown away (`f(x).block_until_ready()`, `_ = ...`)."""
+
+    def __init__(self, fn: Function) -> None:
+        self.fn = fn
+        self._errors: set[int] | None = None
+        self._discarded: set[int] = set()
+        self._bound: dict[int, str] = {}  # call -> the one name its result is bound to
+        self._waits: set[int] = set()  # block_until_ready calls
+        self._synced: set[str] = set()  # names waited for
+        self._reads: dict[str, int] = {}  # name -> reads other than as a target or a sync's receiver
+
+    def _index(self) -> None:
+        self._errors = set()
+        body = self.fn.node if self.fn.is_module else self.fn.node.body
+        skip: set[int] = set()
+        for n in walk(body):
+            if isinstance(n, (cst.Lambda, cst.FunctionDef)):  # their names are another scope's
+                skip.update(id(m) for m in walk(n) if isinstance(m, cst.Name))
+            elif isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                for t in targets:
+                    skip.update(id(m) for m in walk(t) if isinstance(m, cst.Name))
+            elif _is_wait(n):
+                self._waits.add(id(n))
+                synced = n.func.value if not n.args else n.args[0].value
+                if isinstance(synced, cst.Name):  # `x.block_until_ready()`, `jax.block_until_ready(x)`
+                    skip.add(id(synced))
+                    self._synced.add(synced.value)
+            elif isinstance(n, cst.Name) and id(n) not in skip:
+                self._reads[n.value] = self._reads.get(n.value, 0) + 1
+        for n in walk(body):
+            if isinstance(n, cst.Raise):
+                self._errors.update(id(m) for m in walk(n))
+            elif isinstance(n, cst.Assert) and n.msg is not None:
+                self._errors.update(id(m) for m in walk(n.msg))
+            elif isinstance(n, cst.Expr) and isinstance(n.value, cst.Call):
+                self._discarded.add(id(n.value))
+            elif isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and all(
+                    isinstance(t.target, cst.Name) and t.target.value == "_" for t in n.targets):
+                self._discarded.add(id(n.value))
+            elif isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and len(n.targets) == 1 \
+                    and isinstance(n.targets[0].target, cst.Name):
+                self._bound[id(n.value)] = n.targets[0].target.value
+
+    def on_error_path(self, node: cst.CSTNode) -> bool:
+        if self._errors is None:
+            self._index()
+        return id(node) in self._errors
+
+    def only_synced(self, name: str) -> bool:
+        """`c, d = f(a, b); c.block_until_ready()`: the name is bound and waited for, never
+        computed with (nothing reads it but syncs)."""
+        if self._errors is None:
+            self._index()
+        return self._reads.get(name, 0) == 0
+
+    def discarded(self, call: cst.Call) -> bool:
+        if self._errors is None:
+            self._index()
+        return id(call) in self._discarded
+
+    def only_waited_for(self, call: cst.Call) -> bool:
+        """The call's result is waited for and then thrown away (`jax.block_until_ready(f(x))` as
+        a statement, `y = f(x)` with `y` read by nothing but `y.block_until_ready()`): the loop
+        runs it to measure it."""
+        if self._errors is None:
+            self._index()
+        name = self._bound.get(id(call))
+        if name is not None:
+            return name in self._synced and self.only_synced(name)
+        return id(call) in self._discarded and id(call) in self._waits
+
+
+def _is_wait(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        and node.func.attr.value == "block_until_ready"

@@ -1,0 +1,192 @@
+"""JAX301 host-sync-in-step on shapes seen in real training, evaluation and benchmark code: each
+near miss stays quiet and its positive twin is reported."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+from jaxopt_audit.rules.jax301_host_sync_in_step import HostSyncInStep
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in scan_text(source, [HostSyncInStep])]
+
+
+TRAIN_STEP = """
+import jax
+import jax.numpy as jnp
+from tqdm import tqdm
+from rich.progress import track
+
+@jax.jit
+def train_step(w, x):
+    loss = jnp.mean((x @ w) ** 2)
+    return w - 0.1 * loss * w, loss
+"""
+
+
+def test_periodic_guard_under_a_progress_bar_or_a_zipped_range_is_recognised():
+    assert lines(TRAIN_STEP + """
+def train(w, x, loader, steps):
+    for step in tqdm(range(steps)):
+        w, loss = train_step(w, x)
+        if step % 100 == 0:
+            print(float(loss))
+    for step in track(range(steps), description="training"):
+        w, loss = train_step(w, x)
+        if step % 100 == 0:
+            print(loss.item())
+    for i, batch in zip(range(steps), loader):
+        w, loss = train_step(w, batch)
+        if i % 100 == 0:
+            print(float(loss))
+    for i, batch in tqdm(enumerate(loader)):
+        w, loss = train_step(w, batch)
+        if i % 100 == 0:
+            print(float(loss))
+    for step in tqdm(range(steps)):
+        w, loss = train_step(w, x)
+        print(float(loss))
+    return w
+""") == [30]
+
+
+def test_a_dataclass_field_does_not_shadow_the_imported_progress_bar():
+    assert lines(TRAIN_STEP + """
+from dataclasses import dataclass
+
+@dataclass
+class Args:
+    track: bool = False
+
+def train(w, x, steps):
+    for step in track(range(steps)):
+        w, loss = train_step(w, x)
+        if step % 100 == 0:
+            print(float(loss))
+    return w
+""") == []
+
+
+def test_messages_of_raise_and_assert_are_formatted_only_on_failure():
+    assert lines(TRAIN_STEP + """
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        assert w.ndim == 2, f"bad weights {w}"
+        if step > steps:
+            raise ValueError(f"diverged at {loss}")
+        print(f"loss {loss}")
+    return w
+""") == [17]
+
+
+def test_benchmark_loops_that_wait_for_a_result_they_throw_away_are_measurements():
+    assert lines(TRAIN_STEP + """
+def bench(w, x, state, pair):
+    train_step(w, x)[0].block_until_ready()
+    while state:
+        train_step(w, x)[0].block_until_ready()
+    while state:
+        jax.block_until_ready([train_step(w, x) for _ in range(10)])
+    while state:
+        c, d = pair(w, x)
+        c.block_until_ready()
+
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        w.block_until_ready()
+    return w
+""") == [24]
+
+
+def test_all_of_a_device_array_in_a_loop_test_is_a_sync():
+    # `all()` iterates the array and converts each element with bool(): a sync every generation
+    assert lines(TRAIN_STEP + """
+def evolve(w, x, generations):
+    for generation in range(generations):
+        w, loss = train_step(w, x)
+        if not all(jnp.all(jnp.isfinite(w), axis=1)):
+            break
+        if any(v > 0 for v in jnp.ravel(w)):
+            w = -w
+    return w
+""") == [14, 16]
+
+
+def test_dict_keys_host_annotated_parameters_and_bool_helpers_are_not_device_values():
+    assert lines(TRAIN_STEP + """
+def all_arrays(tree) -> bool:
+    return jax.tree_util.tree_all(jax.tree.map(lambda t: isinstance(t, jnp.ndarray), tree))
+
+def describe(shape: tuple[int, ...], w):
+    if not shape:
+        return "scalar"
+    return str(shape)
+
+def train(params, x, steps):
+    for step in range(steps):
+        params, loss = train_step(params, x)
+        if all_arrays(params):
+            describe(params.shape, params)
+        for name, value in {"loss": loss}.items():
+            print(f"{name}")
+    return params
+""") == []
+
+
+def test_quiet_on_few_literal_iterations_discarded_fetches_and_process_ids():
+    assert lines(TRAIN_STEP + """
+def demo(w, x, state, variants):
+    for i in range(3):  # a demonstration of three calls, not a loop over steps
+        w, loss = train_step(w, x)
+        print(f"after {i + 1} calls: {loss}")
+    for a in [w, 2 * w]:
+        for b in [w, 2 * w]:
+            print(jnp.max(jnp.abs(a - b)))
+    while state:
+        jax.device_get(train_step(w, x))  # the benchmark measures the fetch itself
+    return w
+
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        if jax.host_id() == 0:
+            print(f"host {jax.host_id()}")
+        print(float(loss))
+    return w
+""") == [27]
+
+
+def test_a_test_on_an_attribute_or_method_of_an_array_holder_is_not_a_sync():
+    # `layer` is zipped with an array of keys, but `layer.is_stateful()` is a Python fact about
+    # the layer; the tested `jnp.any(...)` is what waits for the device
+    assert lines(TRAIN_STEP + """
+def forward(layers, x, key):
+    keys = jax.random.split(key, len(layers))
+    for layer, k in zip(layers, keys):
+        if layer.is_stateful() and layer.primitive.multiple_results:
+            x = layer(x, k)
+        else:
+            x = jnp.tanh(x)
+        if jnp.any(x > 5.0):
+            x = x / 2
+    return x
+""") == [18]
+
+
+def test_a_read_per_iteration_of_a_compiled_multi_step_program_is_amortised():
+    # each iteration runs a jitted rollout of 128 unrolled steps: one log read per rollout is fine
+    assert lines(TRAIN_STEP + """
+@jax.jit
+def rollout(w, x):
+    for _ in range(128):
+        w, loss = train_step(w, x)
+    return w, loss
+
+def train(w, x, iterations):
+    for it in range(iterations):
+        w, loss = rollout(w, x)
+        print("loss", loss.item())
+    return w
+""") == []

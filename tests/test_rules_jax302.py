@@ -1,0 +1,86 @@
+"""JAX302 host-to-device-in-step: what counts as host data fed to a step every iteration, and
+the near misses seen in real set-up code, library internals and benchmarks."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+from jaxopt_audit.rules.jax302_host_to_device_in_step import HostToDeviceInStep
+
+
+def lines(source: str) -> list[int]:
+    return [f.line for f in scan_text(source, [HostToDeviceInStep])]
+
+
+STEP = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def update(w, x):
+    return w - 0.01 * jnp.mean(x) * w
+"""
+
+
+def test_rebinding_the_loop_variable_to_numpy_does_not_hide_the_copy():
+    # `x = np.array(x.numpy())`: the batch is NumPy when it reaches the jitted step
+    assert lines(STEP + """
+def train(w, loader):
+    for x, y in loader:
+        x = np.array(x.numpy())
+        w = update(w, x)
+    return w
+""") == [12]
+
+
+def test_a_numpy_data_set_passed_whole_every_step_is_reported():
+    assert lines(STEP + """
+data = np.random.rand(512, 8)
+w = jnp.ones(8)
+for _ in range(1000):
+    w = update(w, data)
+""") == [12]
+
+
+def test_quiet_on_set_up_loops_metadata_and_unknown_values():
+    assert lines(STEP + """
+def build(levels, w, observation):
+    boards = []
+    for level in levels:  # converts each item once: no step runs here
+        boards.append(jnp.array(level, jnp.uint8))
+    for i in range(10):
+        w = update(w, jnp.zeros(np.shape(w)))
+        cells = jnp.array(observation[i])  # what `observation` holds is unknown
+        angles = jnp.array([i, 2 * i])  # two Python scalars, not a data set
+    return boards, w, cells, angles
+""") == []
+
+
+def test_quiet_on_a_benchmark_body_that_only_waits_for_its_result():
+    assert lines(STEP + """
+def bench(state, w):
+    x = np.ones((128, 128), np.float32)
+    while state:
+        jax.block_until_ready(update(w, x))
+    while state:
+        out = update(w, x)
+    out.block_until_ready()
+    f = jax.jit(lambda out: out + 1)
+    return f
+""") == []
+
+
+def test_quiet_when_the_helper_says_it_computes_with_numpy():
+    assert lines(STEP + """
+def repel(forces: np.ndarray, pos: np.ndarray, k: float) -> np.ndarray:
+    return forces + k * jnp.asarray(pos).sum()
+
+def layout(pos, iterations, w):
+    k = np.sqrt(5.0)
+    for _ in range(iterations):
+        forces = repel(np.zeros((4, 2)), pos, k)
+        pos = pos + forces
+    for _ in range(iterations):
+        w = update(w, np.zeros(4))
+    return pos, w
+""") == [18]
