@@ -15,19 +15,11 @@ import pytest
 from jaxopt_audit.reference_pipelines.batched_learner.workload import EARLY_STEPS
 from jaxopt_audit.runtime.pipeline import Pipeline, load_pipeline
 
+from conftest import BACKEND_COMPILE_EVENT
+
 pytestmark = pytest.mark.slow
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("batched_learner")
-
-
-@pytest.fixture(scope="module")
-def workload(pipeline: Pipeline):
-    return pipeline.make_workload("small")
+PIPELINE = "batched_learner"  # conftest's `pipeline` and `workload` fixtures load it
 
 
 @pytest.fixture(scope="module")

@@ -10,25 +10,11 @@ import pytest
 
 from jaxopt_audit.runtime.pipeline import Pipeline, Stage, load_pipeline
 
+from conftest import BACKEND_COMPILE_EVENT
+
 pytestmark = pytest.mark.slow
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("jit_basics")
-
-
-@pytest.fixture(scope="module")
-def workload(pipeline: Pipeline):
-    return pipeline.make_workload("small")
-
-
-@pytest.fixture(scope="module")
-def outputs(pipeline: Pipeline, workload) -> dict[str, dict]:
-    return {stage.module: jax.block_until_ready(pipeline.stage_module(stage).run(workload))
-            for stage in pipeline.stages}
+PIPELINE = "jit_basics"  # conftest's `pipeline`, `workload` and `outputs` fixtures load it
 
 
 def module_of(pipeline: Pipeline, name: str):

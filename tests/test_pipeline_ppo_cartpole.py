@@ -27,11 +27,7 @@ from jaxopt_audit.reference_pipelines.ppo_cartpole.workload import (  # noqa: E4
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("ppo_cartpole")
+PIPELINE = "ppo_cartpole"  # conftest's `pipeline` fixture loads it
 
 
 DATA_PARALLEL_SCRIPT = textwrap.dedent("""

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import scan_text
+from conftest import scanners
 from jaxopt_audit.rules.jax102_jit_in_loop import JitInLoop
 
 
-def findings(source: str):
-    return scan_text(source, [JitInLoop])
-
-
-def lines(source: str) -> list[int]:
-    return [f.line for f in findings(source)]
+findings, lines = scanners([JitInLoop])
 
 
 def test_seed002_inline_jit_in_a_timing_loop_reuses_the_cache_but_not_the_wrapper():

@@ -13,11 +13,10 @@ import warnings
 import pytest
 
 from jaxopt_audit.static.deprecations import BY_NAME, CURATED, DEPRECATIONS, JAX_TABLES, STATUSES
-from jaxopt_audit.static.registry import load_rules
 
-from conftest import scan_text
+from conftest import rules_with_code, scan_text
 
-RULE = [r for r in load_rules() if r.CODE == "JAX601"]
+RULE = rules_with_code("JAX601")
 MISSING, PRESENT, WARNS, UNKNOWN = "missing", "present", "warns", "unknown"
 
 
