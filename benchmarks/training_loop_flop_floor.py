@@ -16,7 +16,8 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

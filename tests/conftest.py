@@ -4,8 +4,8 @@ output, the `# <- CODE` marks of fixture files, and the reference pipelines at s
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

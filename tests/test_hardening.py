@@ -19,7 +19,6 @@ import libcst as cst
 import pytest
 
 from jaxopt_audit import fileio
-from jaxopt_audit.cli import main
 from jaxopt_audit.fileio import OutputPathError, check_output_dir, check_output_file, write_text_atomic
 from jaxopt_audit.static import engine
 from jaxopt_audit.static.engine import scan_paths

@@ -135,7 +135,7 @@ def test_sarif_and_github_point_at_the_notebook_and_name_the_cell(tmp_path, caps
     assert result["message"]["text"].startswith("cell 2:4:11: ")
     main(["scan", str(path), "--format", "github", "--select", "JAX301"])
     line = capsys.readouterr().out.strip()
-    assert line.startswith(f"::error file={path},title=JAX301") or line.startswith(f"::warning file={path},title=JAX301")
+    assert line.startswith((f"::error file={path},title=JAX301", f"::warning file={path},title=JAX301"))
     assert "::cell 2:4:11: JAX301" in line and ",line=" not in line
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxopt_audit.reference_pipelines.batched_learner.workload import EARLY_STEPS
-from jaxopt_audit.runtime.pipeline import Pipeline, load_pipeline
+from jaxopt_audit.runtime.pipeline import Pipeline
 
 from conftest import BACKEND_COMPILE_EVENT
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage, load_pipeline
+from jaxopt_audit.runtime.pipeline import Pipeline, Stage
 
 from conftest import BACKEND_COMPILE_EVENT
 

@@ -7,7 +7,7 @@ import jax.monitoring
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.pipeline import Pipeline, Stage, load_pipeline
+from jaxopt_audit.runtime.pipeline import Pipeline, Stage
 
 from conftest import BACKEND_COMPILE_EVENT
 
@@ -23,7 +23,7 @@ def stage_named(pipeline: Pipeline, module: str) -> Stage:
 def max_rel_err(a: dict, b: dict) -> float:
     leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y))) / np.max(np.abs(np.asarray(y))))
-               for x, y in zip(leaves_a, leaves_b))
+               for x, y in zip(leaves_a, leaves_b, strict=True))
 
 
 def test_every_stage_validates_against_stage0(pipeline, workload, outputs):

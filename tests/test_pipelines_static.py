@@ -29,9 +29,10 @@ def test_each_rewrite_removes_what_it_declares(name):
     pipeline = load_pipeline(name)
     stages = pipeline.stages
     counts = [Counter(f.code for f in stage_findings(pipeline, s)) for s in stages]
-    for previous, current, stage in zip(counts, counts[1:], stages[1:]):
+    for previous, current, stage in zip(counts, counts[1:], stages[1:], strict=False):
         for code in stage.addresses:
-            assert previous[code] > 0, f"{name}/{stage.module} addresses {code}, but the stage before has no {code} finding"
+            assert previous[code] > 0, (
+                f"{name}/{stage.module} addresses {code}, but the stage before has no {code} finding")
             assert current[code] < previous[code], (
                 f"{name}/{stage.module} addresses {code}, but its findings of {code} did not go down "
                 f"({previous[code]} -> {current[code]})")

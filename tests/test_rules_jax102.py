@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import scanners
 from jaxopt_audit.rules.jax102_jit_in_loop import JitInLoop
 
+from conftest import scanners
 
 findings, lines = scanners([JitInLoop])
 
@@ -199,9 +199,9 @@ def _compiles_during(body, calls: int = 3) -> int:
 
     compiles = []
 
-    def listener(event: str, duration: float, **kwargs) -> None:
+    def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
         if event == "/jax/core/compile/backend_compile_duration":
-            compiles.append(duration)
+            compiles.append(duration_secs)
 
     body()
     jax.monitoring.register_event_duration_secs_listener(listener)
@@ -219,6 +219,7 @@ def test_the_two_messages_match_what_jax_does():
     object (lambda, partial, bound method) compiles again: check both on the installed JAX."""
     jax = pytest.importorskip("jax")
     import functools
+
     import jax.numpy as jnp
 
     class Model:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from conftest import rules_with_code, scan_text
 
 RULE = rules_with_code("JAX403")

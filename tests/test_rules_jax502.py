@@ -3,9 +3,9 @@ jitted (optimisation 2) forms, keys in compiled-loop bodies, and the "Quiet on" 
 
 from __future__ import annotations
 
-from conftest import scanners
 from jaxopt_audit.rules.jax502_constant_key_in_step import ConstantKeyInStep
 
+from conftest import scanners
 
 findings, lines = scanners([ConstantKeyInStep])
 

@@ -3,9 +3,9 @@ silently includes the first (compiling) call, `timeit` statements, and the "Quie
 
 from __future__ import annotations
 
-from conftest import scanners
 from jaxopt_audit.rules.jax701_unsynchronized_timing import UnsynchronizedTiming
 
+from conftest import scanners
 
 findings, lines = scanners([UnsynchronizedTiming])
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import scanners
 from jaxopt_audit.rules.jax702_manual_optimizer_update import ManualOptimizerUpdate
 
+from conftest import scanners
 
 findings, lines = scanners([ManualOptimizerUpdate])
 

@@ -12,7 +12,6 @@ import textwrap
 import jsonschema
 import pytest
 
-from jaxopt_audit.cli import main
 from jaxopt_audit.static.config import Config
 from jaxopt_audit.static.engine import scan_paths
 
@@ -103,7 +102,8 @@ def test_full_format_shows_code_frame_and_summary(project, capsys):
     lines = out.splitlines()
     train = project / "src" / "train.py"
     headers = [line for line in lines if line.startswith(str(train))]
-    assert headers == [f"{train}:7:5: JAX201 loop-to-scan (warning)", f"{train}:9:15: JAX301 host-sync-in-step (warning)"]
+    assert headers == [f"{train}:7:5: JAX201 loop-to-scan (warning)",
+                       f"{train}:9:15: JAX301 host-sync-in-step (warning)"]
     frames = [line for line in lines if line.startswith(("  ", "> ")) and "|" in line[:6]]
     assert frames == ["  6 | def train(w):",  # JAX201: the whole loop, the caret under its first line
                       "> 7 |     for i in range(100):",
