@@ -4,7 +4,8 @@ output, the `# <- CODE` marks of fixture files, and the reference pipelines at s
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,21 @@ def outputs(pipeline, workload) -> dict[str, dict]:
 
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax.monitoring: one per compile
+
+
+@contextmanager
+def backend_compiles() -> Iterator[list[str]]:
+    """One entry per XLA backend compile while the block runs (jax.monitoring's compile event)."""
+    import jax.monitoring
+
+    compiles: list[str] = []
+
+    def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
+        if event == BACKEND_COMPILE_EVENT:
+            compiles.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield compiles
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

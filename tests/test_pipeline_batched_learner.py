@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import jax
-import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from jaxopt_audit.reference_pipelines.batched_learner.workload import EARLY_STEPS
 from jaxopt_audit.runtime.pipeline import Pipeline
 
-from conftest import BACKEND_COMPILE_EVENT
+from conftest import backend_compiles
 
 pytestmark = pytest.mark.slow
 
@@ -107,20 +106,11 @@ def test_fused_stage_keeps_the_callers_condition_order(pipeline, workload, outpu
 
 
 def test_compiled_stages_do_not_recompile_in_steady_state(pipeline, workload, outputs):
-    compiles: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for stage in pipeline.stages[1:]:
             compiles.clear()
             jax.block_until_ready(pipeline.stage_module(stage).run(workload))
             assert compiles == [], stage.module
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def test_prefix_runs_a_fraction_of_the_work(pipeline):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import jax
-import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxopt_audit.runtime.pipeline import Pipeline, Stage
 
-from conftest import BACKEND_COMPILE_EVENT
+from conftest import backend_compiles
 
 pytestmark = pytest.mark.slow
 
@@ -54,14 +53,7 @@ def test_gram_comes_back_to_the_host_until_stage3(outputs):
 
 
 def test_steady_state_calls_do_not_compile_and_vmap_is_one_program(pipeline, workload, outputs):
-    compiles: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for stage in pipeline.stages[1:]:
             compiles.clear()
             jax.block_until_ready(pipeline.stage_module(stage).run(workload))
@@ -70,8 +62,6 @@ def test_steady_state_calls_do_not_compile_and_vmap_is_one_program(pipeline, wor
         compiles.clear()
         jax.block_until_ready(module_of(pipeline, "stage4_vmap").run(bigger))
         assert len(compiles) == 1  # a new batch size: one new program, not one per matrix
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def test_validation_fails_on_wrong_results(pipeline, workload, outputs):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import jax
-import jax.monitoring
 import numpy as np
 import pytest
 
 from jaxopt_audit.runtime.pipeline import Pipeline, Stage
 
-from conftest import BACKEND_COMPILE_EVENT
+from conftest import backend_compiles
 
 pytestmark = pytest.mark.slow
 
@@ -101,17 +100,8 @@ def test_prefix_is_whole_epochs_and_validates_against_a_prefix_reference(pipelin
 
 
 def test_steady_state_calls_do_not_compile(pipeline, workload, outputs):
-    compiles: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for module in ("stage1_jit", "stage5_scan"):
             compiles.clear()
             jax.block_until_ready(pipeline.stage_module(stage_named(pipeline, module)).run(workload))
             assert compiles == [], module
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)

@@ -7,7 +7,7 @@ import pytest
 
 from jaxopt_audit.rules.jax102_jit_in_loop import JitInLoop
 
-from conftest import scanners
+from conftest import backend_compiles, scanners
 
 findings, lines = scanners([JitInLoop])
 
@@ -195,21 +195,10 @@ def test_quiet_on_one_compilation_per_configuration():
 
 def _compiles_during(body, calls: int = 3) -> int:
     """Backend compilations while `body` runs `calls` times, after one warm-up run."""
-    import jax.monitoring
-
-    compiles = []
-
-    def listener(event: str, duration_secs: float, **kwargs: str | int) -> None:
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiles.append(duration_secs)
-
     body()
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for _ in range(calls):
             body()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     return len(compiles)
 
 
