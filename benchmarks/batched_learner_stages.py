@@ -30,6 +30,7 @@ def main() -> None:
     pipeline = load_pipeline("batched_learner")
     full = pipeline.make_workload("full")
     full_units = pipeline.work_units(full)
+    assert pipeline.prefix is not None, "batched_learner defines no prefix"
     for index in (int(s) for s in args.stages.split(",")):
         stage = pipeline.stages[index]
         fraction = FRACTIONS[index]

@@ -108,8 +108,8 @@ def main() -> int:
         for _ in range(args.repeats):
             seconds, scan_rss, findings = measure(SCAN, path)
             scan_s.append(seconds)
-    parse_wall, parse_cpu = (statistics.median(v) for v in zip(*parse_s))
-    scan_wall, scan_cpu = (statistics.median(v) for v in zip(*scan_s))
+    parse_wall, parse_cpu = (statistics.median(v) for v in zip(*parse_s, strict=True))
+    scan_wall, scan_cpu = (statistics.median(v) for v in zip(*scan_s, strict=True))
     print(json.dumps({"lines": text.count("\n"), "bytes": len(text), "findings": int(findings),
                       "parse_wall_s": round(parse_wall, 2), "scan_wall_s": round(scan_wall, 2),
                       "parse_cpu_s": round(parse_cpu, 2), "scan_cpu_s": round(scan_cpu, 2),

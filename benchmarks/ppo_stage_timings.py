@@ -48,6 +48,7 @@ def time_stages(size: str, stage_indices: list[int] | None, repeats: int,
 
     pipeline = load_pipeline("ppo_cartpole")
     full = pipeline.make_workload(size)
+    assert pipeline.prefix is not None, "ppo_cartpole defines no prefix"
     stages = [s for i, s in enumerate(pipeline.stages) if stage_indices is None or i in stage_indices]
     results, reference = [], None
     for stage in stages:

@@ -32,8 +32,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -106,7 +106,7 @@ def _workloads() -> dict[str, Callable[[int], Callable[[], None]]]:
         rng = np.random.default_rng(0)
         dims = (64, 256, 256, 1)
         params0 = {f"w{i}": jnp.asarray(rng.standard_normal((a, b)) / np.sqrt(a), jnp.float32)
-                   for i, (a, b) in enumerate(zip(dims[:-1], dims[1:]))}
+                   for i, (a, b) in enumerate(zip(dims[:-1], dims[1:], strict=True))}
         x = jnp.asarray(rng.standard_normal((32, 64)), jnp.float32)
         y = jnp.asarray(rng.standard_normal((32, 1)), jnp.float32)
 
@@ -185,7 +185,7 @@ class _Configuration:
             self.loop = make(steps)
             self.loop()  # warm-up: compile, caches
 
-    def __enter__(self) -> "_Configuration":
+    def __enter__(self) -> _Configuration:
         self.monitor = TransferMonitor(forward_interval=0.1) if self.h2d_total else None
         if self.monitor is not None:
             self.monitor.__enter__()

@@ -16,7 +16,8 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +75,7 @@ def step_flops(batch_size: int, workload) -> float:
     compiled = jax.jit(one_step).lower(params, opt_state, jax.random.key(0), batch).compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost  # older JAX returns a list
+    assert cost is not None, "XLA returned no cost analysis"
     return float(cost["flops"])
 
 

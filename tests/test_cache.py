@@ -10,17 +10,7 @@ from jaxopt_audit.cli import main
 from jaxopt_audit.static.cache import Cache
 from jaxopt_audit.static.engine import scan_paths
 
-LOOP = """\
-import jax
-
-step = jax.jit(lambda w: w * 0.9)
-
-def train(w):
-    for i in range(100):
-        w = step(w)
-        print(float(w.sum()))
-    return w
-"""
+from conftest import SYNC_IN_LOOP as LOOP
 
 
 def cache_file(cache_dir) -> str:

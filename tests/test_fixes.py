@@ -124,7 +124,8 @@ def test_json_marks_fix_applicability(tmp_path, capsys):
 ])
 def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body):
     source = ("import jax\nimport jax.numpy as jnp\nfrom models import make_model\n\n" + body +
-              "\n\ndef loop(a, b, c):\n    for _ in range(9):\n        a = " + body.split("(")[0][4:] + "(a, b, c)\n    return a\n")
+              "\n\ndef loop(a, b, c):\n    for _ in range(9):\n        a = " + body.split("(")[0][4:]
+              + "(a, b, c)\n    return a\n")
     instances = [r() for r in RULES]
     findings = scan_source(source, "x.py", instances).findings
     assert [f.fix_applicability for f in findings if f.code == "JAX101"] == [None]
@@ -143,7 +144,8 @@ NB_CELLS = [
     ("markdown", "# Timing ünïcode"),
     ("code", "%matplotlib inline\nimport time\nimport jax\nimport jax.numpy as jnp\n"),
     ("code", "x = jnp.ones((10, 10))\nstart = time.time()\ny = jnp.dot(x, x.T)\nprint(time.time() - start)\n"),
-    ("code", "step = jax.jit(lambda w, m: w * m)\n\ndef fit(w, batches):\n    !echo fitting\n    for batch in batches:\n"
+    ("code", "step = jax.jit(lambda w, m: w * m)\n\ndef fit(w, batches):\n    !echo fitting\n"
+             "    for batch in batches:\n"
              "        key = jax.random.key(42)\n        mask = jax.random.bernoulli(key, 0.9, batch.shape)\n"
              "        w = step(w, jnp.where(mask, batch, 0.0))\n    return w\n"),
     ("code", "tree = jax.tree_map(lambda v: v, {'a': x})"),
@@ -164,7 +166,8 @@ def test_notebook_fix_rewrites_cells_and_keeps_the_rest(tmp_path, capsys):
     assert sources[2].splitlines()[2] == "y = jax.block_until_ready(jnp.dot(x, x.T))"
     assert sources[3] == NB_CELLS[3][1].replace(
         "    for batch in batches:\n        key = jax.random.key(42)\n",
-        "    key_carry = jax.random.key(42)\n    for batch in batches:\n        key_carry, key = jax.random.split(key_carry)\n")
+        "    key_carry = jax.random.key(42)\n    for batch in batches:\n"
+        "        key_carry, key = jax.random.split(key_carry)\n")
     assert "    !echo fitting\n" in sources[3]
     assert sources[4] == "tree = jax.tree.map(lambda v: v, {'a': x})"  # no newline added
     assert {k: v for k, v in fixed.items() if k != "cells"} == {k: v for k, v in original.items() if k != "cells"}

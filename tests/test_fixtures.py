@@ -5,7 +5,6 @@ realistic code written after reading real JAX projects, which must stay (nearly)
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -13,19 +12,12 @@ import pytest
 from jaxopt_audit.static.engine import scan_file
 from jaxopt_audit.static.registry import load_rules
 
+from conftest import marked
+
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = sorted(p for sub in ("seeds", "real") for p in (FIXTURES / sub).glob("*.py"))
 RULES = load_rules()
-MARK = re.compile(r"#\s*<-\s*((?:[A-Z]+\d{3}[ ,]*)+)")
-
-
-def expected(path: Path) -> list[tuple[int, str]]:
-    out = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        match = MARK.search(line)
-        if match:
-            out.extend((number, code) for code in re.findall(r"[A-Z]+\d{3}", match.group(1)))
-    return sorted(out)
+expected = marked  # the `# <- CODE` marks, parsed as the rules' own INVALID examples parse theirs
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])

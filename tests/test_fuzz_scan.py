@@ -17,6 +17,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import hypothesmith
 import pytest
@@ -34,7 +35,7 @@ GOOD = "import jax\n\nstep = jax.jit(lambda w: w * 0.9)\n\ndef train(w):\n    fo
        "        w = step(w)\n        print(float(w.sum()))\n    return w\n"
 HANG_S = 120  # a scan of two small files taking this long is a hang, not slowness
 
-_common = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+_common: dict[str, Any] = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 settings.register_profile("ci", max_examples=25, **_common)
 settings.register_profile("long", max_examples=int(os.environ.get("JAXOPT_AUDIT_FUZZ_EXAMPLES", "1000")),
                           **_common)

@@ -19,35 +19,18 @@ import libcst as cst
 import pytest
 
 from jaxopt_audit import fileio
-from jaxopt_audit.cli import main
 from jaxopt_audit.fileio import OutputPathError, check_output_dir, check_output_file, write_text_atomic
 from jaxopt_audit.static import engine
 from jaxopt_audit.static.engine import scan_paths
 from jaxopt_audit.static.isolation import call_with_deep_stack
 
-SYNC_IN_LOOP = textwrap.dedent("""\
-    import jax
-
-    step = jax.jit(lambda w: w * 0.9)
-
-    def train(w):
-        for i in range(100):
-            w = step(w)
-            print(float(w.sum()))
-        return w
-""")
+from conftest import SYNC_IN_LOOP, run_cli
 
 DEEP = {  # valid Python that CPython compiles, nested past the default recursion limit of a walk
     "plus.py": "y = " + " + ".join(["x"] * 1000) + "\n",
     "attr.py": "y = x" + ".a" * 1000 + "\n",
     "brackets.py": "y = " + "[" * 500 + "]" * 500 + "\n",
 }
-
-
-def run_cli(args, capsys):
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _good_files(folder: Path, count: int = 8) -> None:

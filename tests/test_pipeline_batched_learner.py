@@ -7,27 +7,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import jax
-import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxopt_audit.reference_pipelines.batched_learner.workload import EARLY_STEPS
-from jaxopt_audit.runtime.bench.pipeline import Pipeline, load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import Pipeline
+
+from conftest import backend_compiles
 
 pytestmark = pytest.mark.slow
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("batched_learner")
-
-
-@pytest.fixture(scope="module")
-def workload(pipeline: Pipeline):
-    return pipeline.make_workload("small")
+PIPELINE = "batched_learner"  # conftest's `pipeline` and `workload` fixtures load it
 
 
 @pytest.fixture(scope="module")
@@ -115,20 +106,11 @@ def test_fused_stage_keeps_the_callers_condition_order(pipeline, workload, outpu
 
 
 def test_compiled_stages_do_not_recompile_in_steady_state(pipeline, workload, outputs):
-    compiles: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for stage in pipeline.stages[1:]:
             compiles.clear()
             jax.block_until_ready(pipeline.stage_module(stage).run(workload))
             assert compiles == [], stage.module
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def test_prefix_runs_a_fraction_of_the_work(pipeline):

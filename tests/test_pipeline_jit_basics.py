@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 import jax
-import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage, load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage
+
+from conftest import backend_compiles
 
 pytestmark = pytest.mark.slow
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("jit_basics")
-
-
-@pytest.fixture(scope="module")
-def workload(pipeline: Pipeline):
-    return pipeline.make_workload("small")
-
-
-@pytest.fixture(scope="module")
-def outputs(pipeline: Pipeline, workload) -> dict[str, dict]:
-    return {stage.module: jax.block_until_ready(pipeline.stage_module(stage).run(workload))
-            for stage in pipeline.stages}
+PIPELINE = "jit_basics"  # conftest's `pipeline`, `workload` and `outputs` fixtures load it
 
 
 def module_of(pipeline: Pipeline, name: str):
@@ -68,14 +53,7 @@ def test_gram_comes_back_to_the_host_until_stage3(outputs):
 
 
 def test_steady_state_calls_do_not_compile_and_vmap_is_one_program(pipeline, workload, outputs):
-    compiles: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for stage in pipeline.stages[1:]:
             compiles.clear()
             jax.block_until_ready(pipeline.stage_module(stage).run(workload))
@@ -84,8 +62,6 @@ def test_steady_state_calls_do_not_compile_and_vmap_is_one_program(pipeline, wor
         compiles.clear()
         jax.block_until_ready(module_of(pipeline, "stage4_vmap").run(bigger))
         assert len(compiles) == 1  # a new batch size: one new program, not one per matrix
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def test_validation_fails_on_wrong_results(pipeline, workload, outputs):

@@ -9,29 +9,33 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.bench.pipeline import Pipeline, load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import Pipeline
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from jaxopt_audit.reference_pipelines.ppo_cartpole import cartpole  # noqa: E402
 from jaxopt_audit.reference_pipelines.ppo_cartpole.workload import (  # noqa: E402
-    EQUAL_ROLLOUT_TOLERANCE, EQUAL_ROLLOUT_UPDATES, Outputs, env_steps, final_mean_return,
-    make_workload, prefix, rollout_max_abs_err, work_units)
+    EQUAL_ROLLOUT_TOLERANCE,
+    EQUAL_ROLLOUT_UPDATES,
+    Outputs,
+    env_steps,
+    final_mean_return,
+    make_workload,
+    prefix,
+    rollout_max_abs_err,
+    work_units,
+)
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("ppo_cartpole")
+PIPELINE = "ppo_cartpole"  # conftest's `pipeline` fixture loads it
 
 
 DATA_PARALLEL_SCRIPT = textwrap.dedent("""

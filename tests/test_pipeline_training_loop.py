@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import jax
-import jax.monitoring
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage, load_pipeline
+from jaxopt_audit.runtime.bench.pipeline import Pipeline, Stage
+
+from conftest import backend_compiles
 
 pytestmark = pytest.mark.slow
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
-    return load_pipeline("training_loop")
-
-
-@pytest.fixture(scope="module")
-def workload(pipeline: Pipeline):
-    return pipeline.make_workload("small")
-
-
-@pytest.fixture(scope="module")
-def outputs(pipeline: Pipeline, workload) -> dict[str, dict]:
-    """Every stage's outputs on the small workload, computed once for the whole module."""
-    return {stage.module: jax.block_until_ready(pipeline.stage_module(stage).run(workload))
-            for stage in pipeline.stages}
+PIPELINE = "training_loop"  # conftest's `pipeline`, `workload` and `outputs` fixtures load it
 
 
 def stage_named(pipeline: Pipeline, module: str) -> Stage:
@@ -38,7 +22,7 @@ def stage_named(pipeline: Pipeline, module: str) -> Stage:
 def max_rel_err(a: dict, b: dict) -> float:
     leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y))) / np.max(np.abs(np.asarray(y))))
-               for x, y in zip(leaves_a, leaves_b))
+               for x, y in zip(leaves_a, leaves_b, strict=True))
 
 
 def test_every_stage_validates_against_stage0(pipeline, workload, outputs):
@@ -116,17 +100,8 @@ def test_prefix_is_whole_epochs_and_validates_against_a_prefix_reference(pipelin
 
 
 def test_steady_state_calls_do_not_compile(pipeline, workload, outputs):
-    compiles: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for module in ("stage1_jit", "stage5_scan"):
             compiles.clear()
             jax.block_until_ready(pipeline.stage_module(stage_named(pipeline, module)).run(workload))
             assert compiles == [], module
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)

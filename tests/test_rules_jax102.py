@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import scan_text
 from jaxopt_audit.rules.jax102_jit_in_loop import JitInLoop
 
+from conftest import backend_compiles, scanners
 
-def findings(source: str):
-    return scan_text(source, [JitInLoop])
-
-
-def lines(source: str) -> list[int]:
-    return [f.line for f in findings(source)]
+findings, lines = scanners([JitInLoop])
 
 
 def test_seed002_inline_jit_in_a_timing_loop_reuses_the_cache_but_not_the_wrapper():
@@ -200,21 +195,10 @@ def test_quiet_on_one_compilation_per_configuration():
 
 def _compiles_during(body, calls: int = 3) -> int:
     """Backend compilations while `body` runs `calls` times, after one warm-up run."""
-    import jax.monitoring
-
-    compiles = []
-
-    def listener(event: str, duration: float, **kwargs) -> None:
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiles.append(duration)
-
     body()
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with backend_compiles() as compiles:
         for _ in range(calls):
             body()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     return len(compiles)
 
 
@@ -224,6 +208,7 @@ def test_the_two_messages_match_what_jax_does():
     object (lambda, partial, bound method) compiles again: check both on the installed JAX."""
     jax = pytest.importorskip("jax")
     import functools
+
     import jax.numpy as jnp
 
     class Model:

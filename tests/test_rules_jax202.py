@@ -3,11 +3,10 @@ the "Quiet on" clauses: carried state (JAX201's loops), static structure, files,
 
 from __future__ import annotations
 
-import pytest
-
-from conftest import scan_text
 from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
 from jaxopt_audit.rules.jax202_loop_to_vmap import LoopToVmap
+
+from conftest import scan_text
 
 HEADER = """
 import jax

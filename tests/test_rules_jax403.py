@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from jaxopt_audit.static.registry import load_rules
+from conftest import rules_with_code, scan_text
 
-from conftest import scan_text
-
-RULE = [r for r in load_rules() if r.CODE == "JAX403"]
+RULE = rules_with_code("JAX403")
 
 
 def found(source: str) -> list[tuple[int, str]]:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from jaxopt_audit.static.registry import load_rules
+from conftest import rules_with_code, scan_text, scanners
 
-from conftest import scan_text
-
-RULE = [r for r in load_rules() if r.CODE == "JAX404"]
+RULE = rules_with_code("JAX404")
 
 
-def lines(source: str) -> list[int]:
-    return [f.line for f in scan_text(source, RULE)]
+_, lines = scanners(RULE)
 
 
 def test_seed_002_static_shape_arithmetic_is_quiet():

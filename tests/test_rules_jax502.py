@@ -3,16 +3,11 @@ jitted (optimisation 2) forms, keys in compiled-loop bodies, and the "Quiet on" 
 
 from __future__ import annotations
 
-from conftest import scan_text
 from jaxopt_audit.rules.jax502_constant_key_in_step import ConstantKeyInStep
 
+from conftest import scanners
 
-def findings(source: str):
-    return scan_text(source, [ConstantKeyInStep])
-
-
-def lines(source: str) -> list[int]:
-    return [f.line for f in findings(source)]
+findings, lines = scanners([ConstantKeyInStep])
 
 
 SEED001_PREPROCESS = """

@@ -13,12 +13,11 @@ import warnings
 import pytest
 
 from jaxopt_audit.static.deprecations import BY_NAME, CURATED, DEPRECATIONS, JAX_TABLES, STATUSES
-from jaxopt_audit.static.registry import load_rules
 
-from conftest import scan_text
+from conftest import rules_with_code, scan_text
 
-RULE = [r for r in load_rules() if r.CODE == "JAX601"]
-LEGACY = [r for r in load_rules() if r.CODE == "JAX602"]
+RULE = rules_with_code("JAX601")
+LEGACY = rules_with_code("JAX602")
 MISSING, PRESENT, WARNS, UNKNOWN = "missing", "present", "warns", "unknown"
 
 

@@ -3,16 +3,11 @@ silently includes the first (compiling) call, `timeit` statements, and the "Quie
 
 from __future__ import annotations
 
-from conftest import scan_text
 from jaxopt_audit.rules.jax701_unsynchronized_timing import UnsynchronizedTiming
 
+from conftest import scanners
 
-def findings(source: str):
-    return scan_text(source, [UnsynchronizedTiming])
-
-
-def lines(source: str) -> list[int]:
-    return [f.line for f in findings(source)]
+findings, lines = scanners([UnsynchronizedTiming])
 
 
 def test_seed002_dot_timed_without_block_until_ready():

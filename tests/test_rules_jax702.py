@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import scan_text
 from jaxopt_audit.rules.jax702_manual_optimizer_update import ManualOptimizerUpdate
 
+from conftest import scan_text, scanners
 
-def findings(source: str):
-    return scan_text(source, [ManualOptimizerUpdate])
-
-
-def lines(source: str) -> list[int]:
-    return [f.line for f in findings(source)]
+findings, lines = scanners([ManualOptimizerUpdate])
 
 
 def test_seed001_dict_comprehension_update_in_the_unjitted_train_step():

@@ -12,9 +12,10 @@ import textwrap
 import jsonschema
 import pytest
 
-from jaxopt_audit.cli import main
 from jaxopt_audit.static.config import Config
 from jaxopt_audit.static.engine import scan_paths
+
+from conftest import run_cli
 
 SYNC_IN_LOOP = textwrap.dedent("""\
     import jax
@@ -38,12 +39,6 @@ def write(tmp_path, name, text):
     else:
         path.write_text(text)
     return path
-
-
-def run_cli(args, capsys):
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -104,8 +99,21 @@ def test_github_annotations(project, capsys):
 
 def test_full_format_shows_code_frame_and_summary(project, capsys):
     _, out, _ = run_cli(["scan", str(project / "src")], capsys)
-    assert "print(float(w.sum()))" in out and "^^^^" in out
-    assert "Found 2 findings (2 warnings) in 1 file; 2 files scanned." in out
+    lines = out.splitlines()
+    train = project / "src" / "train.py"
+    headers = [line for line in lines if line.startswith(str(train))]
+    assert headers == [f"{train}:7:5: JAX201 loop-to-scan (warning)",
+                       f"{train}:9:15: JAX301 host-sync-in-step (warning)"]
+    frames = [line for line in lines if line.startswith(("  ", "> ")) and "|" in line[:6]]
+    assert frames == ["  6 | def train(w):",  # JAX201: the whole loop, the caret under its first line
+                      "> 7 |     for i in range(100):",
+                      "> 8 |         w = step(w)",
+                      "> 9 |         print(float(w.sum()))",
+                      "    |     ^^^^^^^^^^^^^^^^^^^^",
+                      "  8 |         w = step(w)",  # JAX301: the caret exactly under `float(w.sum())`
+                      "> 9 |         print(float(w.sum()))",
+                      "    |               ^^^^^^^^^^^^^^"]
+    assert lines[-1] == "Found 2 findings (2 warnings) in 1 file; 2 files scanned."
 
 
 def test_statistics_and_quiet_as_in_ruff(project, capsys):
