@@ -8,6 +8,7 @@ import libcst as cst
 
 from jaxopt_audit.static.loops import (carried_names, has_fixed_trip_count, host_bound_call,
                                        literal_trip_count, wraps_compiled_scan)
+from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
@@ -129,7 +130,7 @@ class LoopToScan(Rule):
             if fn.traced:
                 continue
             for loop in fn.loops:
-                if not loop.is_step or loop.is_epoch:
+                if not loop.is_step or loop.is_epoch or not dispatch_loop(model, loop):
                     continue
                 count = literal_trip_count(loop, model.resolve)
                 if count is not None and count <= 8:

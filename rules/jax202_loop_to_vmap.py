@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static.eager import iterates_structure
 from jaxopt_audit.static.loops import carried_names, host_bound_call
 from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
@@ -175,7 +176,7 @@ class LoopToVmap(Rule):
     def _independent_call(self, model: SemanticModel, fn: Function, loop: Loop) -> Site | None:
         node: cst.For = loop.node
         iterable = node.iter
-        if _iterates_structure_or_files(model, iterable):
+        if _iterates_structure_or_files(model, iterable) or iterates_structure(model, loop):
             return None
         if carried_names(model, loop) or host_bound_call(model, loop) is not None:
             return None

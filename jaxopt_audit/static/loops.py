@@ -108,6 +108,17 @@ def _counted(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
     return False
 
 
+def iterates_rows(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
+    """Rows of arrays: an array (JAX or NumPy), or zip/enumerate of arrays (and ranges), with at
+    least one array."""
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.enumerate", "builtins.zip"):
+        args = [a.value for a in expr.args if a.keyword is None]
+        rows = [a for a in args if iterates_rows(model, a, fn)]
+        return bool(rows) and all(a in rows or (isinstance(a, cst.Call) and model.resolve(a.func) == "builtins.range")
+                                  for a in args)
+    return model.is_array(expr, fn) or is_numpy_value(model, expr, fn)
+
+
 def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
     """A name bound to `np.random.default_rng(...)` / `RandomState(...)`."""
     if not isinstance(expr, cst.Name):

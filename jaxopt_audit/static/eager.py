@@ -1,0 +1,243 @@
+"""Evidence that code runs eagerly on the host, and that a loop is a loop over steps.
+
+The model marks as a step loop any untraced loop that does JAX work. On real code most such
+loops are not what JAX101/JAX201/JAX202 mean: library helpers that loop over a pytree's
+structure, over the dimensions of an index or the agents of an environment, inside functions
+that users jit (the model cannot see that from the file), and host helpers (plotting,
+formatting) that merely touch arrays. The rules about per-step dispatch therefore ask two
+further questions, answered here once per model:
+
+- `host_side(fn)`: the function's job is host work (it prints, formats, plots, times, does
+  file I/O, or pulls device values into Python): it cannot be jitted as it stands.
+- `dispatch_loop(loop)`: the loop is a loop over steps that Python dispatches one by one, shown
+  by the model: it is not over structure, configurations or files, and either it runs in code
+  that is eager for certain (module level, a function called from module level, a function
+  doing host work) or its own shape says "steps" (it calls jitted code, iterates rows of
+  arrays, sits inside an epoch loop over a data stream, or counts many literal steps).
+
+When neither is shown, the rules stay silent.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from . import apis
+from .loops import carried_names, has_fixed_trip_count, iterates_rows, literal_trip_count
+from .model import Function, Loop, SemanticModel
+from .step_context import SHORT_LOOP
+from .walk import read_names
+
+# Libraries whose calls are host work by nature (plots, images, logging, progress bars).
+HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
+                            "seaborn", "plotly", "IPython", "mediapy", "tensorboard", "tensorboardX",
+                            "absl.logging", "rich", "networkx", "pygraphviz", "graphviz"})
+# Receivers that are plotting objects by convention (`ax.plot`, `fig.savefig`).
+PLOT_RECEIVERS = frozenset({"ax", "axs", "axes", "fig", "figure", "plt", "canvas"})
+# A literal trip count at or above this is a run of steps, whatever the body (`range(1000)`).
+MANY_STEPS = 50
+# Iterating these methods' results walks a container's structure or a file, not steps.
+STRUCTURE_METHODS = frozenset({"items", "keys", "values", "iterdir", "glob", "rglob", "readlines",
+                               "splitlines"})
+STRUCTURE_FUNCTIONS = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves",
+                                 "builtins.open", "os.listdir", "os.walk", "glob.glob",
+                                 "jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.devices",
+                                 "jax.local_devices", "itertools.product", "builtins.dir",
+                                 "builtins.vars"})
+
+
+def _cache(model: SemanticModel) -> dict:
+    cache = getattr(model, "_eager_facts", None)
+    if cache is None:
+        cache = {"host": {}, "eager": None, "loop": {}}
+        model._eager_facts = cache  # type: ignore[attr-defined]
+    return cache
+
+
+def host_side(model: SemanticModel, fn: Function) -> bool:
+    """The function's own body does host work: print, f-strings, timers, file I/O, plotting or
+    logging libraries, or pulls an array into Python (`float(x)`, `x.item()`, `np.asarray(x)`)."""
+    facts = _cache(model)["host"]
+    if fn in facts:
+        return facts[fn]
+    facts[fn] = result = _host_side(model, fn)
+    return result
+
+
+def _host_side(model: SemanticModel, fn: Function) -> bool:
+    if fn.fstrings:
+        return True
+    for site in fn.calls:
+        call: cst.Call = site.node
+        q = model.resolve(call.func)
+        if q is not None:
+            if q == "builtins.print" or q in apis.TIMER_FUNCTIONS or q in apis.HOST_IO_FUNCTIONS:
+                return True
+            if q.split(".")[0] in HOST_LIBRARIES or q.rsplit(".", 1)[0] in HOST_LIBRARIES:
+                return True
+            if q in apis.HOST_PULL_FUNCTIONS and call.args and model.is_array(call.args[0].value, fn):
+                return True
+            if q in ("builtins.str", "builtins.repr", "builtins.format"):
+                return True
+            continue
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in apis.HOST_METHODS and model.is_array(func.value, fn):
+                return True
+            base = func.value
+            if isinstance(base, cst.Name) and (base.value in PLOT_RECEIVERS or _plot_annotation(fn, base.value)):
+                return True
+            if isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) \
+                    and base.value.value in PLOT_RECEIVERS:
+                return True  # axs[0, j].imshow(...)
+            if func.attr.value == "format" and isinstance(base, (cst.SimpleString, cst.ConcatenatedString)):
+                return True
+    return False
+
+
+def _plot_annotation(fn: Function, name: str) -> bool:
+    annotation = fn.param_annotations.get(name)
+    return annotation is not None and annotation.split(".")[-1] in ("Axes", "Figure", "Axis")
+
+
+def eager_functions(model: SemanticModel) -> set[Function]:
+    """Functions that certainly run eagerly: the module body, functions called from it (not
+    through a transform), and functions those call, transitively; untraced host-side functions."""
+    cache = _cache(model)
+    if cache["eager"] is not None:
+        return cache["eager"]
+    found: set[Function] = {model.module_function}
+    work = [model.module_function]
+    for fn in model.functions:
+        if not fn.traced and not fn.is_module and host_side(model, fn) and fn not in found:
+            found.add(fn)
+            work.append(fn)
+    while work:
+        fn = work.pop()
+        for site in fn.calls:
+            callee = model.callee(site.node, fn)
+            target = callee.function
+            if target is None or target in found or target.traced or callee.jitted \
+                    or callee.transform is not None:
+                continue
+            found.add(target)
+            work.append(target)
+    cache["eager"] = found
+    return found
+
+
+def iterates_structure(model: SemanticModel, loop: Loop) -> bool:
+    """The loop walks a container's structure, files or configurations, not steps:
+    `d.items()`, `jax.tree.leaves(p)`, `open(f)`, `range(len(layers))`, `itertools.product(...)`,
+    or a name bound to one of those."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return False
+    return _structure_iterable(model, node.iter, loop.function, 0)
+
+
+def _structure_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function, depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        q = model.resolve(func)
+        if q in STRUCTURE_FUNCTIONS:
+            return True
+        if q is None and isinstance(func, cst.Attribute) and func.attr.value in STRUCTURE_METHODS:
+            return True
+        if q == "builtins.range":
+            return any(_length_of_structure(model, a.value, fn) for a in expr.args)
+        if q in ("builtins.enumerate", "builtins.zip", "builtins.sorted", "builtins.list", "builtins.reversed"):
+            args = [a.value for a in expr.args if a.keyword is None]
+            return any(_structure_iterable(model, a, fn, depth + 1) for a in args)
+        return False
+    if isinstance(expr, cst.Name):
+        bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
+        if bindings and len(bindings) == len(fn.bindings(expr.value)):
+            return all(len(a.targets) <= 2 and _structure_iterable(model, a.value, fn, depth + 1) for a in bindings)
+    return False
+
+
+def _length_of_structure(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    """`len(layers)`, `len(xs) - 1`, `x.ndim`: a count of structure, not of steps."""
+    if isinstance(expr, cst.BinaryOperation):
+        return _length_of_structure(model, expr.left, fn) or _length_of_structure(model, expr.right, fn)
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) == "builtins.len" and expr.args:
+        return not model.is_array(expr.args[0].value, fn)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "ndim":
+        return True
+    return False
+
+
+def dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
+    """The loop is shown to be a loop over steps, each dispatched from Python (module docstring)."""
+    facts = _cache(model)["loop"]
+    if loop in facts:
+        return facts[loop]
+    facts[loop] = result = _dispatch_loop(model, loop)
+    return result
+
+
+def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
+    fn = loop.function
+    if fn.traced or not loop.is_step or iterates_structure(model, loop):
+        return False
+    count = literal_trip_count(loop, model.resolve)
+    if count is not None and count <= SHORT_LOOP:
+        return False
+    if fn in eager_functions(model):
+        return True
+    if count is not None and count >= MANY_STEPS:
+        return True
+    if _calls_compiled(model, loop) or _steps_user_function(model, loop):
+        return True
+    node = loop.node
+    if isinstance(node, cst.While):
+        return has_fixed_trip_count(model, loop)  # `while step < horizon` with `step += 1`
+    if isinstance(node, cst.For):
+        if iterates_rows(model, node.iter, fn):
+            return True
+        # `for batch in batches` inside `for epoch in range(n)`: epochs over a data stream
+        parent = loop.parent
+        if parent is not None and parent.is_step and not _is_range(model, node.iter):
+            return True
+    return False
+
+
+def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
+    """`w = self.update(w, x, y)`, `state = step(state, batch)`: the loop feeds a value back
+    into a function of this module that does array work, over data it does not index by
+    structure: the shape of a training or simulation loop."""
+    carried = carried_names(model, loop)
+    if not carried:
+        return False
+    fn = loop.function
+    for a in fn.assignments:
+        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call) \
+                or not set(a.targets) & carried:
+            continue
+        target = model.callee(a.value, fn).function
+        if target is not None and target.does_array_work \
+                and any(read_names(arg.value) & set(a.targets) for arg in a.value.args):
+            return True
+    return False
+
+
+def _is_range(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and model.resolve(expr.func) == "builtins.range"
+
+
+def _calls_compiled(model: SemanticModel, loop: Loop) -> bool:
+    """The loop body calls a jitted function or compiled library code (`model.apply`,
+    `optimizer.update`): the user compiled the step, so this loop is the Python driver."""
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        callee = model.callee(site.node, fn)
+        if callee.jitted:
+            return True
+        if model.receiver_kind(site.node, fn) == "object" and model.call_work(site.node, fn) == "dispatch":
+            return True
+    return False
