@@ -25,6 +25,7 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
     "equinox.filter_value_and_grad": (0,), "flax.nnx.vmap": (0,), "flax.nnx.grad": (0,),
     "flax.nnx.value_and_grad": (0,), "flax.nnx.scan": (0,), "flax.linen.scan": (0,),
     "flax.linen.vmap": (0,), "flax.linen.remat": (0,), "flax.nnx.remat": (0,),
+    "jax.numpy.vectorize": (0,),
 }
 
 SCAN_LIKE = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",

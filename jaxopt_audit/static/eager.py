@@ -20,13 +20,15 @@ When neither is shown, the rules stay silent.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import libcst as cst
 
 from . import apis
 from .loops import carried_names, has_fixed_trip_count, iterates_rows, literal_trip_count
 from .model import Function, Loop, SemanticModel
 from .step_context import SHORT_LOOP
-from .walk import read_names
+from .walk import read_names, walk
 
 # Libraries whose calls are host work by nature (plots, images, logging, progress bars).
 HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
@@ -49,50 +51,80 @@ STRUCTURE_FUNCTIONS = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves",
 def _cache(model: SemanticModel) -> dict:
     cache = getattr(model, "_eager_facts", None)
     if cache is None:
-        cache = {"host": {}, "eager": None, "loop": {}}
+        cache = {"host": {}, "eager": None, "loop": {}, "errors": {}}
         model._eager_facts = cache  # type: ignore[attr-defined]
     return cache
 
 
-def host_side(model: SemanticModel, fn: Function) -> bool:
-    """The function's own body does host work: print, f-strings, timers, file I/O, plotting or
-    logging libraries, or pulls an array into Python (`float(x)`, `x.item()`, `np.asarray(x)`)."""
+def host_work(model: SemanticModel, fn: Function) -> bool:
+    """The function's own body does work that only the host can do: prints, reads a timer, does
+    file I/O, plots or logs, pulls an array into Python (`float(x)`, `x.item()`,
+    `np.asarray(x)`, `jax.device_get`), or branches on a device value (`if jnp.any(x):`).
+    Error messages (`raise`/`assert`) do not count. Code doing this runs eagerly."""
     facts = _cache(model)["host"]
     if fn in facts:
         return facts[fn]
-    facts[fn] = result = _host_side(model, fn)
+    facts[fn] = result = any(not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=True))
     return result
 
 
-def _host_side(model: SemanticModel, fn: Function) -> bool:
-    if fn.fstrings:
-        return True
+def host_side(model: SemanticModel, fn: Function) -> bool:
+    """The function's job is host work, so it cannot be jitted as it stands: `host_work`, or it
+    formats values (f-strings, `str`, `.format`) or runs NumPy on its arrays or parameters."""
+    return host_work(model, fn) or any(
+        not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=False))
+
+
+def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cst.CSTNode]:
+    """Candidate host operations in `fn`'s body (strict: only what `host_work` counts)."""
+    if not strict:
+        yield from (site.node for site in fn.fstrings)
     for site in fn.calls:
         call: cst.Call = site.node
         q = model.resolve(call.func)
         if q is not None:
-            if q == "builtins.print" or q in apis.TIMER_FUNCTIONS or q in apis.HOST_IO_FUNCTIONS:
-                return True
-            if q.split(".")[0] in HOST_LIBRARIES or q.rsplit(".", 1)[0] in HOST_LIBRARIES:
-                return True
-            if q in apis.HOST_PULL_FUNCTIONS and call.args and model.is_array(call.args[0].value, fn):
-                return True
-            if q in ("builtins.str", "builtins.repr", "builtins.format"):
-                return True
+            if strict:
+                if q == "builtins.print" or q in apis.TIMER_FUNCTIONS or q in apis.HOST_IO_FUNCTIONS \
+                        or q.split(".")[0] in HOST_LIBRARIES or q.rsplit(".", 1)[0] in HOST_LIBRARIES:
+                    yield call
+                elif q in apis.HOST_PULL_FUNCTIONS and call.args and model.is_array(call.args[0].value, fn):
+                    yield call
+            elif q in ("builtins.str", "builtins.repr", "builtins.format"):
+                yield call
+            elif q.startswith("numpy.") and any(
+                    model.is_array(a.value, fn) or (isinstance(a.value, cst.Name) and a.value.value in fn.params)
+                    for a in call.args):
+                yield call
             continue
         func = call.func
-        if isinstance(func, cst.Attribute):
-            if func.attr.value in apis.HOST_METHODS and model.is_array(func.value, fn):
-                return True
-            base = func.value
-            if isinstance(base, cst.Name) and (base.value in PLOT_RECEIVERS or _plot_annotation(fn, base.value)):
-                return True
-            if isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) \
+        if not isinstance(func, cst.Attribute):
+            continue
+        base = func.value
+        if strict:
+            if func.attr.value in apis.HOST_METHODS and model.is_array(base, fn):
+                yield call
+            elif isinstance(base, cst.Name) and (base.value in PLOT_RECEIVERS or _plot_annotation(fn, base.value)):
+                yield call
+            elif isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) \
                     and base.value.value in PLOT_RECEIVERS:
-                return True  # axs[0, j].imshow(...)
-            if func.attr.value == "format" and isinstance(base, (cst.SimpleString, cst.ConcatenatedString)):
-                return True
-    return False
+                yield call  # axs[0, j].imshow(...)
+        elif func.attr.value == "format" and isinstance(base, (cst.SimpleString, cst.ConcatenatedString)):
+            yield call
+    if strict:
+        for site in fn.tests:
+            node = site.node
+            if isinstance(node, (cst.If, cst.While)) and any(
+                    type(n) is cst.Call and model.is_array(n, fn) for n in walk(node.test)):
+                yield node.test  # a Python branch on a device value: a sync
+
+
+def _in_error_path(model: SemanticModel, fn: Function, node: cst.CSTNode) -> bool:
+    """The node sits in a `raise` or `assert` statement (an error message, not the work)."""
+    errors = _cache(model)["errors"]
+    if fn not in errors:  # walked only for functions with a candidate host operation
+        errors[fn] = {id(n) for stmt in walk(fn.node) if type(stmt) in (cst.Raise, cst.Assert)
+                      for n in walk(stmt)}
+    return id(node) in errors[fn]
 
 
 def _plot_annotation(fn: Function, name: str) -> bool:
@@ -109,7 +141,7 @@ def eager_functions(model: SemanticModel) -> set[Function]:
     found: set[Function] = {model.module_function}
     work = [model.module_function]
     for fn in model.functions:
-        if not fn.traced and not fn.is_module and host_side(model, fn) and fn not in found:
+        if not fn.traced and not fn.is_module and host_work(model, fn) and fn not in found:
             found.add(fn)
             work.append(fn)
     while work:
@@ -152,10 +184,33 @@ def _structure_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Func
             args = [a.value for a in expr.args if a.keyword is None]
             return any(_structure_iterable(model, a, fn, depth + 1) for a in args)
         return False
+    if isinstance(expr, cst.Attribute) and expr.attr.value in apis.STATIC_ATTRIBUTES:
+        return True  # `zip(coords, x.shape)`: one iteration per dimension
     if isinstance(expr, cst.Name):
         bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
         if bindings and len(bindings) == len(fn.bindings(expr.value)):
             return all(len(a.targets) <= 2 and _structure_iterable(model, a.value, fn, depth + 1) for a in bindings)
+    return False
+
+
+def _configurations(model: SemanticModel, expr: cst.BaseExpression, fn: Function, depth: int = 0) -> bool:
+    """A literal list or tuple (of settings), zip/enumerate of such, or a name bound once to one:
+    a loop over configurations, each usually a new shape or program."""
+    if depth > 3:
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return True
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
+        args = [a.value for a in expr.args if a.keyword is None]
+        return bool(args) and all(_configurations(model, a, fn, depth + 1) for a in args)
+    if isinstance(expr, cst.Name):
+        scope: Function | None = fn
+        while scope is not None:
+            bindings = scope.bindings(expr.value)
+            if bindings:
+                return len(bindings) == 1 and bindings[0].value is not None \
+                    and _configurations(model, bindings[0].value, scope, depth + 1)
+            scope = scope.parent
     return False
 
 
@@ -186,6 +241,8 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
     count = literal_trip_count(loop, model.resolve)
     if count is not None and count <= SHORT_LOOP:
         return False
+    if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
+        return False
     if fn in eager_functions(model):
         return True
     if count is not None and count >= MANY_STEPS:
@@ -209,6 +266,8 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
     """`w = self.update(w, x, y)`, `state = step(state, batch)`: the loop feeds a value back
     into a function of this module that does array work, over data it does not index by
     structure: the shape of a training or simulation loop."""
+    if isinstance(loop.node, cst.For) and _is_range(model, loop.node.iter):
+        return False  # `for k in range(n)` in a library helper is as often structure as steps
     carried = carried_names(model, loop)
     if not carried:
         return False
