@@ -34,6 +34,10 @@ from .walk import read_names, walk
 HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
                             "seaborn", "plotly", "IPython", "mediapy", "tensorboard", "tensorboardX",
                             "absl.logging", "rich", "networkx", "pygraphviz", "graphviz"})
+PLOT_LIBRARIES = frozenset({"matplotlib", "seaborn", "plotly", "mediapy", "PIL", "imageio", "graphviz",
+                            "networkx"})
+# Other array frameworks: a function computing with them is not a jit candidate.
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "torch"})
 # Receivers that are plotting objects by convention (`ax.plot`, `fig.savefig`).
 PLOT_RECEIVERS = frozenset({"ax", "axs", "axes", "fig", "figure", "plt", "canvas"})
 # A literal trip count at or above this is a run of steps, whatever the body (`range(1000)`).
@@ -57,10 +61,10 @@ def _cache(model: SemanticModel) -> dict:
 
 
 def host_work(model: SemanticModel, fn: Function) -> bool:
-    """The function's own body does work that only the host can do: prints, reads a timer, does
-    file I/O, plots or logs, pulls an array into Python (`float(x)`, `x.item()`,
-    `np.asarray(x)`, `jax.device_get`), or branches on a device value (`if jnp.any(x):`).
-    Error messages (`raise`/`assert`) do not count. Code doing this runs eagerly."""
+    """The function's own body does work that only a driver does: prints, reads a timer, does
+    file I/O, plots or logs. Error messages (`raise`/`assert`) do not count. Code doing this runs
+    eagerly. (Pulls and branches on values are not evidence: library code does them on
+    concrete values under `core.is_concrete`-style guards.)"""
     facts = _cache(model)["host"]
     if fn in facts:
         return facts[fn]
@@ -70,7 +74,9 @@ def host_work(model: SemanticModel, fn: Function) -> bool:
 
 def host_side(model: SemanticModel, fn: Function) -> bool:
     """The function's job is host work, so it cannot be jitted as it stands: `host_work`, or it
-    formats values (f-strings, `str`, `.format`) or runs NumPy on its arrays or parameters."""
+    formats values (f-strings, `str`, `.format`), pulls an array into Python (`float(x)`,
+    `x.item()`, `np.asarray(x)`), branches on a device value (`if jnp.any(x):`), or runs NumPy,
+    TensorFlow or PyTorch on its values."""
     return host_work(model, fn) or any(
         not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=False))
 
@@ -87,9 +93,9 @@ def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cs
                 if q == "builtins.print" or q in apis.TIMER_FUNCTIONS or q in apis.HOST_IO_FUNCTIONS \
                         or q.split(".")[0] in HOST_LIBRARIES or q.rsplit(".", 1)[0] in HOST_LIBRARIES:
                     yield call
-                elif q in apis.HOST_PULL_FUNCTIONS and call.args and model.is_array(call.args[0].value, fn):
-                    yield call
-            elif q in ("builtins.str", "builtins.repr", "builtins.format"):
+            elif q in apis.HOST_PULL_FUNCTIONS and call.args and model.is_array(call.args[0].value, fn):
+                yield call
+            elif q in ("builtins.str", "builtins.repr", "builtins.format") or q.split(".")[0] in OTHER_FRAMEWORKS:
                 yield call
             elif q.startswith("numpy.") and any(
                     model.is_array(a.value, fn) or (isinstance(a.value, cst.Name) and a.value.value in fn.params)
@@ -101,16 +107,16 @@ def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cs
             continue
         base = func.value
         if strict:
-            if func.attr.value in apis.HOST_METHODS and model.is_array(base, fn):
-                yield call
-            elif isinstance(base, cst.Name) and (base.value in PLOT_RECEIVERS or _plot_annotation(fn, base.value)):
+            if isinstance(base, cst.Name) and (base.value in PLOT_RECEIVERS or _plot_annotation(fn, base.value)):
                 yield call
             elif isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) \
                     and base.value.value in PLOT_RECEIVERS:
                 yield call  # axs[0, j].imshow(...)
         elif func.attr.value == "format" and isinstance(base, (cst.SimpleString, cst.ConcatenatedString)):
             yield call
-    if strict:
+        elif func.attr.value in apis.HOST_METHODS and model.is_array(base, fn):
+            yield call
+    if not strict:
         for site in fn.tests:
             node = site.node
             if isinstance(node, (cst.If, cst.While)) and any(
@@ -203,6 +209,8 @@ def _configurations(model: SemanticModel, expr: cst.BaseExpression, fn: Function
     if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
         args = [a.value for a in expr.args if a.keyword is None]
         return bool(args) and all(_configurations(model, a, fn, depth + 1) for a in args)
+    if isinstance(expr, cst.Subscript):  # `rotations[0]` of a literal list of settings
+        return _configurations(model, expr.value, fn, depth + 1)
     if isinstance(expr, cst.Name):
         scope: Function | None = fn
         while scope is not None:
@@ -243,6 +251,12 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
         return False
     if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
         return False
+    if _plots(model, loop):
+        return False  # a display loop (a grid of images), not a step loop
+    if isinstance(loop.node, cst.For) and _attribute_iterable(model, loop.node.iter, fn):
+        # `for shots in self.shots`, `for axis, n in spec.ragged_axes`: fields of a record or
+        # settings made at construction; only a compiled step in the body says "steps"
+        return _calls_compiled(model, loop)
     if fn in eager_functions(model):
         return True
     if count is not None and count >= MANY_STEPS:
@@ -280,6 +294,29 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
         if target is not None and target.does_array_work \
                 and any(read_names(arg.value) & set(a.targets) for arg in a.value.args):
             return True
+    return False
+
+
+def _attribute_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
+        return any(_attribute_iterable(model, a.value, fn) for a in expr.args if a.keyword is None)
+    return isinstance(expr, cst.Attribute) and model.resolve(expr) is None and not model.is_array(expr, fn)
+
+
+def _plots(model: SemanticModel, loop: Loop) -> bool:
+    """The loop body draws: calls a plotting library or a method of an axes or figure."""
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        func = site.node.func
+        q = model.resolve(func)
+        if q is not None and q.split(".")[0] in PLOT_LIBRARIES:
+            return True
+        if isinstance(func, cst.Attribute):
+            base = func.value.value if isinstance(func.value, cst.Subscript) else func.value
+            if isinstance(base, cst.Name) and base.value in PLOT_RECEIVERS:
+                return True
     return False
 
 
