@@ -1,0 +1,194 @@
+"""JAX101/JAX201/JAX202 on the shapes of real code: a loop is a step loop dispatched from Python
+only when the model can show it, and a function whose job is host work is not a jit candidate.
+Each near miss below is written after a false positive seen in public JAX code; each has a
+positive twin so the rule is not simply off."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+
+
+def found(source, rules, code):
+    return sorted(f.line for f in scan_text(source, rules) if f.code == code)
+
+
+def test_a_plotting_helper_called_per_step_is_host_work(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+        import matplotlib.pyplot as plt
+
+        def draw(ax, traj):
+            dx = traj[1:] - traj[:-1]
+            ax.quiver(traj[:-1, 0], traj[:-1, 1], dx[:, 0], dx[:, 1])
+
+        def label(tree, i):
+            return f"value {tree[i] * 2.0:.2f} visits {tree[i] + 1}"
+
+        def smooth(x):
+            y = jnp.convolve(x, jnp.ones(5) / 5.0)
+            return y - jnp.mean(y)
+
+        fig, ax = plt.subplots()
+        traj = jnp.zeros((100, 2))
+        for step in range(500):
+            traj = traj + 0.1
+            draw(ax, traj)
+            print(label(traj, step))
+            traj = smooth(traj)
+    """
+    # `smooth` is device work called every step: the twin that must still be reported
+    assert found(source, all_rules, "JAX101") == [12]
+
+
+def test_loops_over_structure_and_settings_are_not_step_loops(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def normalize(i, n):
+            j = jnp.asarray(i)
+            return jnp.where(j < 0, j + n, j) * 1
+
+        def gather(x, idx):
+            out = []
+            for axis, i in zip(range(x.ndim), x.shape):
+                out.append(normalize(i, axis))
+            for k, v in {"a": 1, "b": 2}.items():
+                out.append(normalize(v, k))
+            return out
+
+        def sweep(x):
+            out = []
+            for width in [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]:
+                out.append(normalize(x[:width], width))
+            return out
+
+        class Evaluator:
+            def __init__(self, shots):
+                self.shots = shots
+
+            def run(self, x):
+                return [normalize(x[:shots], shots) for shots in self.shots]
+
+            def run_loop(self, x):
+                results = {}
+                for shots in self.shots:
+                    results[shots] = normalize(x[:shots], shots)
+                return results
+
+        x = jnp.ones(10)
+        for step in range(1000):
+            x = normalize(x, 3)
+    """
+    assert found(source, all_rules, "JAX101") == [3]
+
+
+def test_a_library_helper_loop_with_no_sign_of_steps_is_silent(all_rules):
+    """`for k in range(n)` in a library function that users jit: the file cannot show that it
+    runs eagerly, nor that `n` counts steps rather than dimensions or agents."""
+    source = """
+        import jax.numpy as jnp
+
+        def rotate(a, b, c, s):
+            return c * a - s * b, c * b + s * a
+
+        def cholesky_update(r, z, n):
+            for k in range(n):
+                row, z = rotate(r[k], z, 0.5, 0.5)
+                r = r.at[k].set(row)
+            return r
+
+        def run_agents(actions, n_agents):
+            final = jnp.zeros_like(actions)
+            for agent in range(n_agents):
+                final = final.at[agent].set(jnp.maximum(actions[agent], 0.0) * 2.0)
+            return final
+    """
+    assert found(source, all_rules, "JAX101") == []
+    assert found(source, all_rules, "JAX201") == []
+
+
+def test_a_library_loop_called_from_module_level_runs_eagerly(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def relax(u, f):
+            return 0.25 * (jnp.roll(u, 1) + jnp.roll(u, -1)) + f
+
+        def solve(u, f, n):
+            for k in range(n):
+                u = relax(u, f)
+            return u
+
+        u = solve(jnp.zeros(64), jnp.ones(64), 5000)
+    """
+    assert found(source, all_rules, "JAX101") == [3]
+    assert found(source, all_rules, "JAX201") == [7]
+
+
+def test_a_check_that_branches_on_device_values_is_host_work(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def generation(state, key):
+            return state + jax.random.normal(key, state.shape), jnp.sum(state)
+
+        def check_finite(population, fitness):
+            values = (population, fitness)
+            if not all(jnp.all(jnp.isfinite(v)) for v in values):
+                raise FloatingPointError("non-finite values")
+
+        def run(state, key, n):
+            for _ in range(n):
+                key, sub = jax.random.split(key)
+                state, fitness = generation(state, sub)
+                check_finite(state, fitness)
+            return state
+    """
+    assert found(source, all_rules, "JAX101") == []
+
+
+def test_error_messages_do_not_make_a_library_function_eager(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def fix(i, n):
+            j = jnp.asarray(i)
+            return jnp.where(j < 0, j + n, j) + 0
+
+        def index_all(idx, n):
+            out = []
+            for pos, i in enumerate(idx):
+                if pos > 100:
+                    raise IndexError(f"too many indices: {pos}")
+                out.append(fix(i, n))
+            return out
+    """
+    assert found(source, all_rules, "JAX101") == []
+
+
+def test_iterating_tree_leaves_is_not_a_vmap_candidate(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def infer(x):
+            return jnp.tanh(x) * 2.0
+
+        def all_leaves(tree):
+            leaves = jax.tree.leaves(tree)
+            out = []
+            for leaf in leaves:
+                out.append(infer(leaf))
+            return out
+
+        def seeds(n):
+            out = []
+            for seed in range(n):
+                out.append(infer(jax.random.normal(jax.random.key(seed), (3,))))
+            return out
+    """
+    assert found(source, all_rules, "JAX202") == [17]
