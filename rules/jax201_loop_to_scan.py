@@ -6,8 +6,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.loops import (carried_names, has_fixed_trip_count, host_bound_call,
-                                       literal_trip_count, wraps_compiled_scan)
+from jaxopt_audit.static.loops import (has_fixed_trip_count, host_bound_call, literal_trip_count,
+                                       step_state, wraps_compiled_scan)
 from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
@@ -137,7 +137,7 @@ class LoopToScan(Rule):
                     continue
                 if not has_fixed_trip_count(model, loop):
                     continue
-                carried = carried_names(model, loop)
+                carried = step_state(model, loop)
                 if not carried or host_bound_call(model, loop) is not None \
                         or wraps_compiled_scan(model, loop):
                     continue

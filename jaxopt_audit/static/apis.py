@@ -105,6 +105,7 @@ SYNC_METHODS = frozenset({"block_until_ready"})
 # Methods of jitted wrappers and compiled objects that return host objects (AOT and introspection).
 COMPILED_OBJECT_METHODS = frozenset({"lower", "compile", "cost_analysis", "memory_analysis", "as_text",
                                      "trace", "eval_shape", "_cache_size", "clear_cache"})
+TREE_LEAVES = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves"})
 TREE_FLATTENS = frozenset({"jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
                            "jax.tree.flatten_with_path", "jax.tree_util.tree_flatten_with_path"})
 # Methods of the dicts, lists and named tuples that hold arrays: bookkeeping, not device work.

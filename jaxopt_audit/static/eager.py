@@ -45,9 +45,8 @@ MANY_STEPS = 50
 # Iterating these methods' results walks a container's structure or a file, not steps.
 STRUCTURE_METHODS = frozenset({"items", "keys", "values", "iterdir", "glob", "rglob", "readlines",
                                "splitlines"})
-STRUCTURE_FUNCTIONS = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves",
-                                 "builtins.open", "os.listdir", "os.walk", "glob.glob",
-                                 "jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.devices",
+STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builtins.open", "os.listdir", "os.walk", "glob.glob",
+                                 "jax.devices",
                                  "jax.local_devices", "itertools.product", "builtins.dir",
                                  "builtins.vars"})
 
@@ -251,8 +250,8 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
         return False
     if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
         return False
-    if _plots(model, loop):
-        return False  # a display loop (a grid of images), not a step loop
+    if _plots(model, loop) or _other_framework(model, loop):
+        return False  # a display loop (a grid of images) or a TensorFlow/PyTorch loop
     if isinstance(loop.node, cst.For) and _attribute_iterable(model, loop.node.iter, fn):
         # `for shots in self.shots`, `for axis, n in spec.ragged_axes`: fields of a record or
         # settings made at construction; only a compiled step in the body says "steps"
@@ -280,19 +279,25 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
     """`w = self.update(w, x, y)`, `state = step(state, batch)`: the loop feeds a value back
     into a function of this module that does array work, over data it does not index by
     structure: the shape of a training or simulation loop."""
-    if isinstance(loop.node, cst.For) and _is_range(model, loop.node.iter):
-        return False  # `for k in range(n)` in a library helper is as often structure as steps
+    counted = isinstance(loop.node, cst.For) and _is_range(model, loop.node.iter)
     carried = carried_names(model, loop)
     if not carried:
         return False
     fn = loop.function
+    assigned = {t for a in fn.assignments if loop.encloses(a.site.loop) for t in a.targets}
     for a in fn.assignments:
-        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call) \
-                or not set(a.targets) & carried:
+        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call):
             continue
         target = model.callee(a.value, fn).function
-        if target is not None and target.does_array_work \
-                and any(read_names(arg.value) & set(a.targets) for arg in a.value.args):
+        args = [arg.value for arg in a.value.args if not arg.star]
+        if target is None or not target.does_array_work or not any(read_names(arg) & carried for arg in args):
+            continue
+        # the state and this iteration's item go in, the new state comes out; under
+        # `for k in range(n)` the item must be a row of data the loop does not write (`xs[t]`),
+        # or `k` may count dimensions of something being built
+        if counted and any(_row_of_data(arg, loop, assigned) for arg in args):
+            return True
+        if not counted and any(read_names(arg) & set(loop.targets) for arg in args):
             return True
     return False
 
@@ -318,6 +323,19 @@ def _plots(model: SemanticModel, loop: Loop) -> bool:
             if isinstance(base, cst.Name) and base.value in PLOT_RECEIVERS:
                 return True
     return False
+
+
+def _row_of_data(expr: cst.BaseExpression, loop: Loop, assigned: set[str]) -> bool:
+    """`xs[t]`: a name the loop does not assign, indexed by the loop's counter."""
+    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) \
+        and expr.value.value not in assigned \
+        and any(read_names(e.slice) & (set(loop.targets) | loop.counters) for e in expr.slice)
+
+
+def _other_framework(model: SemanticModel, loop: Loop) -> bool:
+    fn = loop.function
+    return any(loop.encloses(site.loop) and (model.resolve(site.node.func) or "").split(".")[0] in OTHER_FRAMEWORKS
+               for site in fn.calls)
 
 
 def _is_range(model: SemanticModel, expr: cst.BaseExpression) -> bool:

@@ -24,29 +24,78 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
     exposed: set[str] = set()  # names read before being bound: their value comes from the last iteration
     carried: set[str] = set()
     for a in fn.assignments:
-        if a.value is None or not a.targets or not loop.encloses(a.site.loop):
+        if a.value is None or not loop.encloses(a.site.loop):
+            continue
+        targets = a.targets
+        if not targets and isinstance(a.site.node, cst.Subscript) and isinstance(a.site.node.value, cst.Name):
+            targets = (a.site.node.value.value,)  # `params[k] -= lr * g[k]`: the dict is updated in place
+        if not targets:
             continue
         reads = set(names_in(a.value))
         if a.augmented:
-            reads |= set(a.targets)
+            reads |= set(targets)
         exposed |= reads - assigned
         deps: set[str] = set()
         for name in reads:
             deps.add(name)
             deps |= derived.get(name, set())
         calls = _calls_in(a.value)
-        jax_calls = [c for c in calls if model.call_work(c, fn) is not None]
+        jax_calls = [c for c in calls if model.call_work(c, fn) is not None or _opaque_on_arrays(model, c, fn)]
         # a value computed by host code (`obs = env.step(action)`) is new data, not carried state
         through_jax = bool(jax_calls) or (not calls and any(name in derived for name in reads))
-        assigned.update(a.targets)
+        assigned.update(targets)
         if not through_jax:
             continue
-        for target in a.targets:
+        for target in targets:
             if target in deps and target in exposed and target not in loop.counters \
                     and target not in loop.targets:
                 carried.add(target)
             derived[target] = deps
     return carried
+
+
+def step_state(model: SemanticModel, loop: Loop) -> set[str]:
+    """The carried names that are state a scan would carry: not PRNG keys only split and passed
+    on (randomness, not state), and not a buffer filled row by row (`buf = buf.at[i].set(v)` with
+    the loop index: building an array, which wants `jnp.stack`, not a scan)."""
+    fn = loop.function
+    state = set()
+    for name in carried_names(model, loop):
+        bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
+        if bindings and all(_fills_by_index(a.value, name, loop) for a in bindings):
+            continue
+        if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in _KEY_SPLITS
+                            for a in bindings):
+            continue
+        state.add(name)
+    return state
+
+
+_KEY_SPLITS = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
+
+
+def _fills_by_index(value: cst.BaseExpression, name: str, loop: Loop) -> bool:
+    """`name.at[i, ...].set(v)` / `.add(v)` where the index reads a loop variable."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    sub = value.func.value
+    if not (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Attribute)
+            and sub.value.attr.value == "at" and isinstance(sub.value.value, cst.Name)
+            and sub.value.value.value == name):
+        return False
+    index_names = {n for e in sub.slice for n in names_in(e)}
+    return bool(index_names & (set(loop.targets) | loop.counters))
+
+
+def _opaque_on_arrays(model: SemanticModel, call: cst.Call, fn) -> bool:
+    """A method of an unknown object called with device values (`env.step(state, action)` with
+    `action` drawn from a key): as likely JAX as the values it takes."""
+    if not isinstance(call.func, cst.Attribute) or model.resolve(call.func) is not None \
+            or model.callee(call, fn).function is not None:
+        return False
+    if isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"):
+        return False
+    return any(model.is_array(a.value, fn) or set(names_in(a.value)) & fn.array_names for a in call.args)
 
 
 def literal_trip_count(loop: Loop, resolve) -> int | None:
