@@ -192,3 +192,135 @@ def test_iterating_tree_leaves_is_not_a_vmap_candidate(all_rules):
             return out
     """
     assert found(source, all_rules, "JAX202") == [17]
+
+
+def test_a_parameter_dict_updated_in_place_is_carried_state(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def loss(params, x, y):
+            return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
+
+        def adam_step(params, m, v, x, y, lr=1e-3):
+            grads = jax.grad(loss)(params, x, y)
+            for k in params:
+                m[k] = 0.9 * m[k] + 0.1 * grads[k]
+                v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
+                params[k] -= lr * m[k] / (jnp.sqrt(v[k]) + 1e-8)
+            return params, m, v
+
+        def train(params, x, y):
+            m = {k: jnp.zeros_like(p) for k, p in params.items()}
+            v = {k: jnp.zeros_like(p) for k, p in params.items()}
+            for step in range(1000):
+                params, m, v = adam_step(params, m, v, x, y)
+            return params
+
+        def train_inline(params, x, y, lr=1e-3):
+            m = {k: jnp.zeros_like(p) for k, p in params.items()}
+            for step in range(1000):
+                grads = jax.grad(loss)(params, x, y)
+                for k in params:
+                    m[k] = 0.9 * m[k] + 0.1 * grads[k]
+                    params[k] -= lr * m[k]
+            return params
+    """
+    assert found(source, all_rules, "JAX101") == [4, 7]
+    assert found(source, all_rules, "JAX201") == [18, 24]
+
+
+def test_state_carried_through_a_method_of_an_annotated_learner(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+        from typing import NamedTuple
+
+        class Result(NamedTuple):
+            state: jax.Array
+            loss: jax.Array
+
+        class Learner:
+            def __init__(self, lr):
+                self.lr = lr
+
+            def update(self, state, x, y):
+                err = jnp.dot(state, x) - y
+                return Result(state - self.lr * err * x, err ** 2)
+
+        def run(learner: Learner, state, xs, ys, num_steps):
+            losses = []
+            for t in range(num_steps):
+                result = learner.update(state, xs[t], ys[t])
+                state = result.state
+                losses.append(result.loss)
+            return state, losses
+    """
+    assert found(source, all_rules, "JAX101") == [13]
+    assert found(source, all_rules, "JAX201") == [19]
+
+
+def test_jit_in_a_loop_under_a_module_level_flag(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        USE_FAST = False
+
+        def f(x):
+            return jnp.sin(x) * 2.0
+
+        x = jnp.ones(3)
+        if not USE_FAST:
+            for i in range(100):
+                y = jax.jit(f)(x)
+    """
+    assert found(source, all_rules, "JAX102") == [12]
+
+
+def test_seeds_run_in_a_list_comprehension(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def run(key):
+            return jnp.mean(jax.random.normal(key, (100,)))
+
+        def all_seeds(n):
+            return [run(jax.random.key(s)) for s in range(n)]
+
+        def all_layers(layers, x):
+            return [run(layer) for layer in layers]
+    """
+    assert found(source, all_rules, "JAX202") == [9]
+
+
+def test_key_only_carries_and_row_fills_are_not_scan_candidates(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def estimate(key, x):
+            return jnp.mean(jax.random.normal(key, x.shape) * x)
+
+        def average(x, key, n):
+            total = []
+            for i in range(n):
+                key, sub = jax.random.split(key)
+                total.append(estimate(sub, x))
+            return total
+
+        def stack_rows(rows, n):
+            out = jnp.zeros((n, 3))
+            for i in range(n):
+                out = out.at[i].set(estimate(jax.random.key(i), rows[i]))
+            return out
+
+        def train(w, xs, n):
+            for i in range(n):
+                w = w - 0.1 * estimate(jax.random.key(i), xs[i]) * w
+            return w
+    """
+    assert found(source, all_rules, "JAX201") == [22]
