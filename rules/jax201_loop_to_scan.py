@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.loops import (has_fixed_trip_count, host_bound_call, literal_trip_count,
+from jaxopt_audit.static.loops import (has_fixed_trip_count, host_bound_call, host_fed, literal_trip_count,
                                        step_state, wraps_compiled_scan)
 from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.model import SemanticModel
@@ -139,7 +139,7 @@ class LoopToScan(Rule):
                     continue
                 carried = step_state(model, loop)
                 if not carried or host_bound_call(model, loop) is not None \
-                        or wraps_compiled_scan(model, loop):
+                        or wraps_compiled_scan(model, loop) or host_fed(model, loop):
                     continue
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)

@@ -77,7 +77,7 @@ def ecosystem_result(q: str) -> str | None:
         return None
     if root in ("jax", "jaxlib"):
         # jax's internals (`jax._src.traceback_util`, `jax.extend.core`) are machinery, not math
-        return None if q.startswith(("jax._src.", "jax.extend.", "jaxlib.")) else "array"
+        return None if q.startswith(("jax._src.", "jax.extend.", "jaxlib.", "jax.experimental.mosaic.")) else "array"
     if root == "optax":
         if q in OPTAX_ARRAY_FUNCTIONS or any(h in last for h in OPTAX_ARRAY_HINTS):
             return "array"

@@ -20,6 +20,7 @@ When neither is shown, the rules stay silent.
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -49,6 +50,11 @@ STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builti
                                  "jax.devices",
                                  "jax.local_devices", "itertools.product", "builtins.dir",
                                  "builtins.vars"})
+
+
+# Names of containers whose entries are structure: layers, parameters, dimensions.
+STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|modules|leaves|children|shapes?|"
+                             r"dims|axes|sizes)$", re.IGNORECASE)
 
 
 def _cache(model: SemanticModel) -> dict:
@@ -191,6 +197,10 @@ def _structure_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Func
         return False
     if isinstance(expr, cst.Attribute) and expr.attr.value in apis.STATIC_ATTRIBUTES:
         return True  # `zip(coords, x.shape)`: one iteration per dimension
+    base = expr.value if isinstance(expr, cst.Subscript) else expr
+    name = base.value if isinstance(base, cst.Name) else base.attr.value if isinstance(base, cst.Attribute) else None
+    if name is not None and STRUCTURE_NAMES.search(name):
+        return True  # `for w, b in params`, `enumerate(slice_shape[:-1])`: layers, dimensions
     if isinstance(expr, cst.Name):
         bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
         if bindings and len(bindings) == len(fn.bindings(expr.value)):
@@ -312,7 +322,7 @@ def _plots(model: SemanticModel, loop: Loop) -> bool:
     """The loop body draws: calls a plotting library or a method of an axes or figure."""
     fn = loop.function
     for site in fn.calls:
-        if not loop.encloses(site.loop):
+        if not loop.encloses(site.loop) or site.guarded:  # a plot every k steps is still a step loop
             continue
         func = site.node.func
         q = model.resolve(func)
@@ -322,6 +332,9 @@ def _plots(model: SemanticModel, loop: Loop) -> bool:
             base = func.value.value if isinstance(func.value, cst.Subscript) else func.value
             if isinstance(base, cst.Name) and base.value in PLOT_RECEIVERS:
                 return True
+        if any(isinstance(a.value, cst.Name) and (a.value.value in PLOT_RECEIVERS or _plot_annotation(fn, a.value.value))
+               for a in site.node.args):
+            return True  # `self._render_square(ax=ax, ...)`: drawing through a helper
     return False
 
 

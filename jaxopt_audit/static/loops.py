@@ -98,6 +98,33 @@ def _opaque_on_arrays(model: SemanticModel, call: cst.Call, fn) -> bool:
     return any(model.is_array(a.value, fn) or set(names_in(a.value)) & fn.array_names for a in call.args)
 
 
+def host_fed(model: SemanticModel, loop: Loop) -> bool:
+    """Each iteration draws fresh data on the host (`perm = np.random.permutation(n)`,
+    `problem = rng.normal(size=...)`) or calls a same-module function that prints or plots:
+    the body must run on the host every step. (NumPy rows of a data set sliced per step are
+    JAX302's business and still a scan candidate once moved to the device.)"""
+    from .eager import host_work
+    fn = loop.function
+    for a in fn.assignments:
+        if loop.encloses(a.site.loop) and not a.site.guarded and isinstance(a.value, cst.Call) \
+                and _draws_on_host(model, a.value, fn):
+            return True
+    for site in fn.calls:
+        if loop.encloses(site.loop) and not site.guarded:
+            target = model.callee(site.node, fn).function
+            if target is not None and not target.traced and host_work(model, target):
+                return True
+    return False
+
+
+def _draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
+    """`np.random.permutation(n)`, `rng.normal(...)` with `rng = np.random.default_rng()`."""
+    q = model.resolve(call.func) or ""
+    if q.startswith("numpy.random.") or q.startswith("random."):
+        return True
+    return isinstance(call.func, cst.Attribute) and _is_numpy_generator(model, call.func.value, fn)
+
+
 def literal_trip_count(loop: Loop, resolve) -> int | None:
     """`range(5)`, `for x in (a, b, c)`: the number of iterations when it is a literal."""
     node = loop.node
