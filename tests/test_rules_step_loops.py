@@ -375,3 +375,19 @@ def test_host_drawn_data_drawing_helpers_and_layer_loops_are_not_scan_candidates
     """
     assert found(source, all_rules, "JAX201") == [34]
     assert found(source, all_rules, "JAX101") == []
+
+
+def test_iterating_a_record_field_is_not_a_step_loop(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def apply_eqn(eqn, env):
+            return jnp.asarray(env[eqn]) * 2.0 + jnp.ones(())
+
+        def evaluate(program: jnp.ndarray, env):
+            out = []
+            for eqn in program.eqns:
+                out.append(apply_eqn(eqn, env))
+            return out
+    """
+    assert found(source, all_rules, "JAX101") == []

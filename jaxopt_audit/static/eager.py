@@ -315,7 +315,7 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
 def _attribute_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
     if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
         return any(_attribute_iterable(model, a.value, fn) for a in expr.args if a.keyword is None)
-    return isinstance(expr, cst.Attribute) and model.resolve(expr) is None and not model.is_array(expr, fn)
+    return isinstance(expr, cst.Attribute) and model.resolve(expr) is None and expr.attr.value not in apis.ARRAY_ATTRIBUTES
 
 
 def _plots(model: SemanticModel, loop: Loop) -> bool:

@@ -192,8 +192,8 @@ def iterates_rows(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
         rows = [a for a in args if iterates_rows(model, a, fn)]
         return bool(rows) and all(a in rows or (isinstance(a, cst.Call) and model.resolve(a.func) == "builtins.range")
                                   for a in args)
-    if not isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
-        return False
+    if not isinstance(expr, (cst.Name, cst.Subscript)):
+        return False  # `jaxpr.eqns`, `self.shots`: fields of a record, not rows the model can show
     return model.is_array(expr, fn) or is_numpy_value(model, expr, fn)
 
 
