@@ -391,3 +391,28 @@ def test_iterating_a_record_field_is_not_a_step_loop(all_rules):
             return out
     """
     assert found(source, all_rules, "JAX101") == []
+
+
+def test_a_loop_printing_a_device_value_every_step_is_not_a_scan_candidate(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(w):
+            return w - 0.1 * jnp.sin(w)
+
+        def noisy(w, n):
+            for i in range(n):
+                w = update(w)
+                print(jnp.mean(w))
+            return w
+
+        def quiet(w, n):
+            for i in range(n):
+                w = update(w)
+                if i % 100 == 0:
+                    print(jnp.mean(w))
+            return w
+    """
+    assert found(source, all_rules, "JAX201") == [15]

@@ -54,7 +54,7 @@ STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builti
 
 # Names of containers whose entries are structure: layers, parameters, dimensions.
 STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|modules|leaves|children|shapes?|"
-                             r"dims|axes|sizes)$", re.IGNORECASE)
+                             r"dims|axes|sizes|args|kwargs)$", re.IGNORECASE)
 
 
 def _cache(model: SemanticModel) -> dict:

@@ -114,6 +114,9 @@ def host_fed(model: SemanticModel, loop: Loop) -> bool:
             target = model.callee(site.node, fn).function
             if target is not None and not target.traced and host_work(model, target):
                 return True
+            if model.resolve(site.node.func) == "builtins.print" \
+                    and any(model.is_array(a.value, fn) for a in site.node.args):
+                return True  # a device value printed every step: a host round trip per iteration
     return False
 
 
