@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator
 from jaxopt_audit.static.model import Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
@@ -163,6 +164,9 @@ class MissingJit(Rule):
                 callee = model.callee(site.node, fn)
                 target = callee.function
                 if callee.jitted or target is None or id(target) in called_from or not _candidate(target):
+                    continue
+                # a loop over steps shown by the model, calling a function whose job is device work
+                if not dispatch_loop(model, site.loop) or host_side(model, target):
                     continue
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():

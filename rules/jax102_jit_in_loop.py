@@ -164,7 +164,7 @@ class JitInLoop(Rule):
                 if target is None:
                     continue
                 context = runs_every_step(model, site)
-                if context is None or _under_memo_guard(fn, site.node) or _ahead_of_time(fn, site.node):
+                if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node):
                     continue
                 if _factory_of_varying_values(model, target, site) \
                         or _returned_per_configuration(model, site, context.step_call) \
@@ -185,7 +185,7 @@ class JitInLoop(Rule):
             if def_site is None:
                 continue
             context = runs_every_step(model, def_site)
-            if context is None or _under_memo_guard(parent, fn.node) \
+            if context is None or _under_memo_guard(parent, fn.node, def_site.loop) \
                     or _closes_over_configuration(model, fn, def_site):
                 continue
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
@@ -258,9 +258,13 @@ def _is_memo_test(test: cst.BaseExpression) -> bool:
     return False
 
 
-def _under_memo_guard(fn: Function, node: cst.CSTNode) -> bool:
-    """The jit sits under a memoisation test or in an `except` (cache miss) block."""
-    for stmt in enclosing_statements(fn, node) or []:
+def _under_memo_guard(fn: Function, node: cst.CSTNode, loop: Loop | None = None) -> bool:
+    """The jit sits under a memoisation test or in an `except` (cache miss) block. With a loop,
+    only tests inside it count: `if not FLAG:` around the whole loop is configuration."""
+    statements = enclosing_statements(fn, node) or []
+    if loop is not None and loop.node in statements:
+        statements = statements[statements.index(loop.node) + 1:]
+    for stmt in statements:
         if isinstance(stmt, cst.If) and _is_memo_test(stmt.test):
             return True
         if isinstance(stmt, cst.ExceptHandler):

@@ -6,8 +6,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.loops import (carried_names, has_fixed_trip_count, host_bound_call,
-                                       literal_trip_count, wraps_compiled_scan)
+from jaxopt_audit.static.loops import (has_fixed_trip_count, host_bound_call, host_fed, literal_trip_count,
+                                       step_state, wraps_compiled_scan)
+from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
@@ -129,16 +130,16 @@ class LoopToScan(Rule):
             if fn.traced:
                 continue
             for loop in fn.loops:
-                if not loop.is_step or loop.is_epoch:
+                if not loop.is_step or loop.is_epoch or not dispatch_loop(model, loop):
                     continue
                 count = literal_trip_count(loop, model.resolve)
                 if count is not None and count <= 8:
                     continue
                 if not has_fixed_trip_count(model, loop):
                     continue
-                carried = carried_names(model, loop)
+                carried = step_state(model, loop)
                 if not carried or host_bound_call(model, loop) is not None \
-                        or wraps_compiled_scan(model, loop):
+                        or wraps_compiled_scan(model, loop) or host_fed(model, loop):
                     continue
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)

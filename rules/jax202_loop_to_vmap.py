@@ -7,10 +7,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static.eager import iterates_structure
 from jaxopt_audit.static.loops import carried_names, host_bound_call
 from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.walk import read_names
+from jaxopt_audit.static.walk import read_names, target_names, walk
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.split",
@@ -172,10 +173,20 @@ class LoopToVmap(Rule):
                                             "independent item, carrying no state between iterations; "
                                             "`jax.vmap` over the stacked items runs them in one call")
 
+        for fn in model.functions:
+            if fn.traced:
+                continue
+            for site in fn.comprehensions:
+                call = _seeded_comprehension_call(model, fn, site.node)
+                if call is not None:
+                    yield Report(site.node, f"this comprehension calls `{describe(call, 50)}` once per seed or "
+                                            "setting, each independent of the others; `jax.vmap` over the "
+                                            "stacked items runs them in one call")
+
     def _independent_call(self, model: SemanticModel, fn: Function, loop: Loop) -> Site | None:
         node: cst.For = loop.node
         iterable = node.iter
-        if _iterates_structure_or_files(model, iterable):
+        if _iterates_structure_or_files(model, iterable) or iterates_structure(model, loop):
             return None
         if carried_names(model, loop) or host_bound_call(model, loop) is not None:
             return None
@@ -356,3 +367,28 @@ def _structural_use(model: SemanticModel, fn: Function, call: cst.Call, items: s
 
 def _inside_shape_tuple(expr: cst.BaseExpression, items: set[str]) -> bool:
     return isinstance(expr, cst.Tuple) and any(read_names(e.value) & items for e in expr.elements)
+
+
+def _seeded_comprehension_call(model: SemanticModel, fn: Function, node: cst.CSTNode) -> cst.Call | None:
+    """`[run(jax.random.key(s)) for s in range(n)]`, `[fit(lr, x) for lr in (1e-3, 1e-2, 1e-1)]`:
+    one generator, no filter, the element a call of a jitted or same-module JAX function whose
+    item is a seed turned into a key, a key from `split`, or a literal grid of numbers."""
+    if not isinstance(node, cst.ListComp) or node.for_in.inner_for_in is not None or node.for_in.ifs:
+        return None
+    call = node.elt
+    if not isinstance(call, cst.Call):
+        return None
+    items = set(target_names(node.for_in.target))
+    iterable = node.for_in.iter
+    if not items or not _mentions(call.args, items) or read_names(call.func) & items:
+        return None
+    callee = model.callee(call, fn)
+    if not (callee.jitted or (callee.function is not None and callee.function.does_jax_work)):
+        return None
+    if _structural_use(model, fn, call, items):
+        return None
+    seeded = any(isinstance(n, cst.Call) and model.resolve(n.func) in SEED_TO_KEY and read_names(n) & items
+                 for a in call.args for n in walk(a.value))
+    if seeded or _is_key_batch(model, fn, iterable) or _is_grid(model, fn, iterable):
+        return call
+    return None

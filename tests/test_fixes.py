@@ -117,18 +117,19 @@ def test_json_marks_fix_applicability(tmp_path, capsys):
     assert kinds["JAX601"] == "safe" and kinds["JAX701"] == "safe"
 
 
-@pytest.mark.parametrize("body", [
-    "def check(x, y):\n    if jnp.all(x > 0):\n        raise ValueError('negative')\n    return x * y + jnp.sum(y)\n",
-    "def step(state, batch, size):\n    return jnp.tanh(make_model(size)(batch)) * jnp.mean(state)\n",
-    "def step(w, *rest):\n    return jnp.tanh(w) * jnp.mean(w)\n",
+@pytest.mark.parametrize("body, reported", [
+    # Branching on a device value makes it host-side work: JAX101 itself is silent, no fix either.
+    ("def check(x, y):\n    if jnp.all(x > 0):\n        raise ValueError('negative')\n    return x * y + jnp.sum(y)\n", 0),
+    ("def step(state, batch, size):\n    return jnp.tanh(make_model(size)(batch)) * jnp.mean(state)\n", 1),
+    ("def step(w, *rest):\n    return jnp.tanh(w) * jnp.mean(w)\n", 1),
 ])
-def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body):
+def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body, reported):
     source = ("import jax\nimport jax.numpy as jnp\nfrom models import make_model\n\n" + body +
-              "\n\ndef loop(a, b, c):\n    for _ in range(9):\n        a = " + body.split("(")[0][4:]
-              + "(a, b, c)\n    return a\n")
+              "\n\na, b, c = jnp.ones(3), jnp.ones(3), 3\nfor _ in range(1000):\n    a = "
+              + body.split("(")[0][4:] + "(a, b, c)\n")
     instances = [r() for r in RULES]
     findings = scan_source(source, "x.py", instances).findings
-    assert [f.fix_applicability for f in findings if f.code == "JAX101"] == [None]
+    assert [f.fix_applicability for f in findings if f.code == "JAX101"] == [None] * reported
     assert "@jax.jit" not in fix_source(source, "x.py", instances, unsafe=True).fixed
 
 

@@ -25,6 +25,7 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
     "equinox.filter_value_and_grad": (0,), "flax.nnx.vmap": (0,), "flax.nnx.grad": (0,),
     "flax.nnx.value_and_grad": (0,), "flax.nnx.scan": (0,), "flax.linen.scan": (0,),
     "flax.linen.vmap": (0,), "flax.linen.remat": (0,), "flax.nnx.remat": (0,),
+    "jax.numpy.vectorize": (0,),
 }
 
 SCAN_LIKE = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
@@ -77,7 +78,7 @@ def ecosystem_result(q: str) -> str | None:
         return None
     if root in ("jax", "jaxlib"):
         # jax's internals (`jax._src.traceback_util`, `jax.extend.core`) are machinery, not math
-        return None if q.startswith(("jax._src.", "jax.extend.", "jaxlib.")) else "array"
+        return None if q.startswith(("jax._src.", "jax.extend.", "jaxlib.", "jax.experimental.mosaic.")) else "array"
     if root == "optax":
         if q in OPTAX_ARRAY_FUNCTIONS or any(h in last for h in OPTAX_ARRAY_HINTS):
             return "array"
@@ -105,6 +106,7 @@ SYNC_METHODS = frozenset({"block_until_ready"})
 # Methods of jitted wrappers and compiled objects that return host objects (AOT and introspection).
 COMPILED_OBJECT_METHODS = frozenset({"lower", "compile", "cost_analysis", "memory_analysis", "as_text",
                                      "trace", "eval_shape", "_cache_size", "clear_cache"})
+TREE_LEAVES = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves"})
 TREE_FLATTENS = frozenset({"jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
                            "jax.tree.flatten_with_path", "jax.tree_util.tree_flatten_with_path"})
 # Methods of the dicts, lists and named tuples that hold arrays: bookkeeping, not device work.

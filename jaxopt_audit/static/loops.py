@@ -24,29 +24,108 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
     exposed: set[str] = set()  # names read before being bound: their value comes from the last iteration
     carried: set[str] = set()
     for a in fn.assignments:
-        if a.value is None or not a.targets or not loop.encloses(a.site.loop):
+        if a.value is None or not loop.encloses(a.site.loop):
+            continue
+        targets = a.targets
+        if not targets and isinstance(a.site.node, cst.Subscript) and isinstance(a.site.node.value, cst.Name):
+            targets = (a.site.node.value.value,)  # `params[k] -= lr * g[k]`: the dict is updated in place
+        if not targets:
             continue
         reads = set(names_in(a.value))
         if a.augmented:
-            reads |= set(a.targets)
+            reads |= set(targets)
         exposed |= reads - assigned
         deps: set[str] = set()
         for name in reads:
             deps.add(name)
             deps |= derived.get(name, set())
         calls = _calls_in(a.value)
-        jax_calls = [c for c in calls if model.call_work(c, fn) is not None]
+        jax_calls = [c for c in calls if model.call_work(c, fn) is not None or _opaque_on_arrays(model, c, fn)]
         # a value computed by host code (`obs = env.step(action)`) is new data, not carried state
         through_jax = bool(jax_calls) or (not calls and any(name in derived for name in reads))
-        assigned.update(a.targets)
+        assigned.update(targets)
         if not through_jax:
             continue
-        for target in a.targets:
+        for target in targets:
             if target in deps and target in exposed and target not in loop.counters \
                     and target not in loop.targets:
                 carried.add(target)
             derived[target] = deps
     return carried
+
+
+def step_state(model: SemanticModel, loop: Loop) -> set[str]:
+    """The carried names that are state a scan would carry: not PRNG keys only split and passed
+    on (randomness, not state), and not a buffer filled row by row (`buf = buf.at[i].set(v)` with
+    the loop index: building an array, which wants `jnp.stack`, not a scan)."""
+    fn = loop.function
+    state = set()
+    for name in carried_names(model, loop):
+        bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
+        if bindings and all(_fills_by_index(a.value, name, loop) for a in bindings):
+            continue
+        if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in _KEY_SPLITS
+                            for a in bindings):
+            continue
+        state.add(name)
+    return state
+
+
+_KEY_SPLITS = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
+
+
+def _fills_by_index(value: cst.BaseExpression, name: str, loop: Loop) -> bool:
+    """`name.at[i, ...].set(v)` / `.add(v)` where the index reads a loop variable."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    sub = value.func.value
+    if not (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Attribute)
+            and sub.value.attr.value == "at" and isinstance(sub.value.value, cst.Name)
+            and sub.value.value.value == name):
+        return False
+    index_names = {n for e in sub.slice for n in names_in(e)}
+    return bool(index_names & (set(loop.targets) | loop.counters))
+
+
+def _opaque_on_arrays(model: SemanticModel, call: cst.Call, fn) -> bool:
+    """A method of an unknown object called with device values (`env.step(state, action)` with
+    `action` drawn from a key): as likely JAX as the values it takes."""
+    if not isinstance(call.func, cst.Attribute) or model.resolve(call.func) is not None \
+            or model.callee(call, fn).function is not None:
+        return False
+    if isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"):
+        return False
+    return any(model.is_array(a.value, fn) or set(names_in(a.value)) & fn.array_names for a in call.args)
+
+
+def host_fed(model: SemanticModel, loop: Loop) -> bool:
+    """Each iteration draws fresh data on the host (`perm = np.random.permutation(n)`,
+    `problem = rng.normal(size=...)`) or calls a same-module function that prints or plots:
+    the body must run on the host every step. (NumPy rows of a data set sliced per step are
+    JAX302's business and still a scan candidate once moved to the device.)"""
+    from .eager import host_work
+    fn = loop.function
+    for a in fn.assignments:
+        if loop.encloses(a.site.loop) and not a.site.guarded and isinstance(a.value, cst.Call) \
+                and _draws_on_host(model, a.value, fn):
+            return True
+    for site in fn.calls:
+        if loop.encloses(site.loop) and not site.guarded:
+            target = model.callee(site.node, fn).function
+            if target is not None and not target.traced and host_work(model, target):
+                return True
+            if model.resolve(site.node.func) == "builtins.print" \
+                    and any(model.is_array(a.value, fn) for a in site.node.args):
+                return True  # a device value printed every step: a host round trip per iteration
+    return False
+
+
+def _draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
+    """`np.random.permutation(n)`, `rng.normal(...)` with `rng = np.random.default_rng()`."""
+    q = model.resolve(call.func) or ""
+    if q.startswith("numpy.random.") or q.startswith("random."):
+        return True
+    return isinstance(call.func, cst.Attribute) and _is_numpy_generator(model, call.func.value, fn)
 
 
 def literal_trip_count(loop: Loop, resolve) -> int | None:
@@ -106,6 +185,19 @@ def _counted(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
             args = [a.value for a in expr.args if a.keyword is None]
             return bool(args) and all(_counted(model, a, fn) for a in args)
     return False
+
+
+def iterates_rows(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
+    """Rows of arrays: an array (JAX or NumPy), or zip/enumerate of arrays (and ranges), with at
+    least one array."""
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.enumerate", "builtins.zip"):
+        args = [a.value for a in expr.args if a.keyword is None]
+        rows = [a for a in args if iterates_rows(model, a, fn)]
+        return bool(rows) and all(a in rows or (isinstance(a, cst.Call) and model.resolve(a.func) == "builtins.range")
+                                  for a in args)
+    if not isinstance(expr, (cst.Name, cst.Subscript)):
+        return False  # `jaxpr.eqns`, `self.shots`: fields of a record, not rows the model can show
+    return model.is_array(expr, fn) or is_numpy_value(model, expr, fn)
 
 
 def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:

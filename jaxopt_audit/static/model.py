@@ -1227,7 +1227,7 @@ class SemanticModel:
                         continue
                     loop.is_step = self._loop_does_jax_work(loop)
             for fn in self.functions:
-                fn.contains_step_loop = any(l.is_step for l in fn.loops) or any(
+                fn.contains_step_loop = any(l.is_step and not self.walks_structure(l) for l in fn.loops) or any(
                     (c := self.callee(s.node, fn).function) is not None and c is not fn and c.contains_step_loop
                     for s in fn.calls)
         for fn in self.functions:
@@ -1235,7 +1235,8 @@ class SemanticModel:
                 if not loop.is_step:
                     continue
                 # an epoch loop: it holds another step loop, or runs a compiled scan per iteration
-                loop.is_epoch = any(child.is_step for child in self._descendants(loop)) or any(
+                loop.is_epoch = any(child.is_step and not self.walks_structure(child)
+                                    for child in self._descendants(loop)) or any(
                     ((c := self.callee(s.node, fn).function) is not None
                      and (c.contains_step_loop or (c.uses_scan and c is not fn)))
                     or self.resolve(s.node.func) in apis.SCAN_LIKE
@@ -1263,6 +1264,27 @@ class SemanticModel:
                     target.per_step = True
                     target.step_call_sites.extend(fn.step_call_sites[:1])
                     work.append(target)
+
+    def walks_structure(self, loop: Loop) -> bool:
+        """A loop over a container's entries, not over steps: `for k in params: params[k] ...`,
+        `d.items()`, `jax.tree.leaves(t)`. Such a loop inside a step (a hand-written optimizer
+        update per parameter) does not make the step a loop nest of its own."""
+        node = loop.node
+        if not isinstance(node, cst.For):
+            return False
+        it = node.iter
+        if isinstance(it, cst.Call):
+            if isinstance(it.func, cst.Attribute) and it.func.attr.value in ("items", "keys", "values") \
+                    and self.resolve(it.func) is None:
+                return True
+            return self.resolve(it.func) in apis.TREE_LEAVES
+        if isinstance(it, cst.Name):  # `for k in params:` indexing `params[k]`
+            targets = set(loop.targets)
+            return any(loop.encloses(s.loop) and isinstance(s.node.value, cst.Name)
+                       and s.node.value.value == it.value
+                       and any(set(names_in(e.slice)) & targets for e in s.node.slice)
+                       for s in loop.function.subscripts)
+        return False
 
     def _descendants(self, loop: Loop) -> Iterator[Loop]:
         for child in loop.children:

@@ -1,0 +1,370 @@
+"""Evidence that code runs eagerly on the host, and that a loop is a loop over steps.
+
+The model marks as a step loop any untraced loop that does JAX work. On real code most such
+loops are not what JAX101/JAX201/JAX202 mean: library helpers that loop over a pytree's
+structure, over the dimensions of an index or the agents of an environment, inside functions
+that users jit (the model cannot see that from the file), and host helpers (plotting,
+formatting) that merely touch arrays. The rules about per-step dispatch therefore ask two
+further questions, answered here once per model:
+
+- `host_side(fn)`: the function's job is host work (it prints, formats, plots, times, does
+  file I/O, or pulls device values into Python): it cannot be jitted as it stands.
+- `dispatch_loop(loop)`: the loop is a loop over steps that Python dispatches one by one, shown
+  by the model: it is not over structure, configurations or files, and either it runs in code
+  that is eager for certain (module level, a function called from module level, a function
+  doing host work) or its own shape says "steps" (it calls jitted code, iterates rows of
+  arrays, sits inside an epoch loop over a data stream, or counts many literal steps).
+
+When neither is shown, the rules stay silent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from . import apis
+from .loops import carried_names, has_fixed_trip_count, iterates_rows, literal_trip_count
+from .model import Function, Loop, SemanticModel
+from .step_context import SHORT_LOOP
+from .walk import read_names, walk
+
+# Libraries whose calls are host work by nature (plots, images, logging, progress bars).
+HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
+                            "seaborn", "plotly", "IPython", "mediapy", "tensorboard", "tensorboardX",
+                            "absl.logging", "rich", "networkx", "pygraphviz", "graphviz"})
+PLOT_LIBRARIES = frozenset({"matplotlib", "seaborn", "plotly", "mediapy", "PIL", "imageio", "graphviz",
+                            "networkx"})
+# Other array frameworks: a function computing with them is not a jit candidate.
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "torch"})
+# Receivers that are plotting objects by convention (`ax.plot`, `fig.savefig`).
+PLOT_RECEIVERS = frozenset({"ax", "axs", "axes", "fig", "figure", "plt", "canvas"})
+# A literal trip count at or above this is a run of steps, whatever the body (`range(1000)`).
+MANY_STEPS = 50
+# Iterating these methods' results walks a container's structure or a file, not steps.
+STRUCTURE_METHODS = frozenset({"items", "keys", "values", "iterdir", "glob", "rglob", "readlines",
+                               "splitlines"})
+STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builtins.open", "os.listdir", "os.walk", "glob.glob",
+                                 "jax.devices",
+                                 "jax.local_devices", "itertools.product", "builtins.dir",
+                                 "builtins.vars"})
+
+
+# Names of containers whose entries are structure: layers, parameters, dimensions.
+STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|modules|leaves|children|shapes?|"
+                             r"dims|axes|sizes|args|kwargs)$", re.IGNORECASE)
+
+
+def _cache(model: SemanticModel) -> dict:
+    cache = getattr(model, "_eager_facts", None)
+    if cache is None:
+        cache = {"host": {}, "eager": None, "loop": {}, "errors": {}}
+        model._eager_facts = cache  # type: ignore[attr-defined]
+    return cache
+
+
+def host_work(model: SemanticModel, fn: Function) -> bool:
+    """The function's own body does work that only a driver does: prints, reads a timer, does
+    file I/O, plots or logs. Error messages (`raise`/`assert`) do not count. Code doing this runs
+    eagerly. (Pulls and branches on values are not evidence: library code does them on
+    concrete values under `core.is_concrete`-style guards.)"""
+    facts = _cache(model)["host"]
+    if fn in facts:
+        return facts[fn]
+    facts[fn] = result = any(not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=True))
+    return result
+
+
+def host_side(model: SemanticModel, fn: Function) -> bool:
+    """The function's job is host work, so it cannot be jitted as it stands: `host_work`, or it
+    formats values (f-strings, `str`, `.format`), pulls an array into Python (`float(x)`,
+    `x.item()`, `np.asarray(x)`), branches on a device value (`if jnp.any(x):`), or runs NumPy,
+    TensorFlow or PyTorch on its values."""
+    return host_work(model, fn) or any(
+        not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=False))
+
+
+def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cst.CSTNode]:
+    """Candidate host operations in `fn`'s body (strict: only what `host_work` counts)."""
+    if not strict:
+        yield from (site.node for site in fn.fstrings)
+    for site in fn.calls:
+        call: cst.Call = site.node
+        q = model.resolve(call.func)
+        if q is not None:
+            if strict:
+                if q == "builtins.print" or q in apis.TIMER_FUNCTIONS or q in apis.HOST_IO_FUNCTIONS \
+                        or q.split(".")[0] in HOST_LIBRARIES or q.rsplit(".", 1)[0] in HOST_LIBRARIES:
+                    yield call
+            elif q in apis.HOST_PULL_FUNCTIONS and call.args and model.is_array(call.args[0].value, fn):
+                yield call
+            elif q in ("builtins.str", "builtins.repr", "builtins.format") or q.split(".")[0] in OTHER_FRAMEWORKS:
+                yield call
+            elif q.startswith("numpy.") and any(
+                    model.is_array(a.value, fn) or (isinstance(a.value, cst.Name) and a.value.value in fn.params)
+                    for a in call.args):
+                yield call
+            continue
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            continue
+        base = func.value
+        if strict:
+            if isinstance(base, cst.Name) and (base.value in PLOT_RECEIVERS or _plot_annotation(fn, base.value)):
+                yield call
+            elif isinstance(base, cst.Subscript) and isinstance(base.value, cst.Name) \
+                    and base.value.value in PLOT_RECEIVERS:
+                yield call  # axs[0, j].imshow(...)
+        elif func.attr.value == "format" and isinstance(base, (cst.SimpleString, cst.ConcatenatedString)):
+            yield call
+        elif func.attr.value in apis.HOST_METHODS and model.is_array(base, fn):
+            yield call
+    if not strict:
+        for site in fn.tests:
+            node = site.node
+            if isinstance(node, (cst.If, cst.While)) and any(
+                    type(n) is cst.Call and model.is_array(n, fn) for n in walk(node.test)):
+                yield node.test  # a Python branch on a device value: a sync
+
+
+def _in_error_path(model: SemanticModel, fn: Function, node: cst.CSTNode) -> bool:
+    """The node sits in a `raise` or `assert` statement (an error message, not the work)."""
+    errors = _cache(model)["errors"]
+    if fn not in errors:  # walked only for functions with a candidate host operation
+        errors[fn] = {id(n) for stmt in walk(fn.node) if type(stmt) in (cst.Raise, cst.Assert)
+                      for n in walk(stmt)}
+    return id(node) in errors[fn]
+
+
+def _plot_annotation(fn: Function, name: str) -> bool:
+    annotation = fn.param_annotations.get(name)
+    return annotation is not None and annotation.split(".")[-1] in ("Axes", "Figure", "Axis")
+
+
+def eager_functions(model: SemanticModel) -> set[Function]:
+    """Functions that certainly run eagerly: the module body, functions called from it (not
+    through a transform), and functions those call, transitively; untraced host-side functions."""
+    cache = _cache(model)
+    if cache["eager"] is not None:
+        return cache["eager"]
+    found: set[Function] = {model.module_function}
+    work = [model.module_function]
+    for fn in model.functions:
+        if not fn.traced and not fn.is_module and host_work(model, fn) and fn not in found:
+            found.add(fn)
+            work.append(fn)
+    while work:
+        fn = work.pop()
+        for site in fn.calls:
+            callee = model.callee(site.node, fn)
+            target = callee.function
+            if target is None or target in found or target.traced or callee.jitted \
+                    or callee.transform is not None:
+                continue
+            found.add(target)
+            work.append(target)
+    cache["eager"] = found
+    return found
+
+
+def iterates_structure(model: SemanticModel, loop: Loop) -> bool:
+    """The loop walks a container's structure, files or configurations, not steps:
+    `d.items()`, `jax.tree.leaves(p)`, `open(f)`, `range(len(layers))`, `itertools.product(...)`,
+    or a name bound to one of those."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return False
+    return _structure_iterable(model, node.iter, loop.function, 0)
+
+
+def _structure_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function, depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        q = model.resolve(func)
+        if q in STRUCTURE_FUNCTIONS:
+            return True
+        if q is None and isinstance(func, cst.Attribute) and func.attr.value in STRUCTURE_METHODS:
+            return True
+        if q == "builtins.range":
+            return any(_length_of_structure(model, a.value, fn) for a in expr.args)
+        if q in ("builtins.enumerate", "builtins.zip", "builtins.sorted", "builtins.list", "builtins.reversed"):
+            args = [a.value for a in expr.args if a.keyword is None]
+            return any(_structure_iterable(model, a, fn, depth + 1) for a in args)
+        return False
+    if isinstance(expr, cst.Attribute) and expr.attr.value in apis.STATIC_ATTRIBUTES:
+        return True  # `zip(coords, x.shape)`: one iteration per dimension
+    base = expr.value if isinstance(expr, cst.Subscript) else expr
+    name = base.value if isinstance(base, cst.Name) else base.attr.value if isinstance(base, cst.Attribute) else None
+    if name is not None and STRUCTURE_NAMES.search(name):
+        return True  # `for w, b in params`, `enumerate(slice_shape[:-1])`: layers, dimensions
+    if isinstance(expr, cst.Name):
+        bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
+        if bindings and len(bindings) == len(fn.bindings(expr.value)):
+            return all(len(a.targets) <= 2 and _structure_iterable(model, a.value, fn, depth + 1) for a in bindings)
+    return False
+
+
+def _configurations(model: SemanticModel, expr: cst.BaseExpression, fn: Function, depth: int = 0) -> bool:
+    """A literal list or tuple (of settings), zip/enumerate of such, or a name bound once to one:
+    a loop over configurations, each usually a new shape or program."""
+    if depth > 3:
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return True
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
+        args = [a.value for a in expr.args if a.keyword is None]
+        return bool(args) and all(_configurations(model, a, fn, depth + 1) for a in args)
+    if isinstance(expr, cst.Subscript):  # `rotations[0]` of a literal list of settings
+        return _configurations(model, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Name):
+        scope: Function | None = fn
+        while scope is not None:
+            bindings = scope.bindings(expr.value)
+            if bindings:
+                return len(bindings) == 1 and bindings[0].value is not None \
+                    and _configurations(model, bindings[0].value, scope, depth + 1)
+            scope = scope.parent
+    return False
+
+
+def _length_of_structure(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    """`len(layers)`, `len(xs) - 1`, `x.ndim`: a count of structure, not of steps."""
+    if isinstance(expr, cst.BinaryOperation):
+        return _length_of_structure(model, expr.left, fn) or _length_of_structure(model, expr.right, fn)
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) == "builtins.len" and expr.args:
+        return not model.is_array(expr.args[0].value, fn)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "ndim":
+        return True
+    return False
+
+
+def dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
+    """The loop is shown to be a loop over steps, each dispatched from Python (module docstring)."""
+    facts = _cache(model)["loop"]
+    if loop in facts:
+        return facts[loop]
+    facts[loop] = result = _dispatch_loop(model, loop)
+    return result
+
+
+def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
+    fn = loop.function
+    if fn.traced or not loop.is_step or iterates_structure(model, loop):
+        return False
+    count = literal_trip_count(loop, model.resolve)
+    if count is not None and count <= SHORT_LOOP:
+        return False
+    if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
+        return False
+    if _plots(model, loop) or _other_framework(model, loop):
+        return False  # a display loop (a grid of images) or a TensorFlow/PyTorch loop
+    if isinstance(loop.node, cst.For) and _attribute_iterable(model, loop.node.iter, fn):
+        # `for shots in self.shots`, `for axis, n in spec.ragged_axes`: fields of a record or
+        # settings made at construction; only a compiled step in the body says "steps"
+        return _calls_compiled(model, loop)
+    if fn in eager_functions(model):
+        return True
+    if count is not None and count >= MANY_STEPS:
+        return True
+    if _calls_compiled(model, loop) or _steps_user_function(model, loop):
+        return True
+    node = loop.node
+    if isinstance(node, cst.While):
+        return has_fixed_trip_count(model, loop)  # `while step < horizon` with `step += 1`
+    if isinstance(node, cst.For):
+        if iterates_rows(model, node.iter, fn):
+            return True
+        # `for batch in batches` inside `for epoch in range(n)`: epochs over a data stream
+        parent = loop.parent
+        if parent is not None and parent.is_step and not _is_range(model, node.iter):
+            return True
+    return False
+
+
+def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
+    """`w = self.update(w, x, y)`, `state = step(state, batch)`: the loop feeds a value back
+    into a function of this module that does array work, over data it does not index by
+    structure: the shape of a training or simulation loop."""
+    counted = isinstance(loop.node, cst.For) and _is_range(model, loop.node.iter)
+    carried = carried_names(model, loop)
+    if not carried:
+        return False
+    fn = loop.function
+    assigned = {t for a in fn.assignments if loop.encloses(a.site.loop) for t in a.targets}
+    for a in fn.assignments:
+        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call):
+            continue
+        target = model.callee(a.value, fn).function
+        args = [arg.value for arg in a.value.args if not arg.star]
+        if target is None or not target.does_array_work or not any(read_names(arg) & carried for arg in args):
+            continue
+        # the state and this iteration's item go in, the new state comes out; under
+        # `for k in range(n)` the item must be a row of data the loop does not write (`xs[t]`),
+        # or `k` may count dimensions of something being built
+        if counted and any(_row_of_data(arg, loop, assigned) for arg in args):
+            return True
+        if not counted and any(read_names(arg) & set(loop.targets) for arg in args):
+            return True
+    return False
+
+
+def _attribute_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
+        return any(_attribute_iterable(model, a.value, fn) for a in expr.args if a.keyword is None)
+    return isinstance(expr, cst.Attribute) and model.resolve(expr) is None and expr.attr.value not in apis.ARRAY_ATTRIBUTES
+
+
+def _plots(model: SemanticModel, loop: Loop) -> bool:
+    """The loop body draws: calls a plotting library or a method of an axes or figure."""
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop) or site.guarded:  # a plot every k steps is still a step loop
+            continue
+        func = site.node.func
+        q = model.resolve(func)
+        if q is not None and q.split(".")[0] in PLOT_LIBRARIES:
+            return True
+        if isinstance(func, cst.Attribute):
+            base = func.value.value if isinstance(func.value, cst.Subscript) else func.value
+            if isinstance(base, cst.Name) and base.value in PLOT_RECEIVERS:
+                return True
+        if any(isinstance(a.value, cst.Name) and (a.value.value in PLOT_RECEIVERS or _plot_annotation(fn, a.value.value))
+               for a in site.node.args):
+            return True  # `self._render_square(ax=ax, ...)`: drawing through a helper
+    return False
+
+
+def _row_of_data(expr: cst.BaseExpression, loop: Loop, assigned: set[str]) -> bool:
+    """`xs[t]`: a name the loop does not assign, indexed by the loop's counter."""
+    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) \
+        and expr.value.value not in assigned \
+        and any(read_names(e.slice) & (set(loop.targets) | loop.counters) for e in expr.slice)
+
+
+def _other_framework(model: SemanticModel, loop: Loop) -> bool:
+    fn = loop.function
+    return any(loop.encloses(site.loop) and (model.resolve(site.node.func) or "").split(".")[0] in OTHER_FRAMEWORKS
+               for site in fn.calls)
+
+
+def _is_range(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and model.resolve(expr.func) == "builtins.range"
+
+
+def _calls_compiled(model: SemanticModel, loop: Loop) -> bool:
+    """The loop body calls a jitted function or compiled library code (`model.apply`,
+    `optimizer.update`): the user compiled the step, so this loop is the Python driver."""
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        callee = model.callee(site.node, fn)
+        if callee.jitted:
+            return True
+        if model.receiver_kind(site.node, fn) == "object" and model.call_work(site.node, fn) == "dispatch":
+            return True
+    return False

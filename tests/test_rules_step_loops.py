@@ -1,0 +1,418 @@
+"""JAX101/JAX201/JAX202 on the shapes of real code: a loop is a step loop dispatched from Python
+only when the model can show it, and a function whose job is host work is not a jit candidate.
+Each near miss below is written after a false positive seen in public JAX code; each has a
+positive twin so the rule is not simply off."""
+
+from __future__ import annotations
+
+from conftest import scan_text
+
+
+def found(source, rules, code):
+    return sorted(f.line for f in scan_text(source, rules) if f.code == code)
+
+
+def test_a_plotting_helper_called_per_step_is_host_work(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+        import matplotlib.pyplot as plt
+        import numpy as np
+
+        def draw(ax, traj):
+            dx = traj[1:] - traj[:-1]
+            ax.quiver(traj[:-1, 0], traj[:-1, 1], dx[:, 0], dx[:, 1])
+
+        def label(tree, i):
+            return f"value {tree[i] * 2.0:.2f} visits {tree[i] + 1}"
+
+        def summary(x):
+            m = jnp.mean(x, axis=0)
+            return np.asarray(m / jnp.max(jnp.abs(x)))
+
+        def smooth(x):
+            y = jnp.convolve(x, jnp.ones(5) / 5.0)
+            return y - jnp.mean(y)
+
+        fig, ax = plt.subplots()
+        history = []
+        traj = jnp.zeros((100, 2))
+        for step in range(500):
+            traj = traj + 0.1
+            traj = smooth(traj)
+            print(label(traj, step))
+            history.append(summary(traj))
+            if step % 100 == 0:
+                draw(ax, traj)
+    """
+    # `smooth` is device work called every step: the twin that must still be reported
+    assert found(source, all_rules, "JAX101") == [17]
+
+
+def test_loops_over_structure_and_settings_are_not_step_loops(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def normalize(i, n):
+            j = jnp.asarray(i)
+            return jnp.where(j < 0, j + n, j) * 1
+
+        def gather(x, idx):
+            out = []
+            for axis, i in zip(range(x.ndim), x.shape):
+                out.append(normalize(i, axis))
+            for k, v in {"a": 1, "b": 2}.items():
+                out.append(normalize(v, k))
+            return out
+
+        def sweep(x):
+            out = []
+            for width in [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]:
+                out.append(normalize(x[:width], width))
+            return out
+
+        class Evaluator:
+            def __init__(self, shots):
+                self.shots = shots
+
+            def run(self, x):
+                return [normalize(x[:shots], shots) for shots in self.shots]
+
+            def run_loop(self, x):
+                results = {}
+                for shots in self.shots:
+                    results[shots] = normalize(x[:shots], shots)
+                return results
+
+        x = jnp.ones(10)
+        for step in range(1000):
+            x = normalize(x, 3)
+    """
+    assert found(source, all_rules, "JAX101") == [3]
+
+
+def test_a_library_helper_loop_with_no_sign_of_steps_is_silent(all_rules):
+    """`for k in range(n)` in a library function that users jit: the file cannot show that it
+    runs eagerly, nor that `n` counts steps rather than dimensions or agents."""
+    source = """
+        import jax.numpy as jnp
+
+        def rotate(a, b, c, s):
+            return c * a - s * b, c * b + s * a
+
+        def cholesky_update(r, z, n):
+            for k in range(n):
+                row, z = rotate(r[k], z, 0.5, 0.5)
+                r = r.at[k].set(row)
+            return r
+
+        def run_agents(actions, n_agents):
+            final = jnp.zeros_like(actions)
+            for agent in range(n_agents):
+                final = final.at[agent].set(jnp.maximum(actions[agent], 0.0) * 2.0)
+            return final
+    """
+    assert found(source, all_rules, "JAX101") == []
+    assert found(source, all_rules, "JAX201") == []
+
+
+def test_a_library_loop_called_from_module_level_runs_eagerly(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def relax(u, f):
+            return 0.25 * (jnp.roll(u, 1) + jnp.roll(u, -1)) + f
+
+        def solve(u, f, n):
+            for k in range(n):
+                u = relax(u, f)
+            return u
+
+        u = solve(jnp.zeros(64), jnp.ones(64), 5000)
+    """
+    assert found(source, all_rules, "JAX101") == [3]
+    assert found(source, all_rules, "JAX201") == [7]
+
+
+def test_a_check_that_branches_on_device_values_is_host_work(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def generation(state, key):
+            return state + jax.random.normal(key, state.shape), jnp.sum(state)
+
+        def check_finite(population, fitness):
+            values = (population, fitness)
+            if not all(jnp.all(jnp.isfinite(v)) for v in values):
+                raise FloatingPointError("non-finite values")
+
+        def run(state, key, n):
+            for _ in range(n):
+                key, sub = jax.random.split(key)
+                state, fitness = generation(state, sub)
+                check_finite(state, fitness)
+            return state
+    """
+    assert found(source, all_rules, "JAX101") == []
+
+
+def test_error_messages_do_not_make_a_library_function_eager(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def fix(i, n):
+            j = jnp.asarray(i)
+            return jnp.where(j < 0, j + n, j) + 0
+
+        def index_all(idx, n):
+            out = []
+            for pos, i in enumerate(idx):
+                if pos > 100:
+                    raise IndexError(f"too many indices: {pos}")
+                out.append(fix(i, n))
+            return out
+    """
+    assert found(source, all_rules, "JAX101") == []
+
+
+def test_iterating_tree_leaves_is_not_a_vmap_candidate(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def infer(x):
+            return jnp.tanh(x) * 2.0
+
+        def all_leaves(tree):
+            leaves = jax.tree.leaves(tree)
+            out = []
+            for leaf in leaves:
+                out.append(infer(leaf))
+            return out
+
+        def seeds(n):
+            out = []
+            for seed in range(n):
+                out.append(infer(jax.random.normal(jax.random.key(seed), (3,))))
+            return out
+    """
+    assert found(source, all_rules, "JAX202") == [17]
+
+
+def test_a_parameter_dict_updated_in_place_is_carried_state(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def loss(params, x, y):
+            return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
+
+        def adam_step(params, m, v, x, y, lr=1e-3):
+            grads = jax.grad(loss)(params, x, y)
+            for k in params:
+                m[k] = 0.9 * m[k] + 0.1 * grads[k]
+                v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
+                params[k] -= lr * m[k] / (jnp.sqrt(v[k]) + 1e-8)
+            return params, m, v
+
+        def train(params, x, y):
+            m = {k: jnp.zeros_like(p) for k, p in params.items()}
+            v = {k: jnp.zeros_like(p) for k, p in params.items()}
+            for step in range(1000):
+                params, m, v = adam_step(params, m, v, x, y)
+            return params
+
+        def train_inline(params, x, y, lr=1e-3):
+            m = {k: jnp.zeros_like(p) for k, p in params.items()}
+            for step in range(1000):
+                grads = jax.grad(loss)(params, x, y)
+                for k in params:
+                    m[k] = 0.9 * m[k] + 0.1 * grads[k]
+                    params[k] -= lr * m[k]
+            return params
+    """
+    assert found(source, all_rules, "JAX101") == [4, 7]
+    assert found(source, all_rules, "JAX201") == [18, 24]
+
+
+def test_state_carried_through_a_method_of_an_annotated_learner(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+        from typing import NamedTuple
+
+        class Result(NamedTuple):
+            state: jax.Array
+            loss: jax.Array
+
+        class Learner:
+            def __init__(self, lr):
+                self.lr = lr
+
+            def update(self, state, x, y):
+                err = jnp.dot(state, x) - y
+                return Result(state - self.lr * err * x, err ** 2)
+
+        def run(learner: Learner, state, xs, ys, num_steps):
+            losses = []
+            for t in range(num_steps):
+                result = learner.update(state, xs[t], ys[t])
+                state = result.state
+                losses.append(result.loss)
+            return state, losses
+    """
+    assert found(source, all_rules, "JAX101") == [13]
+    assert found(source, all_rules, "JAX201") == [19]
+
+
+def test_jit_in_a_loop_under_a_module_level_flag(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        USE_FAST = False
+
+        def f(x):
+            return jnp.sin(x) * 2.0
+
+        x = jnp.ones(3)
+        if not USE_FAST:
+            for i in range(100):
+                y = jax.jit(f)(x)
+    """
+    assert found(source, all_rules, "JAX102") == [12]
+
+
+def test_seeds_run_in_a_list_comprehension(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def run(key):
+            return jnp.mean(jax.random.normal(key, (100,)))
+
+        def all_seeds(n):
+            return [run(jax.random.key(s)) for s in range(n)]
+
+        def all_layers(layers, x):
+            return [run(layer) for layer in layers]
+    """
+    assert found(source, all_rules, "JAX202") == [9]
+
+
+def test_key_only_carries_and_row_fills_are_not_scan_candidates(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def estimate(key, x):
+            return jnp.mean(jax.random.normal(key, x.shape) * x)
+
+        def average(x, key, n):
+            total = []
+            for i in range(n):
+                key, sub = jax.random.split(key)
+                total.append(estimate(sub, x))
+            return total
+
+        def stack_rows(rows, n):
+            out = jnp.zeros((n, 3))
+            for i in range(n):
+                out = out.at[i].set(estimate(jax.random.key(i), rows[i]))
+            return out
+
+        def train(w, xs, n):
+            for i in range(n):
+                w = w - 0.1 * estimate(jax.random.key(i), xs[i]) * w
+            return w
+    """
+    assert found(source, all_rules, "JAX201") == [22]
+
+
+def test_host_drawn_data_drawing_helpers_and_layer_loops_are_not_scan_candidates(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def update(state, batch):
+            return state - 0.1 * jnp.mean(batch) * state
+
+        def epochs(state, data, n):
+            for _ in range(n):
+                perm = np.random.permutation(len(data))
+                state = update(state, data[perm])
+            return state
+
+        def render(state, ax, rows):
+            image = jnp.ones((rows, rows))
+            for i in range(rows):
+                image = paint(state, ax=ax, i=i, image=image)
+            return image
+
+        def paint(state, ax, i, image):
+            ax.text(i, i, "x")
+            return image * state[i] + jnp.sin(image)
+
+        def forward(params, x):
+            for w, b in params:
+                x = layer(w, b, x)
+            return x
+
+        def layer(w, b, x):
+            return jnp.tanh(x @ w + b) * 1.0
+
+        def train(state, data, n):
+            for i in range(n):
+                state = update(state, data[i])
+            return state
+    """
+    assert found(source, all_rules, "JAX201") == [34]
+    assert found(source, all_rules, "JAX101") == []
+
+
+def test_iterating_a_record_field_is_not_a_step_loop(all_rules):
+    source = """
+        import jax.numpy as jnp
+
+        def apply_eqn(eqn, env):
+            return jnp.asarray(env[eqn]) * 2.0 + jnp.ones(())
+
+        def evaluate(program: jnp.ndarray, env):
+            out = []
+            for eqn in program.eqns:
+                out.append(apply_eqn(eqn, env))
+            return out
+    """
+    assert found(source, all_rules, "JAX101") == []
+
+
+def test_a_loop_printing_a_device_value_every_step_is_not_a_scan_candidate(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(w):
+            return w - 0.1 * jnp.sin(w)
+
+        def noisy(w, n):
+            for i in range(n):
+                w = update(w)
+                print(jnp.mean(w))
+            return w
+
+        def quiet(w, n):
+            for i in range(n):
+                w = update(w)
+                if i % 100 == 0:
+                    print(jnp.mean(w))
+            return w
+    """
+    assert found(source, all_rules, "JAX201") == [15]
