@@ -1,7 +1,7 @@
 """Writing user files safely, and checking before the work starts that they can be written.
 
 One policy for every output path (`scan -o`, `bench --out/--trace`, `run --json/--trace`,
-`report -o`; DESIGN.md "Files the tool writes"): a regular file is replaced atomically (written
+`report -o`; docs/design.md "Files the tool writes"): a regular file is replaced atomically (written
 next to its target, then renamed, so a reader or a crash never sees half a file); a symlink is
 written through to its target, never replaced; a device, FIFO or other special file is written to
 directly (`-o /dev/stdout`, `-o >(gzip > x)`); a directory where a file is expected, or a file

@@ -3,6 +3,7 @@ and must match them, and nothing in the code points at documents outside the rep
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jaxopt_audit.static.command import rule_catalog
@@ -22,3 +23,15 @@ def test_every_rule_has_its_section_in_the_catalog():
     for rule in load_rules():
         assert f"\n## {rule.CODE}\n" in written
 
+
+
+def test_code_cites_only_documents_in_the_repository():
+    outside = re.compile(r"\b(DESIGN|RULES|STYLE)\.md\b|\bshared/")
+    offenders = []
+    for folder in ("jaxopt_audit", "rules", "reference_pipelines", "benchmarks", "tests", ".ci"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", "") and path != Path(__file__).resolve():
+                for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+                    if outside.search(line):
+                        offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

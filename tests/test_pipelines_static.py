@@ -1,5 +1,5 @@
 """The static analyzer on the reference pipelines' stage files: each rewrite removes findings of
-the codes it declares, and the last stage of every pipeline is clean (DESIGN.md, issue 4)."""
+the codes it declares, and the last stage of every pipeline is clean (docs/design.md, issue 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JAX102 jit-in-loop: the shapes RULES.md lists, seed 002's inline `jax.jit(selu)(x)`, and the
+"""JAX102 jit-in-loop: the shapes docs/rules.md lists, seed 002's inline `jax.jit(selu)(x)`, and the
 "Quiet on" clauses (module level, `__init__`, a factory called once, memoisation, traced code)."""
 
 from __future__ import annotations

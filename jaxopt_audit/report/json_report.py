@@ -1,4 +1,4 @@
-"""`--format json`: the machine interface of DESIGN.md, one object on stdout."""
+"""`--format json`: the machine interface of docs/design.md, one object on stdout."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def _source_lines(path: str, cache: dict, cell: int | None = None) -> list[str]:
 
 
 def location(f) -> str:
-    """`path:line:col` or, in a notebook, `path:cell N:line:col` (DESIGN.md)."""
+    """`path:line:col` or, in a notebook, `path:cell N:line:col` (docs/design.md)."""
     cell = f"cell {f.cell}:" if f.cell is not None else ""
     return f"{f.path}:{cell}{f.line}:{f.column}"
 

@@ -1,6 +1,6 @@
 """Per-file scan results, reused while nothing that decides them has changed.
 
-A file's entry is keyed by (DESIGN.md):
+A file's entry is keyed by (docs/design.md):
 - the file's content (sha256 of its bytes) and its path (findings carry it, and the package a
   file sits in resolves its relative imports);
 - the scan's fingerprint: the tool's own source (every module of the package and every rule

@@ -1,6 +1,6 @@
 """The `scan`, `rule` and `rules` subcommands: turn arguments into a scan and pick a renderer.
 
-Exit status (DESIGN.md): 0 no findings, 1 findings (or files that could not be scanned),
+Exit status (docs/design.md): 0 no findings, 1 findings (or files that could not be scanned),
 2 usage error or a crash of the tool itself.
 """
 

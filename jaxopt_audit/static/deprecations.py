@@ -1,6 +1,6 @@
 """Deprecated and removed JAX APIs, each with its replacement: the data behind JAX601.
 
-Two parts. `CURATED`: the API changes users meet in real code and tutorials (RULES.md's list:
+Two parts. `CURATED`: the API changes users meet in real code and tutorials (docs/rules.md's list:
 the `jax.tree_*` aliases, typed keys, `pmap`, `pjit`, `xmap`, `host_callback`, `DeviceArray`,
 ...). `JAX_TABLES`: a snapshot of the `_deprecations` tables that JAX modules keep for
 `__getattr__` (jax 0.10.2), where an entry whose function is None raises AttributeError

@@ -168,7 +168,7 @@ def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str
             path, f"internal error: {type(exc).__name__}: {exc}; please report it with this file"), 0, True)
 
 
-# Worker state: rules are loaded once per process, not once per file (Fixit's cost, STYLE.md).
+# Worker state: rules are loaded once per process, not once per file (Fixit's cost, docs/style.md).
 _worker_rules: list[Rule] = []
 _worker_config: Config | None = None
 

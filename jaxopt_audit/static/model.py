@@ -3,7 +3,7 @@
 One walk over the libcst tree indexes each function (the module body and lambdas count as
 functions) with its calls, loops, tests, subscripts and bindings, each tagged with its innermost
 enclosing loop and whether it sits under a periodic guard (`if step % k == 0`). A few fixpoint
-passes then answer the questions rules ask (DESIGN.md): what each name is bound to, which
+passes then answer the questions rules ask (docs/design.md): what each name is bound to, which
 functions are jitted or traced and which of their parameters are static, which expressions are
 JAX arrays, which loops are step loops, and which functions run once per step.
 """
@@ -864,7 +864,7 @@ class SemanticModel:
 
     def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
         """In traced code: the value is certainly a tracer (`tracers.py` says when). Module-level
-        constants are static (RULES.md), and so are `self.*` attributes set at construction."""
+        constants are static (docs/rules.md), and so are `self.*` attributes set at construction."""
         from .tracers import tracers
         return scope.traced and tracers(self).expr(expr, scope)
 

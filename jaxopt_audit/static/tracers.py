@@ -313,7 +313,7 @@ class Tracers:
                 if name in scope.params or scope.bindings(name):
                     return self._scope_value(name, scope, depth)
                 scope = scope.parent
-            return False  # module constants are static (RULES.md)
+            return False  # module constants are static (docs/rules.md)
         seq = self.model.name_seq.get(id(use))
         before = [a for a in bindings if seq is not None and a.seq < seq]
         if before:

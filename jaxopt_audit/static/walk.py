@@ -1,7 +1,7 @@
 """Fast traversal of libcst trees.
 
 libcst's own visitor rebuilds every node it passes through and its metadata providers cost ~10x
-the parse (STYLE.md), so the analyzer walks the dataclass fields itself, skipping whitespace and
+the parse (docs/style.md), so the analyzer walks the dataclass fields itself, skipping whitespace and
 punctuation, which costs about 5% of the parse.
 """
 

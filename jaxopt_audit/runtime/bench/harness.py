@@ -187,7 +187,7 @@ def _work_unit_name(throughput_unit: str) -> str:
 
 def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: BenchOptions,
                  on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Measure the stages and return the results object (DESIGN.md's bench JSON, plus extras)."""
+    """Measure the stages and return the results object (docs/design.md's bench JSON, plus extras)."""
     import jax
 
     from .machine import machine_info

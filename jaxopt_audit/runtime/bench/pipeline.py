@@ -41,7 +41,7 @@ class Stage:
     changes_math: bool = False  # a different optimizer, a fixed bug: validation is looser
     math_note: str = ""  # when changes_math: what changes and how validation accounts for it
     # Stages too slow to run at full size are measured on a prefix of the work and
-    # extrapolated linearly (DESIGN.md); None means always run the whole workload.
+    # extrapolated linearly (docs/design.md); None means always run the whole workload.
     full_size_prefix: float | None = None
 
 

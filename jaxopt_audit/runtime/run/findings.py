@@ -1,4 +1,4 @@
-"""What went wrong at runtime, as findings with the rule codes of RULES.md.
+"""What went wrong at runtime, as findings with the rule codes of docs/rules.md.
 
 From the instruments' records:
 

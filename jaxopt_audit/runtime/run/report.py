@@ -1,4 +1,4 @@
-"""The machine report of `jaxopt-audit run`: records, and the JSON object DESIGN.md specifies.
+"""The machine report of `jaxopt-audit run`: records, and the JSON object docs/design.md specifies.
 
 Built once, from what the instruments recorded and the findings derived from them
 (`build_report`); the terminal renderer and `--json` both read it, neither analyses.
@@ -137,7 +137,7 @@ class RunReport:
     notes: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md object; extra keys are additive."""
+        """The docs/design.md object; extra keys are additive."""
         functions = []
         for f in self.functions:
             entry = asdict(f)
