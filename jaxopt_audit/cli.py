@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 import sys
 import traceback
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
 

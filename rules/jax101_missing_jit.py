@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.loops import (has_fixed_trip_count, host_bound_call, host_fed, literal_trip_count,
-                                       step_state, wraps_compiled_scan)
 from jaxopt_audit.static.eager import dispatch_loop
+from jaxopt_audit.static.loops import (
+    has_fixed_trip_count,
+    host_bound_call,
+    host_fed,
+    literal_trip_count,
+    step_state,
+    wraps_compiled_scan,
+)
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 

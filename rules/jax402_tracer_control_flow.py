@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
 from jaxopt_audit.static.model import SemanticModel
-from jaxopt_audit.static.tracers import container_annotation, tracers
-from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
+from jaxopt_audit.static.tracers import container_annotation, tracers
 
 
 class TracerControlFlow(Rule):

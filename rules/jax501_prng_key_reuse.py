@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.prng_keys import KeyAnalysis, Reuse

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.fix_codemods import rename_deprecated
 from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
+from jaxopt_audit.static.fix_codemods import rename_deprecated
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.names import canonical, dotted
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -11,10 +11,16 @@ from jaxopt_audit.static import apis
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
 from jaxopt_audit.static.model import Function, SemanticModel
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.timing import (TimedRegion, calls_in_order, formats_device_value, is_sync,
-                                        structural_tree_call, syncing_functions, timed_regions)
-from jaxopt_audit.static.walk import string_value, walk
-from jaxopt_audit.static.walk import read_names
+from jaxopt_audit.static.timing import (
+    TimedRegion,
+    calls_in_order,
+    formats_device_value,
+    is_sync,
+    structural_tree_call,
+    syncing_functions,
+    timed_regions,
+)
+from jaxopt_audit.static.walk import read_names, string_value, walk
 
 TIMEIT_RUNNERS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 # Words that say a measurement knowingly includes compilation.

@@ -3,8 +3,9 @@ near miss stays quiet and its positive twin is reported."""
 
 from __future__ import annotations
 
-from conftest import scan_text
 from jaxopt_audit.rules.jax301_host_sync_in_step import HostSyncInStep
+
+from conftest import scan_text
 
 
 def lines(source: str) -> list[int]:

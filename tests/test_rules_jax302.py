@@ -3,8 +3,9 @@ the near misses seen in real set-up code, library internals and benchmarks."""
 
 from __future__ import annotations
 
-from conftest import scan_text
 from jaxopt_audit.rules.jax302_host_to_device_in_step import HostToDeviceInStep
+
+from conftest import scan_text
 
 
 def lines(source: str) -> list[int]:

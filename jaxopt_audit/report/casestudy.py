@@ -17,12 +17,13 @@ import importlib.util
 import json
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from . import markdown as md
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
+from . import markdown as md
 from .results_check import results_problem
 
 EXIT_OK, EXIT_ERROR = 0, 2

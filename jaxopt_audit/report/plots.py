@@ -5,8 +5,9 @@ Numbers read as a person writes them: `29.1 h`, `340 ms`, `1,144x`, never `1.14e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import matplotlib
 

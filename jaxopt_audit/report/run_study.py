@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from . import markdown as md
 
@@ -188,8 +189,8 @@ def default_output(runs: list[RunResult]) -> Path:
 
 def write_study(runs: list[RunResult], output: str | None) -> tuple[Path, list[Path]]:
     """Write the markdown and its plot; return their paths."""
-    from . import plots
     from ..fileio import OutputPathError, check_output_file, write_text_atomic
+    from . import plots
     from .casestudy import ReportError
 
     md_path = Path(output) if output else default_output(runs)

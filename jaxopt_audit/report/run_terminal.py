@@ -7,9 +7,8 @@ the `RunReport`; computes nothing but display strings and the order of the top o
 from __future__ import annotations
 
 import sys
-from typing import TextIO
-
 from collections import Counter
+from typing import TextIO
 
 from rich.console import Console
 from rich.table import Table

@@ -52,8 +52,9 @@ import threading
 import traceback
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import jax
 import jax.monitoring

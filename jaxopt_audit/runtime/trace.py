@@ -21,12 +21,13 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
-import shlex
 import re
+import shlex
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import jax
 

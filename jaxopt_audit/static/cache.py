@@ -22,8 +22,8 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import lru_cache
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
 
 from .. import __version__
 from .rule import Finding
@@ -42,7 +42,7 @@ def default_cache_dir(config_source: str | None) -> str:
     return os.path.join(base, CACHE_DIR_NAME)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _source_digest(paths: tuple[str, ...]) -> str:
     digest = hashlib.sha256(__version__.encode())
     for path in paths:
@@ -79,7 +79,7 @@ class Cache:
 
     @classmethod
     def for_scan(cls, directory: str, rules: list, config, rules_files: Iterable[str] = (),
-                 dependencies: Callable[[str, bytes], Iterable[bytes]] | None = None) -> "Cache":
+                 dependencies: Callable[[str, bytes], Iterable[bytes]] | None = None) -> Cache:
         codes = ",".join(sorted(r.CODE for r in rules))
         fingerprint = hashlib.sha256(f"{FORMAT}\0{tool_digest(rules_files)}\0{codes}".encode()).hexdigest()
         return cls(directory, fingerprint, dependencies)

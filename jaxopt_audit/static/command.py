@@ -14,10 +14,10 @@ import sys
 from rich.console import Console
 from rich.markdown import Markdown
 
+from ..fileio import OutputPathError, check_output_file, write_text_atomic
 from .config import ConfigError
 from .engine import scan_paths
 from .registry import RuleLoadError, find_rule, load_rules
-from ..fileio import OutputPathError, check_output_file, write_text_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -21,7 +21,7 @@ When neither is shown, the rules stay silent.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 

@@ -14,9 +14,10 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -237,7 +238,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     files = found.files
     cache = keys = None
     if cache_dir is not None:
-        from .cache_use import open_cache, cached_results
+        from .cache_use import cached_results, open_cache
         cache = open_cache(cache_dir, chosen, cfg)
         files, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
     jobs = jobs or os.cpu_count() or 1

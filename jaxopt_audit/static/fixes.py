@@ -17,8 +17,9 @@ import difflib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import libcst as cst
 

@@ -44,7 +44,7 @@ def runs_compiled_loops(model: SemanticModel, loop: Loop | None) -> bool:
     return False
 
 
-def measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: "Statements") -> bool:
+def measured_call(call: cst.Call, synced: cst.BaseExpression | None, paths: Statements) -> bool:
     """`f(x).block_until_ready()` or `jax.block_until_ready(f(x))` as a statement: the result of
     the work is thrown away as soon as it is ready, so the loop exists to run and wait for it
     (a benchmark's measured body), not to compute with it."""

@@ -14,7 +14,8 @@ import os
 import stat
 import sys
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -10,8 +10,9 @@ JAX arrays, which loops are step loops, and which functions run once per step.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Union
+from typing import TYPE_CHECKING, Union
 
 import libcst as cst
 
@@ -29,17 +30,17 @@ LoopNode = Union[cst.For, cst.While]
 @dataclass(eq=False)
 class Loop:
     node: LoopNode
-    function: "Function"
-    parent: "Loop | None"
+    function: Function
+    parent: Loop | None
     guarded: bool  # the loop itself sits under a periodic guard of an enclosing loop
     counters: set[str] = field(default_factory=set)  # index variables: range/enumerate/`i += 1`
     targets: tuple[str, ...] = ()
     # computed
     is_step: bool = False  # its body does JAX work (directly or through same-module calls)
     is_epoch: bool = False  # it contains another step loop (directly or through calls)
-    children: list["Loop"] = field(default_factory=list)
+    children: list[Loop] = field(default_factory=list)
 
-    def encloses(self, other: "Loop | None") -> bool:
+    def encloses(self, other: Loop | None) -> bool:
         while other is not None:
             if other is self:
                 return True
@@ -52,7 +53,7 @@ class Site:
     """A node together with where it sits: function, innermost loop, periodic guard."""
 
     node: cst.CSTNode
-    function: "Function"
+    function: Function
     loop: Loop | None
     guarded: bool  # under an `if` testing a counter of the innermost loop (runs every k steps)
     in_test: bool = False  # part of an if/while test
@@ -73,8 +74,8 @@ class Function:
     node: FunctionNode
     name: str
     qualname: str
-    parent: "Function | None"
-    cls: "ClassInfo | None"
+    parent: Function | None
+    cls: ClassInfo | None
     params: list[str]
     param_annotations: dict[str, str | None]
     decorators: list[cst.Decorator]
@@ -87,7 +88,7 @@ class Function:
     comprehensions: list[Site] = field(default_factory=list)  # list/set/dict comps, generator expressions
     operations: list[Site] = field(default_factory=list)  # binary operators and comparisons
     returns: list[cst.BaseExpression] = field(default_factory=list)
-    nested: dict[str, "Function"] = field(default_factory=dict)
+    nested: dict[str, Function] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
     nonlocal_names: set[str] = field(default_factory=set)
     host_names: set[str] = field(default_factory=set)  # rebound somewhere from a host pull
@@ -181,7 +182,7 @@ def _param_list(params: cst.Parameters) -> tuple[list[str], dict[str, str | None
 class _Builder:
     """The one walk: fills Functions, Loops and Sites."""
 
-    def __init__(self, model: "SemanticModel") -> None:
+    def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.seq = 0
         self.class_depth = 0  # inside a class body: its assignments are attributes, not module names
@@ -468,7 +469,7 @@ def _item_values(node: cst.For | cst.CompFor, targets: tuple[str, ...]) -> tuple
     return targets
 
 
-def _only_syncs(body: cst.BaseExpression, model: "SemanticModel") -> bool:
+def _only_syncs(body: cst.BaseExpression, model: SemanticModel) -> bool:
     """A lambda body that only waits for or reads back its argument."""
     if not isinstance(body, cst.Call):
         return False
@@ -1298,7 +1299,7 @@ class SemanticModel:
 
     # ----------------------------------------------------------------- queries for rules
     @property
-    def positions(self) -> "Positions":
+    def positions(self) -> Positions:
         """Node positions, computed on first use and only for the statements asked about."""
         if self._positions is None:
             from .positions import Positions

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from ..notebook_format import NotebookError, ipynb_cells
 from .fixes import Applied, FixOutcome, fix_source

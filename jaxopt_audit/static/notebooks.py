@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from ..notebook_format import NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
 

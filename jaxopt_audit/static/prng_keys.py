@@ -23,8 +23,8 @@ it cannot know.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import libcst as cst
 
@@ -63,7 +63,7 @@ class Use:
     statement: int = 0  # id of the simple statement it sits in
     callee: object = None  # what it calls, when not a jax.random function (see KeyAnalysis.replay_identity)
     targets: frozenset[str] = frozenset()  # names its statement binds (`params = model.init(key, x)`)
-    earlier: tuple["Use", ...] = ()  # the earlier uses of the same key by other functions than jax.random's
+    earlier: tuple[Use, ...] = ()  # the earlier uses of the same key by other functions than jax.random's
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class _State:
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)  # name -> the parameter it still holds
 
-    def copy(self) -> "_State":
+    def copy(self) -> _State:
         return _State(dict(self.used), dict(self.aliases), dict(self.origin))
 
 
@@ -115,7 +115,7 @@ class _LoopFrame:
 class _FunctionFlow:
     """One walk of one function's body."""
 
-    def __init__(self, analysis: "KeyAnalysis", fn: Function) -> None:
+    def __init__(self, analysis: KeyAnalysis, fn: Function) -> None:
         self.analysis = analysis
         self.model = analysis.model
         self.fn = fn

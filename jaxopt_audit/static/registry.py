@@ -11,8 +11,8 @@ import importlib.util
 import inspect
 import pkgutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .rule import Rule
 

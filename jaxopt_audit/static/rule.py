@@ -12,8 +12,9 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterable, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import libcst as cst
 
@@ -107,10 +108,10 @@ class Rule:
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
-    def check(self, model: "SemanticModel") -> Iterable[Report]:
+    def check(self, model: SemanticModel) -> Iterable[Report]:
         raise NotImplementedError
 
-    def fix(self, model: "SemanticModel", report: Report) -> "Fix | None":
+    def fix(self, model: SemanticModel, report: Report) -> Fix | None:
         """The automatic fix for one of this rule's reports (a codemod, static/fixes.py), or None.
         Rules that fix override this; the engine asks only for reports it keeps."""
         return None

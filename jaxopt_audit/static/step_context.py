@@ -10,8 +10,8 @@ per-step, so messages can name it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import libcst as cst
 

@@ -14,8 +14,7 @@ import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
-from .walk import children, walk
-from .walk import read_names
+from .walk import children, read_names, walk
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}

@@ -12,14 +12,21 @@ traced.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import libcst as cst
 
 from . import apis
 from .model import Function, SemanticModel
-from .tracers import (ABSTRACT_TRANSFORMS, ARRAY_METHODS, ARRAY_NAMESPACES, annotation_text, jax_internal,
-                      tracers, transformed_function)
+from .tracers import (
+    ABSTRACT_TRANSFORMS,
+    ARRAY_METHODS,
+    ARRAY_NAMESPACES,
+    annotation_text,
+    jax_internal,
+    tracers,
+    transformed_function,
+)
 
 # Maps over pytree structure: tracing comes from the caller, if any.
 STRUCTURE_MAPS = apis.TREE_MAPS

@@ -8,7 +8,7 @@ punctuation, which costs about 5% of the parse.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 

@@ -12,9 +12,10 @@ normalisation) x 30 seeds x 276,000 observations. All conditions use the same 30
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

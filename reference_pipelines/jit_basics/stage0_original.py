@@ -7,7 +7,6 @@ eagerly but cannot be jitted (JAX401 once jitted).
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -14,8 +14,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cartpole import OBS_SIZE, HostCartPole
-from .ppo import (Batch, Transition, apply_network, compute_gae, flatten_batch, init_network,
-                  make_optimizer, minibatch_update, sample_action)
+from .ppo import (
+    Batch,
+    Transition,
+    apply_network,
+    compute_gae,
+    flatten_batch,
+    init_network,
+    make_optimizer,
+    minibatch_update,
+    sample_action,
+)
 from .workload import Outputs, Workload
 
 policy_step = jax.jit(sample_action)

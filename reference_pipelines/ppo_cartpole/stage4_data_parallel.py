@@ -19,8 +19,19 @@ import jax.numpy as jnp
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from .cartpole import EnvState, env_reset, env_step
-from .ppo import (Batch, Params, PPOConfig, Transition, apply_network, compute_gae, flatten_batch,
-                  init_network, make_optimizer, minibatch_update, sample_action)
+from .ppo import (
+    Batch,
+    Params,
+    PPOConfig,
+    Transition,
+    apply_network,
+    compute_gae,
+    flatten_batch,
+    init_network,
+    make_optimizer,
+    minibatch_update,
+    sample_action,
+)
 from .workload import Outputs, Workload
 
 

@@ -8,7 +8,7 @@ host (JAX301) and drawn from `jax.random.PRNGKey(0)` on every batch, so every ba
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp

@@ -6,7 +6,7 @@ it is; stage 2 rewrites it in JAX.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp

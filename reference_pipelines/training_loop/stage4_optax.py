@@ -17,7 +17,6 @@ from jax import value_and_grad
 from .model import model_forward
 from .workload import LEARNING_RATE, NOISE_SCALE, Workload, make_workload
 
-
 optimizer = optax.sgd(learning_rate=LEARNING_RATE)
 
 

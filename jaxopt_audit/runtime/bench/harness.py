@@ -20,17 +20,18 @@ import datetime as dt
 import importlib
 import importlib.util
 import json
+import math
 import os
 import re
-import math
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
 from ...fileio import OutputPathError, check_output_dir, check_output_file, write_json_atomic
+from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
@@ -308,7 +309,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
         "machine": machine.to_json(),
         "throughput_unit": pipeline.throughput_unit,
         "harness_overhead_s": harness_overhead(),
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "schema_version": BENCH_SCHEMA_VERSION,
         "variants": variants,
     }

@@ -25,14 +25,15 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import jax
 
-from .machine import MachineInfo, machine_info
 from ..monitors import CompileCounts, CompileMonitor, TransferCounts, TransferMonitor
+from .machine import MachineInfo, machine_info
 
 Clock = Callable[[], float]
 Progress = Callable[[str, int, "int | None"], None]  # (phase, done, total or None)

@@ -17,9 +17,10 @@ This module imports nothing heavy: the static half and `bench --list` read it wi
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 
 class Validation(NamedTuple):

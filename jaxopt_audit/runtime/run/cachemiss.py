@@ -18,8 +18,8 @@ function's arguments changed. Pure text processing, no JAX import, so it is unit
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 HEADER = "TRACING CACHE MISS"
 

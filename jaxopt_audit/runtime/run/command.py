@@ -22,7 +22,8 @@ from jaxopt_audit.report.run_terminal import render
 from ...fileio import check_output_dir, check_output_file
 from .findings import confirm_with_scan, derive_findings
 from .instrument import Instrument
-from .program import Program, ProgramNotFound, check, run as run_program
+from .program import Program, ProgramNotFound, check
+from .program import run as run_program
 from .report import build_report, write_json
 from .sites import UserFiles
 from .trace import RunTrace, TraceStepsError, parse_steps

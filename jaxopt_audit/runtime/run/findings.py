@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable
 
-from .cachemiss import REDEFINED, SHAPE, STATIC, WEAK_TYPE, DTYPE, PYTREE
+from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .instrument import FunctionRecord, Instrument
 from .report import EagerFunctionReport, Finding, eager_functions
 from .sites import display_path

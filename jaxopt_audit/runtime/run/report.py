@@ -17,9 +17,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...fileio import write_text_atomic
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
-from ...fileio import write_text_atomic
 
 
 @dataclass(frozen=True)

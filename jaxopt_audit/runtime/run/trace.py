@@ -11,10 +11,11 @@ traces read the same way.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, ContextManager
+from collections.abc import Callable
+from typing import Any, ContextManager
 
-from .instrument import FunctionRecord
 from ..trace import TraceCapture, open_command, step_marker
+from .instrument import FunctionRecord
 
 
 class TraceStepsError(ValueError):
