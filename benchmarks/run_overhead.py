@@ -132,7 +132,7 @@ def _workloads() -> dict[str, Callable[[int], Callable[[], None]]]:
             rng = np.random.default_rng(0)
             dims = (64, 256, 256, 1)
             params0 = {f"w{i}": jnp.asarray(rng.standard_normal((a, b)) / np.sqrt(a), jnp.float32)
-                       for i, (a, b) in enumerate(zip(dims[:-1], dims[1:]))}
+                       for i, (a, b) in enumerate(zip(dims[:-1], dims[1:], strict=True))}
             batches = [(rng.standard_normal((32, 64)).astype(np.float32),
                         rng.standard_normal((32, 1)).astype(np.float32)) for _ in range(8)]
 

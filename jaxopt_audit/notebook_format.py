@@ -98,7 +98,7 @@ def myst_cells(text: str) -> list[Cell]:
         while index < len(lines) and lines[index].startswith(":") and not lines[index].startswith("::"):
             index += 1
         start = index
-        close = re.compile(re.escape(fence[0]) + "{%d,}\\s*$" % len(fence))
+        close = re.compile(re.escape(fence[0]) + f"{{{len(fence)},}}\\s*$")
         while index < len(lines) and not close.match(lines[index]):
             index += 1
         cells.append(Cell(number, "code", "\n".join(lines[start:index]) + ("\n" if index > start else ""),

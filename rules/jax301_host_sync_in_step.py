@@ -135,7 +135,7 @@ class HostSyncInStep(Rule):
             statements = Statements(fn)
             amortised: dict[int, bool] = {}
 
-            def per_step(site: Site) -> bool:
+            def per_step(site: Site, amortised: dict[int, bool] = amortised) -> bool:
                 if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
                     return False
                 if id(site.loop) not in amortised:
@@ -188,7 +188,8 @@ class HostSyncInStep(Rule):
                 return f"`{describe(call)}`"
             return None
         if q in apis.SYNC_FUNCTIONS:
-            if id(site.loop) in timed_loops or measured_call(call, call.args[0].value if call.args else None, statements):
+            first = call.args[0].value if call.args else None
+            if id(site.loop) in timed_loops or measured_call(call, first, statements):
                 return None
             if call.args and model.is_array(call.args[0].value, fn):
                 return f"`{describe(call)}`"

@@ -63,7 +63,8 @@ class DynamicShape(Rule):
     NAME = "dynamic-shape"
     SEVERITY = "error"
     SUMMARY = "Value-dependent shape inside jit"
-    FIX = "Use `jnp.where(mask, x, 0)`, pass `size=`/`fill_value=`, or build shapes from static ints (`x.shape`, static args)."
+    FIX = ("Use `jnp.where(mask, x, 0)`, pass `size=`/`fill_value=`, "
+           "or build shapes from static ints (`x.shape`, static args).")
 
     INVALID = [
         Invalid("""

@@ -141,7 +141,8 @@ class TracerControlFlow(Rule):
                 if isinstance(node, (cst.If, cst.While, cst.IfExp)):
                     test = node.test
                     if is_traced(test, fn) and not _is_boolean_op(test) and not _container_test(model, test, fn):
-                        kind = {cst.If: "an `if`", cst.While: "a `while`", cst.IfExp: "a conditional expression"}[type(node)]
+                        kind = {cst.If: "an `if`", cst.While: "a `while`",
+                                cst.IfExp: "a conditional expression"}[type(node)]
                         yield Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
                                            "fails with TracerBoolConversionError under jit")
                 elif isinstance(node, cst.BooleanOperation):

@@ -119,7 +119,8 @@ def test_json_marks_fix_applicability(tmp_path, capsys):
 
 @pytest.mark.parametrize("body, reported", [
     # Branching on a device value makes it host-side work: JAX101 itself is silent, no fix either.
-    ("def check(x, y):\n    if jnp.all(x > 0):\n        raise ValueError('negative')\n    return x * y + jnp.sum(y)\n", 0),
+    ("def check(x, y):\n    if jnp.all(x > 0):\n        raise ValueError('negative')\n"
+     "    return x * y + jnp.sum(y)\n", 0),
     ("def step(state, batch, size):\n    return jnp.tanh(make_model(size)(batch)) * jnp.mean(state)\n", 1),
     ("def step(w, *rest):\n    return jnp.tanh(w) * jnp.mean(w)\n", 1),
 ])

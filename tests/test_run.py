@@ -255,7 +255,8 @@ def test_equinox_filter_jit_is_the_users_function(tmp_path: Path) -> None:
     assert status == 0
     loss = function(report, "loss")
     # equinox jits a wrapper of its own: reported at the user's decorator, not inside equinox
-    assert (os.path.basename(loss["path"]), loss["line"], loss["calls"], loss["compiles"]) == ("eqx_filter_jit.py", 8, 5, 1)
+    assert (os.path.basename(loss["path"]), loss["line"], loss["calls"], loss["compiles"]) == \
+        ("eqx_filter_jit.py", 8, 5, 1)
     # equinox's own sync of every call is listed, but is not the user's JAX301: the float() is
     assert ("eqx_filter_jit.py", 17, 5, "block_until_ready in equinox") in transfers(report, "sync")
     assert findings(report) == [("JAX301", "eqx_filter_jit.py", 18)]
@@ -267,7 +268,8 @@ def test_flax_nnx_jit_is_recorded(tmp_path: Path) -> None:
     status, report = audit(tmp_path, str(SCRIPTS / "nnx_jit.py"))
     assert status == 0
     apply = function(report, "apply")
-    assert (os.path.basename(apply["path"]), apply["line"], apply["calls"], apply["compiles"]) == ("nnx_jit.py", 7, 5, 1)
+    assert (os.path.basename(apply["path"]), apply["line"], apply["calls"], apply["compiles"]) == \
+        ("nnx_jit.py", 7, 5, 1)
     assert findings(report) == [("JAX301", "nnx_jit.py", 15)]
 
 
@@ -378,7 +380,7 @@ STATIC_MISS = """TRACING CACHE MISS at /src/train.py:24:41 (<module>):
   for g defined at /src/train.py:21
   all previously seen cache keys differ. For the closest previous key:
   different input pytree:
-  * at input path [0][1], now <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=3) and before <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=2), so the pytree node metadata does not match"""
+  * at input path [0][1], now <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=3) and before <class 'jax._src.tree_util.Static'> with pytree metadata Static(val=2), so the pytree node metadata does not match"""  # noqa: E501 - JAX's log, verbatim
 
 REDEFINED_MISS = """TRACING CACHE MISS at /src/train.py:11:12 (main):
   never seen function:

@@ -18,9 +18,10 @@ def render_github(result) -> str:
         if f.cell is not None:
             # A line number would point into the notebook's JSON: annotate the file and say
             # where in the notebook in the message.
+            message = f"cell {f.cell}:{f.line}:{f.column}: {f.code} {f.message}. Fix: {f.fix}"
             lines.append(
                 f"::{level} file={_escape_property(f.path)},title={_escape_property(f.code + ' ' + f.name)}"
-                f"::{_escape_data(f'cell {f.cell}:{f.line}:{f.column}: ' + f.code + ' ' + f.message + '. Fix: ' + f.fix)}")
+                f"::{_escape_data(message)}")
             continue
         lines.append(
             f"::{level} file={_escape_property(f.path)},line={f.line},col={f.column},"

@@ -57,7 +57,7 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(stages) + 2), 4.2), dpi=120)
     positions = np.arange(len(stages))
     all_values: list[float] = []
-    for r, (run, label) in enumerate(zip(runs, labels)):
+    for r, (run, label) in enumerate(zip(runs, labels, strict=False)):
         values, hatches, speedups, errors = [], [], [], [[], []]
         for stage, _ in stages:
             value, extrapolated, spread = _value(run, stage, key)
@@ -71,8 +71,8 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
         bars = ax.bar(offsets, values, width, label=label, yerr=errors, capsize=3,
                       error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         all_values += [v for v in values if np.isfinite(v)]
-        all_values += [v + e for v, e in zip(values, errors[1]) if np.isfinite(v)]
-        for bar, hatch, value, speedup in zip(bars, hatches, values, speedups):
+        all_values += [v + e for v, e in zip(values, errors[1], strict=True) if np.isfinite(v)]
+        for bar, hatch, value, speedup in zip(bars, hatches, values, speedups, strict=True):
             bar.set_hatch(hatch)
             if np.isfinite(value):
                 text = _short(value, key) + (f"\n{speedup_text(speedup)}" if speedup is not None else "")
@@ -170,7 +170,7 @@ def run_split_plot(runs: Sequence[tuple[str, float, float, float]], path: Path) 
         ax.barh(positions, widths, left=left, color=color, label=part, height=0.6)
         left += widths
     first = left[0]
-    for y, total in zip(positions, left):
+    for y, total in zip(positions, left, strict=True):
         speedup = f"  ({speedup_text(first / total)} vs {labels[0]})" if total > 0 and total != first else ""
         ax.annotate(f" {_short(total, 'time')}{speedup}", (total, y), va="center", fontsize=8)
     ax.set_yticks(positions, labels, fontsize=8)

@@ -74,7 +74,7 @@ def load(paths: Sequence[str]) -> list[RunResult] | None:
     if not all(kinds):
         from .casestudy import ReportError
 
-        mixed = ", ".join(str(p) for (p, _), k in zip(loaded, kinds) if not k)
+        mixed = ", ".join(str(p) for (p, _), k in zip(loaded, kinds, strict=True) if not k)
         raise ReportError(f"{mixed}: not a `jaxopt-audit run --json` result while the other files are; "
                           "give run results only (one study of your rewrite) or bench results only")
     return [RunResult(path, data) for path, data in loaded]  # type: ignore[arg-type]
@@ -113,7 +113,8 @@ def _table(runs: list[RunResult]) -> str:
         row("compile", [md.seconds(r.part("compile_s")) for r in runs]),
         row("device", [md.seconds(r.part("device_s")) for r in runs]),
         row("host", [md.seconds(r.part("host_s")) for r in runs]),
-        row("speedup vs previous", ["—"] + [md.speedup(_speedup(a.wall_s, b.wall_s)) for a, b in zip(runs, runs[1:])]),
+        row("speedup vs previous", ["—"] + [md.speedup(_speedup(a.wall_s, b.wall_s))
+                                             for a, b in zip(runs, runs[1:], strict=False)]),
         row(f"speedup vs {runs[0].label}", ["—"] + [md.speedup(_speedup(runs[0].wall_s, r.wall_s)) for r in runs[1:]]),
         row("jitted functions (calls)", [f"{len(r.data['functions'])} ({sum(f['calls'] for f in r.data['functions'])})"
                                          for r in runs]),
@@ -129,13 +130,14 @@ def _table(runs: list[RunResult]) -> str:
 
 def _changes(runs: list[RunResult]) -> list[str]:
     lines: list[str] = []
-    for before, after in zip(runs, runs[1:]):
+    for before, after in zip(runs, runs[1:], strict=False):
         removed, added = before.codes() - after.codes(), after.codes() - before.codes()
         names = {f["code"]: f.get("name", "") for r in (before, after) for f in r.data["findings"]}
 
         def listing(codes: Counter[str]) -> str:
-            return ", ".join(f"{code} {names.get(code, '')} ×{n}".replace("  ", " ") for code, n in sorted(codes.items())) \
-                or "none"
+            # called below in this iteration, so `names` is this pair's
+            return ", ".join(f"{code} {names.get(code, '')} ×{n}".replace("  ", " ")  # noqa: B023
+                             for code, n in sorted(codes.items())) or "none"
 
         lines += [f"### {before.label} → {after.label}", "",
                   f"- **Removed:** {listing(removed)}", f"- **Added:** {listing(added)}",

@@ -1,5 +1,6 @@
 """Terminal output for `scan`: `full` (a code frame per finding, like ruff) and `concise` (one
-line each), a summary, and `--statistics` (counts per rule instead of the findings, as ruff prints them). Renderers never analyse: they format a ScanResult."""
+line each), a summary, and `--statistics` (counts per rule instead of the findings, as ruff
+prints them). Renderers never analyse: they format a ScanResult."""
 
 from __future__ import annotations
 

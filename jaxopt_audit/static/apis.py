@@ -48,7 +48,8 @@ JAX_HOST_RESULTS = frozenset({
     "jax.sharding.PartitionSpec", "jax.profiler.trace", "jax.profiler.start_trace",
     "jax.profiler.stop_trace", "jax.profiler.TraceAnnotation", "jax.profiler.StepTraceAnnotation",
     "jax.random.key_data", "jax.lax.axis_size", "jax.lax.axis_index_groups",
-    "jax.host_id", "jax.host_count", "jax.process_indices", "jax.tree_util.treedef_is_leaf", "jax.tree_util.all_leaves", "jax.tree_util.tree_all", "jax.tree.all",
+    "jax.host_id", "jax.host_count", "jax.process_indices", "jax.tree_util.treedef_is_leaf",
+    "jax.tree_util.all_leaves", "jax.tree_util.tree_all", "jax.tree.all",
 })
 # Their function argument runs on the host with NumPy values, not on tracers.
 HOST_CALLBACKS = frozenset({"jax.pure_callback", "jax.debug.callback", "jax.experimental.io_callback",

@@ -68,12 +68,12 @@ def discover(paths: list[str], exclude: list[str], include: list[str] = ()) -> D
             continue
 
         def onerror(exc: OSError) -> None:
-            errors.append((exc.filename or root, f"cannot read directory: {exc.strerror}"))
+            errors.append((exc.filename or root, f"cannot read directory: {exc.strerror}"))  # noqa: B023 - walk below
 
         # Excludes match below the named root: naming a directory scans it even when a
         # pattern (`tests/fixtures/**`) excludes it from a scan of the whole project.
         def relative(path: str) -> str:
-            return os.path.relpath(path, root)
+            return os.path.relpath(path, root)  # noqa: B023 - used only by the walk below
 
         for directory, dirnames, filenames in os.walk(root, onerror=onerror):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS

@@ -46,7 +46,8 @@ MANY_STEPS = 50
 # Iterating these methods' results walks a container's structure or a file, not steps.
 STRUCTURE_METHODS = frozenset({"items", "keys", "values", "iterdir", "glob", "rglob", "readlines",
                                "splitlines"})
-STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builtins.open", "os.listdir", "os.walk", "glob.glob",
+STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builtins.open", "os.listdir", "os.walk",
+                                 "glob.glob",
                                  "jax.devices",
                                  "jax.local_devices", "itertools.product", "builtins.dir",
                                  "builtins.vars"})
@@ -315,7 +316,8 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
 def _attribute_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
     if isinstance(expr, cst.Call) and model.resolve(expr.func) in ("builtins.zip", "builtins.enumerate"):
         return any(_attribute_iterable(model, a.value, fn) for a in expr.args if a.keyword is None)
-    return isinstance(expr, cst.Attribute) and model.resolve(expr) is None and expr.attr.value not in apis.ARRAY_ATTRIBUTES
+    return (isinstance(expr, cst.Attribute) and model.resolve(expr) is None
+            and expr.attr.value not in apis.ARRAY_ATTRIBUTES)
 
 
 def _plots(model: SemanticModel, loop: Loop) -> bool:
@@ -332,7 +334,8 @@ def _plots(model: SemanticModel, loop: Loop) -> bool:
             base = func.value.value if isinstance(func.value, cst.Subscript) else func.value
             if isinstance(base, cst.Name) and base.value in PLOT_RECEIVERS:
                 return True
-        if any(isinstance(a.value, cst.Name) and (a.value.value in PLOT_RECEIVERS or _plot_annotation(fn, a.value.value))
+        if any(isinstance(a.value, cst.Name)
+               and (a.value.value in PLOT_RECEIVERS or _plot_annotation(fn, a.value.value))
                for a in site.node.args):
             return True  # `self._render_square(ax=ax, ...)`: drawing through a helper
     return False

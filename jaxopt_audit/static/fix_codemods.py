@@ -120,8 +120,9 @@ def carried_key(model, call: cst.Call) -> Fix | None:
     split = _split_spelling(model, call)
     if split is None or (model.source is not None and re.search(rf"\b{carried}\b", model.source)):
         return None
+    targets = [cst.AssignTarget(cst.parse_expression(f"{carried}, {name}"))]
     step = statement.with_changes(body=[assign.with_changes(value=cst.parse_expression(f"{split}({carried})"),
-                                                             targets=[cst.AssignTarget(cst.parse_expression(f"{carried}, {name}"))])])
+                                                             targets=targets)])
     init = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(carried))], value=call)],
                                    leading_lines=loop.leading_lines)
     new_loop = loop.deep_replace(statement, step).with_changes(leading_lines=())

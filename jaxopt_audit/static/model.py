@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -23,8 +23,8 @@ from .walk import children, int_value, names_in, string_value, target_names
 if TYPE_CHECKING:
     from .positions import Positions
 
-FunctionNode = Union[cst.FunctionDef, cst.Lambda, cst.Module]
-LoopNode = Union[cst.For, cst.While]
+FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
+LoopNode = cst.For | cst.While
 
 
 @dataclass(eq=False)
@@ -429,7 +429,8 @@ def _counter_targets(target: cst.BaseExpression, it: cst.BaseExpression, resolve
         return {elements[0].value}
     if q == "builtins.zip":
         args = [a.value for a in it.args if a.keyword is None]
-        return {e.value for e, a in zip(elements, args) if isinstance(e, cst.Name) and _counts(a, resolve)}
+        return {e.value for e, a in zip(elements, args, strict=False)
+                if isinstance(e, cst.Name) and _counts(a, resolve)}
     return set()
 
 
@@ -701,7 +702,9 @@ class SemanticModel:
     def _value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int) -> str | None:
         t = type(expr)
         if t is cst.Name:
-            return "array" if self.is_array_name(expr.value, scope, expr) else self._object_name(expr.value, scope, depth)
+            if self.is_array_name(expr.value, scope, expr):
+                return "array"
+            return self._object_name(expr.value, scope, depth)
         if t is cst.Attribute:
             if expr.attr.value in apis.STATIC_ATTRIBUTES:
                 return None
@@ -1228,7 +1231,8 @@ class SemanticModel:
                         continue
                     loop.is_step = self._loop_does_jax_work(loop)
             for fn in self.functions:
-                fn.contains_step_loop = any(l.is_step and not self.walks_structure(l) for l in fn.loops) or any(
+                fn.contains_step_loop = any(loop.is_step and not self.walks_structure(loop)
+                                            for loop in fn.loops) or any(
                     (c := self.callee(s.node, fn).function) is not None and c is not fn and c.contains_step_loop
                     for s in fn.calls)
         for fn in self.functions:

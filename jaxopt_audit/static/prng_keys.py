@@ -482,7 +482,7 @@ def _aligned_draw(model: SemanticModel, previous: cst.Call, call: cst.Call) -> b
     q = model.resolve(call.func)
     if q not in ALIGNING or model.resolve(previous.func) != q or len(previous.args) != len(call.args):
         return False
-    differing = [i for i, (a, b) in enumerate(zip(previous.args, call.args)) if _source(a) != _source(b)]
+    differing = [i for i, (a, b) in enumerate(zip(previous.args, call.args, strict=True)) if _source(a) != _source(b)]
     return len(differing) == 1 and _is_population(call.args[differing[0]], differing[0])
 
 

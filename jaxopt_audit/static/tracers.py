@@ -12,7 +12,8 @@ A value is a tracer only when the file shows it (precision first):
   position (also through `jax.grad(f)(x)`, `jax.vmap(f)(x)`);
 - what `jnp`/`lax`/`jax.random`/`jax.nn` compute in traced code (staged even from constants;
   not `jnp.shape`/`jnp.size`, not a collective of a constant such as `lax.psum(1, axis)`),
-  arithmetic and comparisons on a tracer, its array methods and indexing, and names whose reaching binding is one of these.
+  arithmetic and comparisons on a tracer, its array methods and indexing, and names whose
+  reaching binding is one of these.
 
 Not tracers: `x.shape`/`len(x)` and anything computed from them, module constants, attributes
 of objects and pytrees (fields may be static configuration), the keys of `d.items()`,
@@ -487,7 +488,7 @@ def _unmapped(target: Function, ref: cst.BaseExpression, args: list[cst.Arg], po
     if isinstance(in_axes, cst.Name) and in_axes.value == "None":
         return set(params)
     if isinstance(in_axes, (cst.Tuple, cst.List)):
-        return {p for p, e in zip(params, in_axes.elements)
+        return {p for p, e in zip(params, in_axes.elements, strict=False)
                 if isinstance(e.value, cst.Name) and e.value.value == "None"}
     if int_value(in_axes) is None and not isinstance(in_axes, cst.Dict):
         return set(params)  # a computed spec: unknown, so no parameter is known to be mapped

@@ -39,7 +39,7 @@ def run_experiment(conditions: tuple[Condition, ...], seed_keys: jax.Array, sess
     stream_states = jax.vmap(init_stream, in_axes=(0, None))(seed_keys, sessions.shape[0])
     normalizers = jax.vmap(lambda _: init_normalizer(n_features))(seed_keys)
     optimizer_states = {
-        name: jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (len(group), n_seeds) + leaf.shape),
+        name: jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (len(group), n_seeds) + leaf.shape),  # noqa: B023
                            init_optimizer(name, n_features, hp))
         for name, group in groups.items()}
 

@@ -49,7 +49,7 @@ def rollout_step(cfg: PPOConfig, carry: tuple, _: None) -> tuple[tuple, Transiti
     step_keys = jax.random.split(k_step, cfg.num_envs)
     results = []
     for i in range(cfg.num_envs):
-        state_i = jax.tree.map(lambda leaf: leaf[i], env_state)
+        state_i = jax.tree.map(lambda leaf: leaf[i], env_state)  # noqa: B023 - applied at once
         results.append(env_step(step_keys[i], state_i, action[i]))
     result: StepResult = jax.tree.map(lambda *leaves: jnp.stack(leaves), *results)
     transition = Transition(obs, action, result.reward, result.done, value, log_prob,
@@ -87,7 +87,7 @@ def run(workload: Workload) -> Outputs:
             key, k_perm = jax.random.split(key)
             minibatches = shuffle_minibatches(k_perm, batch, cfg.num_minibatches)
             for i in range(cfg.num_minibatches):
-                minibatch = jax.tree.map(lambda x: x[i], minibatches)
+                minibatch = jax.tree.map(lambda x: x[i], minibatches)  # noqa: B023 - applied at once
                 params, opt_state, loss = update_minibatch(params, opt_state, minibatch, cfg)
                 losses.append(loss)
         return_sum.append(traj.finished_return.sum())

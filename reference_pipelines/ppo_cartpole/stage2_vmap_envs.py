@@ -80,7 +80,7 @@ def run(workload: Workload) -> Outputs:
             key, k_perm = jax.random.split(key)
             minibatches = shuffle_minibatches(k_perm, batch, cfg.num_minibatches)
             for i in range(cfg.num_minibatches):
-                minibatch = jax.tree.map(lambda x: x[i], minibatches)
+                minibatch = jax.tree.map(lambda x: x[i], minibatches)  # noqa: B023 - applied at once
                 params, opt_state, loss = update_minibatch(params, opt_state, minibatch, cfg)
                 losses.append(loss)
         return_sum.append(traj.finished_return.sum())

@@ -7,7 +7,7 @@ replicated; XLA partitions the program and all-reduces the gradients. The random
 partitionable (threefry), so the math is stage 3's for any device count: equal outputs. It uses
 the largest number of devices that divides the environment count and the minibatch size (1
 included); on CPU, devices are simulated with XLA_FLAGS=--xla_force_host_platform_device_count=N.
-"""
+"""  # noqa: E501 - the first line is the stage title in bench reports
 
 from __future__ import annotations
 

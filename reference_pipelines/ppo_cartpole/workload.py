@@ -103,10 +103,10 @@ def rollout_max_abs_err(reference: Outputs, outputs: Outputs,
     ref_len, out_len = len(np.asarray(reference.return_sum)), len(np.asarray(outputs.return_sum))
     n = min(ref_len, out_len) if updates is None else min(ref_len, out_len, updates)
     err = max(float(np.max(np.abs(np.asarray(a, np.float64)[:n] - np.asarray(b, np.float64)[:n])))
-              for a, b in zip(reference[:4], outputs[:4]))
+              for a, b in zip(reference[:4], outputs[:4], strict=True))
     detail = f"returns, episodes, actions and loss of the first {n} updates"
     if n == ref_len == out_len:
-        leaves = zip(jax.tree.leaves(reference.params), jax.tree.leaves(outputs.params))
+        leaves = zip(jax.tree.leaves(reference.params), jax.tree.leaves(outputs.params), strict=True)
         err = max([err] + [float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in leaves])
         detail += " and the final params"
     return err, detail + ", equal keys"

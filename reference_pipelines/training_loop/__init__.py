@@ -25,7 +25,8 @@ PIPELINE = Pipeline(
         f"{SAME_MATH_TOLERANCE:g} max relative error; after the noise fix, every epoch's mean loss is "
         f"within {LOSS_CURVE_TOLERANCE:.0%} of stage 0's and the loss must fall to at most "
         f"{MIN_LOSS_DROP:g}x its starting level. Stages 0-4 at full size are measured on the first "
-        "epoch and extrapolated (the last stage runs all 10 epochs). The hidden width (1024) makes a batch-32 step ~210 MFLOP of matmuls, so "
+        "epoch and extrapolated (the last stage runs all 10 epochs). The hidden width (1024) makes a "
+        "batch-32 step ~210 MFLOP of matmuls, so "
         "the last stage can be compared with the machine's FLOP floor "
         "(benchmarks/training_loop_flop_floor.py)."
     ),

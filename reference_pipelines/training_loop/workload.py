@@ -49,7 +49,7 @@ def init_mlp(rng: np.random.Generator) -> dict[str, np.ndarray]:
     """A 64-1024-1024-1 tanh MLP as a flat dict, as in the case study's `params[k]` update."""
     dims = (INPUT_DIM, HIDDEN_DIM, HIDDEN_DIM, 1)
     params = {}
-    for layer, (fan_in, fan_out) in enumerate(zip(dims[:-1], dims[1:]), start=1):
+    for layer, (fan_in, fan_out) in enumerate(zip(dims[:-1], dims[1:], strict=True), start=1):
         params[f"w{layer}"] = (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
         params[f"b{layer}"] = np.zeros(fan_out, np.float32)
     return params

@@ -246,8 +246,8 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
             scale = full_units / units if key is not None else 1.0
             m = measure(pipeline.stage_module(stage).run, stage_workload, name=stage.module,
                         repeats=options.repeats, min_repeats=options.min_repeats, budget_s=budget,
-                        on_progress=lambda phase, done, total: emit(
-                            "progress", module=stage.module, phase=phase, done=done, total=total))
+                        on_progress=lambda phase, done, total: emit(  # called within measure()
+                            "progress", module=stage.module, phase=phase, done=done, total=total))  # noqa: B023
             if index == 0:
                 references.outputs.setdefault(key, m.outputs)
             emit("validate", module=stage.module)

@@ -36,7 +36,8 @@ _CALLSITE = re.compile(r"TRACING CACHE MISS at (?P<path>.+?):(?P<line>\d+)(?::\d
 _NEVER_SEEN = re.compile(r"^\s*(?P<name>\S.*?) id=\d+(?: defined at (?P<path>.+?):(?P<line>\d+))?\s*$")
 _FOR = re.compile(r"^\s*for (?P<name>\S.*?)(?: defined at (?P<path>.+?):(?P<line>\d+))?\s*$")
 _TYPE_DIFF = re.compile(r"^\s*\* at (?P<arg>.+?), now (?P<new>\S+) and before (?P<old>\S+?)(?:https?://\S*)?$")
-_TREE_DIFF = re.compile(r"^\s*\* at input path (?P<path>\S*), now (?P<new>.+?) and before (?P<old>.+?), so (?P<why>.+)$")
+_TREE_DIFF = re.compile(r"^\s*\* at input path (?P<path>\S*), now (?P<new>.+?) "
+                        r"and before (?P<old>.+?), so (?P<why>.+)$")
 _CTX_DIFF = re.compile(r"^\s*\* (?P<name>\S+) differs: now (?P<new>.+) and before (?P<old>.+)$")
 _STATIC_VAL = re.compile(r"Static\(val=(?P<val>.*)\)")
 _AVAL = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?P<rest>.*)$")

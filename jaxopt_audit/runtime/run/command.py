@@ -4,8 +4,9 @@ Runs the program in this process with the instruments of `run.instrument` on (an
 trace with --trace), then prints what happened per jitted function and per source line, with
 the rule codes that explain the worst of it, on stderr, and writes the JSON report with
 --json. With JAXOPT_AUDIT_H2D_TOTAL=1 in the environment the report also gives jaxlib's own
-count of every host-to-device transfer (see `_open_transfer_monitor` for the cost). The program's exit status is passed through; the report is printed also when the
-program raises or exits non-zero.
+count of every host-to-device transfer (see `_open_transfer_monitor` for the cost). The
+program's exit status is passed through; the report is printed also when the program raises or
+exits non-zero.
 """
 
 from __future__ import annotations

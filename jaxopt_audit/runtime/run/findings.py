@@ -17,8 +17,9 @@ From the instruments' records:
 
 "Again and again" is `REPEATED` or more separate occurrences: once or twice (a final print, a
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
-with nothing else in between (a comprehension moving a dict of arrays to the device once). Then, when the static scan is available, each finding is marked
-`confirmed_by_scan` if the scan reports the same code at that line.
+with nothing else in between (a comprehension moving a dict of arrays to the device once).
+Then, when the static scan is available, each finding is marked `confirmed_by_scan` if the scan
+reports the same code at that line.
 """
 
 from __future__ import annotations

@@ -343,7 +343,8 @@ class Instrument:
 
     # ------------------------------------------------------------ jit
 
-    def _make_jit_factory(self, real_jit: Callable[..., Any], static_option: str = "static_argnums") -> Callable[..., Any]:
+    def _make_jit_factory(self, real_jit: Callable[..., Any],
+                          static_option: str = "static_argnums") -> Callable[..., Any]:
         instrument = self
 
         @functools.wraps(real_jit)
@@ -585,7 +586,8 @@ class Instrument:
             # a weakref costs ~2 us per leaf (made and cleared): a params tree would dominate the
             # step, while the values read per step (loss, metrics) sit at either end of the outputs
             leaves = leaves[:_PRODUCER_ENDS] + leaves[-_PRODUCER_ENDS:]
-        producers.update(zip(map(id, leaves), zip(map(weakref.ref, leaves), itertools.repeat(record))))
+        producers.update(zip(map(id, leaves), zip(map(weakref.ref, leaves), itertools.repeat(record), strict=False),
+                             strict=True))
         if len(producers) > _PRODUCERS_LIMIT:
             # drop the oldest half: reads of very old outputs lose their attribution, nothing else
             for key in list(producers)[: _PRODUCERS_LIMIT // 2]:

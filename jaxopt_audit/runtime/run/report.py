@@ -165,7 +165,8 @@ class RunReport:
             "h2d_total": self.h2d_total,
             "functions": functions,
             "eager_functions": [asdict(e) | {"called_from": list(e.called_from),
-                                              "h2d_lines": [{"path": p, "line": n, "count": c} for p, n, c in e.h2d_lines]}
+                                              "h2d_lines": [{"path": p, "line": n, "count": c}
+                                                            for p, n, c in e.h2d_lines]}
                                 for e in self.eager_functions],
             "transfers": [asdict(t) | {"functions": list(t.functions)} for t in self.transfers],
             "findings": [asdict(f) for f in self.findings],

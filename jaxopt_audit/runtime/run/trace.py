@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, ContextManager
+from typing import Any
 
 from ..trace import TraceCapture, open_command, step_marker
 from .instrument import FunctionRecord
@@ -53,7 +53,7 @@ class RunTrace:
         if self.steps is None or self.steps[0] == 1:
             self._begin()
 
-    def annotate(self, record: FunctionRecord, call_number: int) -> ContextManager[Any]:
+    def annotate(self, record: FunctionRecord, call_number: int) -> contextlib.AbstractContextManager[Any]:
         """A step marker around a call while capturing: the followed function's calls with
         --trace-steps (XProf and the summary then show them as steps), every function's otherwise."""
         if self._capture is None:
