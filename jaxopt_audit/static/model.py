@@ -702,9 +702,8 @@ class SemanticModel:
     def _value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int) -> str | None:
         t = type(expr)
         if t is cst.Name:
-            if self.is_array_name(expr.value, scope, expr):
-                return "array"
-            return self._object_name(expr.value, scope, depth)
+            name = expr.value
+            return "array" if self.is_array_name(name, scope, expr) else self._object_name(name, scope, depth)
         if t is cst.Attribute:
             if expr.attr.value in apis.STATIC_ATTRIBUTES:
                 return None
