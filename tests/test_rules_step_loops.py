@@ -416,3 +416,38 @@ def test_a_loop_printing_a_device_value_every_step_is_not_a_scan_candidate(all_r
             return w
     """
     assert found(source, all_rules, "JAX201") == [15]
+
+
+def test_state_fed_back_over_a_record_handed_in_is_a_step_loop(all_rules):
+    """`for batch in workload.batches` in a function the harness calls: the record is data handed
+    in, and the step takes the state and each batch back in, so the loop runs steps (JAX101).
+    The same shape over the object's own `self.blocks` walks its structure and stays silent."""
+    handed_in = """
+        import jax.numpy as jnp
+
+        def step(w, batch):
+            return w * 0.9 + batch * 0.1
+
+        def run(workload):
+            w = jnp.asarray(workload.w0)
+            for batch in workload.batches:
+                w = step(w, jnp.asarray(batch))
+            return w
+    """
+    own_structure = """
+        import jax.numpy as jnp
+
+        def apply_block(block, x):
+            return jnp.tanh(x @ block)
+
+        class Net:
+            def __init__(self, blocks):
+                self.blocks = blocks
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = apply_block(block, x)
+                return x
+    """
+    assert found(handed_in, all_rules, "JAX101") == [3]
+    assert found(own_structure, all_rules, "JAX101") == []

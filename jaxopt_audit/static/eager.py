@@ -265,8 +265,11 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
         return False  # a display loop (a grid of images) or a TensorFlow/PyTorch loop
     if isinstance(loop.node, cst.For) and _attribute_iterable(model, loop.node.iter, fn):
         # `for shots in self.shots`, `for axis, n in spec.ragged_axes`: fields of a record or
-        # settings made at construction; only a compiled step in the body says "steps"
-        return _calls_compiled(model, loop)
+        # settings made at construction; only a compiled step in the body, or (for a record
+        # handed in, not `self`) state fed back through a step with each item, says "steps"
+        if _calls_compiled(model, loop):
+            return True
+        return not _self_attribute(loop.node.iter) and _steps_user_function(model, loop)
     if fn in eager_functions(model):
         return True
     if count is not None and count >= MANY_STEPS:
@@ -311,6 +314,15 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
         if not counted and any(read_names(arg) & set(loop.targets) for arg in args):
             return True
     return False
+
+
+def _self_attribute(expr: cst.BaseExpression) -> bool:
+    """`self.x`, `cls.x` (also inside zip/enumerate): state the object was built with."""
+    if isinstance(expr, cst.Call):
+        return any(_self_attribute(a.value) for a in expr.args if a.keyword is None)
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in ("self", "cls")
 
 
 def _attribute_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
