@@ -41,6 +41,21 @@ def array_type() -> type:
     return ArrayImpl
 
 
+
+def patch_attribute(owner: Any, name: str, replacement: Any, restore: list[Callable[[], None]]) -> None:
+    """Set `owner.name = replacement` and append to `restore` the call that puts back exactly what
+    was there (the owner's own attribute, or none: an inherited one is then visible again)."""
+    had = name in vars(owner)
+    original = vars(owner).get(name)
+    setattr(owner, name, replacement)
+
+    def undo() -> None:
+        if had:
+            setattr(owner, name, original)
+        else:
+            delattr(owner, name)
+    restore.append(undo)
+
 class HostReads:
     """Refcounted hooks: `subscribe` installs them on first use, `unsubscribe` removes them."""
 
@@ -93,16 +108,7 @@ class HostReads:
     # -- hooks
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
-        had = name in vars(owner)
-        original = vars(owner).get(name)
-        setattr(owner, name, replacement)
-
-        def undo() -> None:
-            if had:
-                setattr(owner, name, original)
-            else:
-                delattr(owner, name)
-        self._restore.append(undo)
+        patch_attribute(owner, name, replacement, self._restore)
 
     def _install(self) -> None:
         impl = array_type()

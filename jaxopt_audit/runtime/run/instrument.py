@@ -75,7 +75,7 @@ from jax._src import core as jax_core
 from jax._src import source_info_util
 from jax._src.numpy import array_methods as _array_methods
 
-from ..host_reads import HOST_READS
+from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .sites import Site, UserFiles
@@ -330,16 +330,7 @@ class Instrument:
             self._restore.pop()()
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
-        had = name in vars(owner)
-        original = vars(owner).get(name)
-        setattr(owner, name, replacement)
-
-        def undo() -> None:
-            if had:
-                setattr(owner, name, original)
-            else:
-                delattr(owner, name)
-        self._restore.append(undo)
+        patch_attribute(owner, name, replacement, self._restore)
 
     # ------------------------------------------------------------ jit
 
