@@ -191,3 +191,20 @@ def train(w, x, iterations):
         print("loss", loss.item())
     return w
 """) == []
+
+
+def test_the_index_of_enumerate_and_python_columns_of_zip_are_not_arrays():
+    # saving one file per vmapped seed: `i` counts, the f-string holds only Python values
+    assert lines(TRAIN_STEP + """
+def save_all(w, x, names):
+    keys = jnp.stack([x, x])
+    for i, key in enumerate(keys):
+        w, loss = train_step(w, x)
+        open(f"run_{i}.bin", "wb")
+    for name, row in zip(names, keys):
+        w, loss = train_step(w, x)
+        open(f"run_{name}.bin", "wb")
+    for i, row in enumerate(keys):
+        w, loss = train_step(w, row)
+        print(f"{row}")
+""") == [21]

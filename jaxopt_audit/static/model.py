@@ -10,7 +10,7 @@ JAX arrays, which loops are step loops, and which functions run once per step.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -461,12 +461,22 @@ def _host_annotation(annotation: str | None) -> bool:
     return base in _HOST_ANNOTATIONS or (base in _CONTAINERS and element.rstrip("]") in _HOST_ANNOTATIONS)
 
 
-def _item_values(node: cst.For | cst.CompFor, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """`for k, v in d.items()`: only the values are arrays; the keys are names."""
-    it = node.iter
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" \
-            and isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2:
-        return tuple(target_names(node.target.elements[1].value))
+def _item_values(node: cst.For | cst.CompFor, targets: tuple[str, ...],
+                 iterates_arrays: Callable[[cst.BaseExpression], bool]) -> tuple[str, ...]:
+    """Which loop targets hold array items: `for k, v in d.items()` only the values; `for i, x in
+    enumerate(xs)` only `x` (the index is a Python int); `for a, b in zip(xs, names)` only the
+    targets whose iterable holds arrays."""
+    it, target = node.iter, node.target
+    if not isinstance(it, cst.Call) or not isinstance(target, cst.Tuple):
+        return targets
+    elements = [e.value for e in target.elements]
+    if isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" and len(elements) == 2:
+        return tuple(target_names(elements[1]))
+    args = [a.value for a in it.args if a.keyword is None and not a.star]
+    if isinstance(it.func, cst.Name) and it.func.value == "enumerate" and len(elements) == 2 and args:
+        return tuple(target_names(elements[1]))
+    if isinstance(it.func, cst.Name) and it.func.value == "zip" and len(elements) == len(args):
+        return tuple(n for e, a in zip(elements, args) if iterates_arrays(a) for n in target_names(e))
     return targets
 
 
@@ -1159,7 +1169,8 @@ class SemanticModel:
                     for a in fn.assignments:  # loop and comprehension targets iterate over arrays
                         if a.value is None and isinstance(a.site.node, (cst.For, cst.CompFor)):
                             if self._iterates_arrays(a.site.node.iter, fn):
-                                targets = _item_values(a.site.node, a.targets)
+                                targets = _item_values(a.site.node, a.targets,
+                                                       lambda e, fn=fn: self._iterates_arrays(e, fn))
                                 if not set(targets) <= fn.array_names:
                                     fn.array_names.update(targets)
                                     self._kind_cache = {}
