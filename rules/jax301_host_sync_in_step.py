@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
+from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
@@ -138,6 +139,9 @@ class HostSyncInStep(Rule):
             def per_step(site: Site, amortised: dict[int, bool] = amortised) -> bool:
                 if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
                     return False
+                loop = model.step_loop_of(site)
+                if loop is None or not dispatch_loop(model, loop):
+                    return False  # not shown to be a hot loop over steps (a viewer, a sweep, a demo)
                 if id(site.loop) not in amortised:
                     amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)
                 return not amortised[id(site.loop)]

@@ -160,20 +160,26 @@ def train(w, x, steps):
 
 
 def test_a_test_on_an_attribute_or_method_of_an_array_holder_is_not_a_sync():
-    # `layer` is zipped with an array of keys, but `layer.is_stateful()` is a Python fact about
-    # the layer; the tested `jnp.any(...)` is what waits for the device
+    # `layer.is_stateful()` is a Python fact about an object that holds arrays; the tested
+    # `jnp.any(...)` is what waits for the device. A loop over layers is structure, not steps.
     assert lines(TRAIN_STEP + """
+def train(w, batches, layer):
+    for batch in batches:
+        w, loss = train_step(w, batch)
+        if layer.is_stateful() and layer.primitive.multiple_results:
+            w = w * 2
+        if jnp.any(loss > 5.0):
+            break
+    return w
+
 def forward(layers, x, key):
     keys = jax.random.split(key, len(layers))
     for layer, k in zip(layers, keys):
-        if layer.is_stateful() and layer.primitive.multiple_results:
-            x = layer(x, k)
-        else:
-            x = jnp.tanh(x)
+        x = layer(x, k)
         if jnp.any(x > 5.0):
             x = x / 2
     return x
-""") == [18]
+""") == [16]
 
 
 def test_a_read_per_iteration_of_a_compiled_multi_step_program_is_amortised():
@@ -208,3 +214,27 @@ def save_all(w, x, names):
         w, loss = train_step(w, row)
         print(f"{row}")
 """) == [21]
+
+
+def test_a_loop_paced_by_a_person_or_a_viewer_is_not_a_hot_loop():
+    # an interactive game waits for input(); a viewer renders and sleeps: a read per turn is free
+    assert lines(TRAIN_STEP + """
+def play(w, x, env):
+    done = False
+    while not done:
+        action = int(input("move? "))
+        w, loss = train_step(w, x * action)
+        print(f"loss {loss}")
+        done = bool(loss < 0.1)
+
+def watch(w, x, env):
+    for t in range(1000):
+        w, loss = train_step(w, x)
+        env.render()
+        print(float(loss))
+
+def train(w, x):
+    for t in range(1000):
+        w, loss = train_step(w, x)
+        print(float(loss))
+""") == [28]

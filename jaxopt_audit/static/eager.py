@@ -41,6 +41,10 @@ PLOT_LIBRARIES = frozenset({"matplotlib", "seaborn", "plotly", "mediapy", "PIL",
 OTHER_FRAMEWORKS = frozenset({"tensorflow", "torch"})
 # Receivers that are plotting objects by convention (`ax.plot`, `fig.savefig`).
 PLOT_RECEIVERS = frozenset({"ax", "axs", "axes", "fig", "figure", "plt", "canvas"})
+# A loop that waits for a person or paces itself to be watched runs at human speed: its host
+# reads and un-jitted helpers cost nothing anyone would notice.
+HUMAN_PACED_FUNCTIONS = frozenset({"builtins.input", "time.sleep", "getpass.getpass"})
+HUMAN_PACED_METHODS = frozenset({"render", "imshow", "waitKey", "clear_output", "display", "flip"})
 # A literal trip count at or above this is a run of steps, whatever the body (`range(1000)`).
 MANY_STEPS = 50
 # Iterating these methods' results walks a container's structure or a file, not steps.
@@ -261,8 +265,8 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
         return False
     if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
         return False
-    if _plots(model, loop) or _other_framework(model, loop):
-        return False  # a display loop (a grid of images) or a TensorFlow/PyTorch loop
+    if _plots(model, loop) or _other_framework(model, loop) or human_paced(model, loop):
+        return False  # a display loop (a grid of images), a TensorFlow/PyTorch loop, a game
     if isinstance(loop.node, cst.For) and _attribute_iterable(model, loop.node.iter, fn):
         # `for shots in self.shots`, `for axis, n in spec.ragged_axes`: fields of a record or
         # settings made at construction; only a compiled step in the body, or (for a record
@@ -350,6 +354,21 @@ def _plots(model: SemanticModel, loop: Loop) -> bool:
                and (a.value.value in PLOT_RECEIVERS or _plot_annotation(fn, a.value.value))
                for a in site.node.args):
             return True  # `self._render_square(ax=ax, ...)`: drawing through a helper
+    return False
+
+
+def human_paced(model: SemanticModel, loop: Loop) -> bool:
+    """The loop body waits for a person or renders for one: `input()`, `time.sleep`,
+    `env.render()`, `cv2.imshow`, `clear_output`: an interactive game, a viewer, a demo."""
+    fn = loop.function
+    for site in fn.calls:
+        if not loop.encloses(site.loop):
+            continue
+        func = site.node.func
+        if model.resolve(func) in HUMAN_PACED_FUNCTIONS:
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in HUMAN_PACED_METHODS:
+            return True
     return False
 
 
