@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from jaxopt_audit.static import apis
-from jaxopt_audit.static.eager import dispatch_loop
+from jaxopt_audit.static.eager import drives_steps
 from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
@@ -140,7 +141,7 @@ class HostSyncInStep(Rule):
                 if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
                     return False
                 loop = model.step_loop_of(site)
-                if loop is None or not dispatch_loop(model, loop):
+                if loop is None or not drives_steps(model, loop) or _displays(site.function):
                     return False  # not shown to be a hot loop over steps (a viewer, a sweep, a demo)
                 if id(site.loop) not in amortised:
                     amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)
@@ -150,6 +151,8 @@ class HostSyncInStep(Rule):
                 if not per_step(site):
                     continue
                 found = self._host_pull(model, site, timed_loops, statements)
+                if found is not None and _feeds_host_environment(fn, site):
+                    continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
                 if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
             for site in fn.fstrings:
@@ -215,6 +218,36 @@ class HostSyncInStep(Rule):
         elif loop is not None:
             where = "every iteration of the step loop"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes"
+
+
+# Functions whose job is to show a value to a person: converting it is the point.
+_DISPLAY_NAME = re.compile(r"(^|_)(render|repr|str|string|plot|draw|show|display|visuali[sz]e)(_|$)")
+
+
+def _displays(fn) -> bool:
+    return not fn.is_module and bool(_DISPLAY_NAME.search(fn.node.name.value.lower().strip("_")))
+
+
+def _feeds_host_environment(fn, site: Site) -> bool:
+    """The pulled value is bound to a name that the same loop hands to a host environment's
+    `step`/`send`/`act` (a Gym env, a simulator, a socket): the host needs the value each step."""
+    target = _bound_name(fn, site.node)
+    if target is None or site.loop is None:
+        return False
+    return any(site.loop.encloses(s.loop) and isinstance(s.node.func, cst.Attribute)
+               and s.node.func.attr.value in _HOST_CONSUMERS
+               and any(isinstance(a.value, cst.Name) and a.value.value == target for a in s.node.args)
+               for s in fn.calls)
+
+
+_HOST_CONSUMERS = frozenset({"step", "send", "act", "step_async", "put"})
+
+
+def _bound_name(fn, call: cst.Call) -> str | None:
+    for a in fn.assignments:
+        if a.value is call and len(a.targets) == 1:
+            return a.targets[0]
+    return None
 
 
 def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -238,3 +238,23 @@ def train(w, x):
         w, loss = train_step(w, x)
         print(float(loss))
 """) == [28]
+
+
+def test_a_read_the_host_needs_or_a_display_function_makes_is_not_reported():
+    # a host environment steps on the actions; a render helper formats values for a person
+    assert lines(TRAIN_STEP + """
+def render_state(w):
+    return f"weights {w}"
+
+def rollout(w, x, env, policy):
+    for t in range(1000):
+        w, loss = train_step(w, x)
+        actions = jax.device_get(policy(w))
+        x = env.step(actions)
+        render_state(w)
+
+def train(w, x):
+    for t in range(1000):
+        w, loss = train_step(w, x)
+        history = jax.device_get(loss)
+""") == [24]

@@ -65,7 +65,7 @@ STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|mod
 def _cache(model: SemanticModel) -> dict:
     cache = getattr(model, "_eager_facts", None)
     if cache is None:
-        cache = {"host": {}, "eager": None, "loop": {}, "errors": {}}
+        cache = {"host": {}, "eager": None, "loop": {}, "drives": {}, "errors": {}}
         model._eager_facts = cache  # type: ignore[attr-defined]
     return cache
 
@@ -289,6 +289,35 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
         # `for batch in batches` inside `for epoch in range(n)`: epochs over a data stream
         parent = loop.parent
         if parent is not None and parent.is_step and not _is_range(model, node.iter):
+            return True
+    return False
+
+
+def drives_steps(model: SemanticModel, loop: Loop) -> bool:
+    """The loop is a hot driver of device work: shown to be a loop over steps, and each
+    iteration dispatches a compiled step or feeds its state back through array work. A host
+    read there stalls the device pipeline every step; in a loop of eager one-off work
+    (preprocessing blocks, drawing a figure) it is one more slow line among many."""
+    facts = _cache(model)["drives"]
+    if loop not in facts:
+        facts[loop] = dispatch_loop(model, loop) and (
+            _calls_compiled(model, loop) or _steps_user_function(model, loop)
+            or _feeds_state_back(model, loop))
+    return facts[loop]
+
+
+def _feeds_state_back(model: SemanticModel, loop: Loop) -> bool:
+    """`state, err = step(state, t)`: a value goes into a function of this module that does
+    array work and its result is bound to the same name: the loop threads state through steps."""
+    fn = loop.function
+    carried = carried_names(model, loop)
+    for a in fn.assignments:
+        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call) or not carried & set(a.targets):
+            continue
+        target = model.callee(a.value, fn).function
+        if target is None or not target.does_array_work:
+            continue
+        if any(read_names(arg.value) & carried & set(a.targets) for arg in a.value.args if not arg.star):
             return True
     return False
 
