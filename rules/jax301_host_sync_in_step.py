@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import apis
-from jaxopt_audit.static.eager import drives_steps
+from jaxopt_audit.static.eager import dispatch_loop, drives_steps, walks_device_rows
 from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 from jaxopt_audit.static.model import SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
@@ -141,7 +141,8 @@ class HostSyncInStep(Rule):
                 if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
                     return False
                 loop = model.step_loop_of(site)
-                if loop is None or not drives_steps(model, loop) or _displays(site.function):
+                if loop is None or _displays(site.function) or not (drives_steps(model, loop) or (
+                        dispatch_loop(model, loop) and walks_device_rows(model, loop))):
                     return False  # not shown to be a hot loop over steps (a viewer, a sweep, a demo)
                 if id(site.loop) not in amortised:
                     amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from . import apis
-from .loops import carried_names, has_fixed_trip_count, iterates_rows, literal_trip_count
+from .loops import carried_names, has_fixed_trip_count, is_numpy_value, iterates_rows, literal_trip_count
 from .model import Function, Loop, SemanticModel
 from .step_context import SHORT_LOOP
 from .walk import read_names, walk
@@ -295,29 +295,54 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
 
 def drives_steps(model: SemanticModel, loop: Loop) -> bool:
     """The loop is a hot driver of device work: shown to be a loop over steps, and each
-    iteration dispatches a compiled step or feeds its state back through array work. A host
-    read there stalls the device pipeline every step; in a loop of eager one-off work
-    (preprocessing blocks, drawing a figure) it is one more slow line among many."""
+    iteration threads state through JAX work (`state = step(state, batch)`, `result =
+    learner.update(state, x); state = result.state`). A host read there stalls the device
+    pipeline every step. Loops that only evaluate or collect (`for batch in ds: outs.append(
+    np.asarray(f(params, batch)))`) or do eager one-off work (preprocessing blocks, drawing a
+    figure) are left alone: reading results back is what they are for."""
     facts = _cache(model)["drives"]
     if loop not in facts:
         facts[loop] = dispatch_loop(model, loop) and (
-            _calls_compiled(model, loop) or _steps_user_function(model, loop)
-            or _feeds_state_back(model, loop))
+            _steps_user_function(model, loop) or _feeds_state_back(model, loop))
     return facts[loop]
 
 
+def walks_device_rows(model: SemanticModel, loop: Loop) -> bool:
+    """`for x in inputs` where `inputs` is a JAX array (also under zip/enumerate): the data is
+    already on the device, so reading each iteration's result back is the loop's only host trip."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return False
+    it = node.iter
+    if isinstance(it, cst.Call) and model.resolve(it.func) in ("builtins.enumerate", "builtins.zip"):
+        return any(_device_rows(model, a.value, loop.function) for a in it.args if a.keyword is None)
+    return _device_rows(model, it, loop.function)
+
+
+def _device_rows(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    return isinstance(expr, (cst.Name, cst.Subscript)) and model.is_array(expr, fn) \
+        and not is_numpy_value(model, expr, fn)
+
+
 def _feeds_state_back(model: SemanticModel, loop: Loop) -> bool:
-    """`state, err = step(state, t)`: a value goes into a function of this module that does
-    array work and its result is bound to the same name: the loop threads state through steps."""
+    """`params, opt, loss = update(params, opt, batch)`: a call doing JAX work takes a value
+    carried from the last iteration and its result is bound to a carried name (directly or
+    through a record: `out = step(state); state = out.state`). Running sums (`total += x`) are
+    not state."""
     fn = loop.function
     carried = carried_names(model, loop)
+    if not carried:
+        return False
+    results: set[str] = set()  # names bound to such a call's result in this loop
     for a in fn.assignments:
-        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call) or not carried & set(a.targets):
+        if not loop.encloses(a.site.loop) or a.value is None or a.augmented:
             continue
-        target = model.callee(a.value, fn).function
-        if target is None or not target.does_array_work:
-            continue
-        if any(read_names(arg.value) & carried & set(a.targets) for arg in a.value.args if not arg.star):
+        if isinstance(a.value, cst.Call) and model.call_work(a.value, fn) is not None and any(
+                read_names(arg.value) & (carried | results) for arg in a.value.args if not arg.star):
+            if carried & set(a.targets):
+                return True
+            results.update(a.targets)
+        elif carried & set(a.targets) and read_names(a.value) & results and not isinstance(a.value, cst.BinaryOperation):
             return True
     return False
 
