@@ -232,12 +232,13 @@ def _displays(fn) -> bool:
 def _feeds_host_environment(fn, site: Site) -> bool:
     """The pulled value is bound to a name that the same loop hands to a host environment's
     `step`/`send`/`act` (a Gym env, a simulator, a socket): the host needs the value each step."""
-    target = _bound_name(fn, site.node)
-    if target is None or site.loop is None:
+    if site.loop is None:
         return False
+    target = _bound_name(fn, site.node)
     return any(site.loop.encloses(s.loop) and isinstance(s.node.func, cst.Attribute)
                and s.node.func.attr.value in _HOST_CONSUMERS
-               and any(isinstance(a.value, cst.Name) and a.value.value == target for a in s.node.args)
+               and any(a.value is site.node or (isinstance(a.value, cst.Name) and a.value.value == target)
+                       for a in s.node.args)
                for s in fn.calls)
 
 
