@@ -8,7 +8,7 @@ import libcst as cst
 
 from jaxopt_audit.static import apis
 from jaxopt_audit.static.host_loops import Statements, over_structure
-from jaxopt_audit.static.loops import host_bound_call, is_numpy_value
+from jaxopt_audit.static.loops import host_bound_call, is_numpy_value, iterates_rows
 from jaxopt_audit.static.model import Assignment, Function, SemanticModel, Site
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.walk import names_in, walk
@@ -143,7 +143,8 @@ class HostToDeviceInStep(Rule):
                         continue
                     # only data the file shows is on the host (NumPy built or held): a batch from
                     # an unknown loader, or a few Python scalars, may be anything
-                    if not _host_data(model, fn, site, value) or _measured(fn, site, statements):
+                    if not _host_data(model, fn, site, value) or _measured(fn, site, statements) \
+                            or not from_data_set(model, fn, site, value, loader_batches=q != "jax.device_put"):
                         continue
                     yield Report(call, f"`{describe(call)}` copies host data to the device on every step "
                                        "of the loop; move the data set to the device once and slice it there")
@@ -154,6 +155,8 @@ class HostToDeviceInStep(Rule):
                 built: list[tuple[cst.BaseExpression, str]] = []
                 held: list[cst.BaseExpression] = []
                 for arg in call.args:
+                    if not from_data_set(model, fn, site, arg.value):
+                        continue  # generated or loaded each step by code the file does not show
                     origin = _numpy_origin(model, fn, site, arg.value)
                     if origin is not None:
                         built.append((arg.value, origin))
@@ -173,6 +176,90 @@ class HostToDeviceInStep(Rule):
                     names = ", ".join(f"`{describe(v)}`" for v in held)
                     yield Report(held[0], f"{names}: NumPy data on the host passed to `{describe(call.func)}` "
                                           "every step, which copies it to the device on every call")
+
+
+def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.BaseExpression,
+                  loader_batches: bool = True, depth: int = 0) -> bool:
+    """The host data is something the rule's fix removes: a NumPy data set this file holds in
+    memory (a NumPy name the loop does not rebind: the same array uploaded every step; a slice or
+    a row of one; a batch from a generator of this module), or this step's batch, converted or
+    preprocessed in the loop (`jnp.array(x)`, `np.array(x.numpy())`, `preprocess(batch)`).
+    Data generated afresh each step (`problem = make_problem(dataset)`) is an input pipeline by
+    design, and so is an explicit `jax.device_put` of a batch from a loader the file does not
+    show (`loader_batches=False`): left alone."""
+    if depth > 5 or site.loop is None:
+        return False
+    loop = site.loop
+
+    def follow(x: cst.BaseExpression) -> bool:
+        return from_data_set(model, fn, site, x, loader_batches, depth + 1)
+
+    if isinstance(value, cst.Subscript):
+        return follow(value.value)
+    if isinstance(value, cst.Call):
+        q = model.resolve(value.func)
+        args = [a.value for a in value.args if not a.star]
+        if q in apis.DEVICE_PUT_FUNCTIONS or q in _CONVERSIONS or (
+                q is None and isinstance(value.func, cst.Attribute) and value.func.attr.value in _VIEWS):
+            parts = args + ([value.func.value] if q is None and isinstance(value.func, cst.Attribute) else [])
+            return any(follow(x) for x in parts)
+        if q is not None and q.startswith("numpy.") and not q.startswith("numpy.random.") \
+                and q not in _NUMPY_METADATA and not set(names_in(value)) & _assigned_in(fn, loop):
+            return True  # `np.zeros(4)`: the same array built and uploaded every step
+        # a helper or NumPy work on this step's item carries it on; anything else makes new data
+        drawn = _drawn_names(fn, loop)
+        return any(set(names_in(x)) & drawn and follow(x) for x in args)
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        parts = [value.left, value.right] if isinstance(value, cst.BinaryOperation) else [value.expression]
+        return any(follow(x) for x in parts)
+    if isinstance(value, cst.Dict):
+        return any(isinstance(e, cst.DictElement) and follow(e.value) for e in value.elements)
+    if isinstance(value, cst.DictComp):
+        return follow(value.for_in.iter)
+    if not isinstance(value, cst.Name):
+        return False
+    inside = [a for a in fn.bindings(value.value) if loop.encloses(a.site.loop)]
+    if not inside:
+        return is_numpy_value(model, value, fn) and not model.is_array(value, fn)
+    for a in inside:
+        node = a.site.node
+        if a.value is None and isinstance(node, cst.CompFor):
+            if follow(node.iter):
+                return True
+        elif a.value is None and isinstance(node, cst.For):
+            it = node.iter
+            if isinstance(it, cst.Call) and (target := model.callee(it, fn).function) is not None \
+                    and any(isinstance(n, cst.Yield) for n in walk(target.node.body)):
+                return True  # `for batch in data_loader(x, y, order)`: this module's generator
+            if iterates_rows(model, it, fn) and not model.is_array(it, fn):
+                return True  # rows of NumPy arrays held in memory
+            if loader_batches and node is loop.node and not _is_counter(model, it):
+                return True  # this step's batch, from whatever the loop draws it
+        elif a.value is not None and follow(a.value):
+            return True
+    return False
+
+
+# Calls that only convert or view the data they are given: follow them to where it comes from.
+_CONVERSIONS = frozenset({"jax.numpy.array", "jax.numpy.asarray", "numpy.asarray", "numpy.array"})
+_VIEWS = frozenset({"items", "values", "astype", "reshape", "numpy"})
+
+
+def _is_counter(model: SemanticModel, it: cst.BaseExpression) -> bool:
+    return isinstance(it, cst.Call) and model.resolve(it.func) == "builtins.range"
+
+
+def _assigned_in(fn: Function, loop) -> set[str]:
+    return set(loop.targets) | {t for a in fn.assignments if loop.encloses(a.site.loop) for t in a.targets}
+
+
+def _drawn_names(fn: Function, loop) -> set[str]:
+    """The loop's item and the names computed from it in the loop body."""
+    drawn = set(loop.targets)
+    for a in fn.assignments:
+        if loop.encloses(a.site.loop) and a.value is not None and set(names_in(a.value)) & drawn:
+            drawn.update(a.targets)
+    return drawn
 
 
 def _is_literal(node: cst.BaseExpression) -> bool:

@@ -85,3 +85,24 @@ def layout(pos, iterations, w):
         w = update(w, np.zeros(4))
     return pos, w
 """) == [18]
+
+
+def test_data_generated_each_step_or_placed_from_an_unseen_loader_is_an_input_pipeline():
+    # a fresh problem sampled on the host every step, and an explicit device_put of a loader's
+    # batch, are input pipelines by design; a data set held in memory and sliced on the host is not
+    assert lines(STEP + """
+def make_problem(rng, n):
+    return rng.normal(size=(n, 8))
+
+def train(w, rng, loader, steps):
+    data = np.random.rand(512, 8)
+    for _ in range(steps):
+        problem = make_problem(rng, 16)
+        w = update(w, problem)
+    for batch in loader:
+        x = jax.device_put(batch["image"])
+        w = update(w, x)
+    for i in range(steps):
+        w = update(w, data[i * 32:(i + 1) * 32])
+    return w
+""") == [21]
