@@ -28,6 +28,7 @@ from .fixes import applicability
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
+from .project import ImportedView, Project, summarise_file
 from .registry import check_patterns, load_rules, select_rules
 from .rule import Finding, Rule
 
@@ -96,7 +97,7 @@ def _nul_position(source: str | bytes) -> tuple[int, int] | None:
 
 
 def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
-                ignored_codes: Iterable[str] = ()) -> FileResult:
+                ignored_codes: Iterable[str] = (), project: ImportedView | None = None) -> FileResult:
     """Scan one file's text with already-instantiated rules."""
     try:
         module = cst.parse_module(source)
@@ -107,7 +108,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     # The text as parsed (not `module.code`, which would re-generate the whole module).
     text = source.decode(module.encoding, "replace") if isinstance(source, bytes) else source
     lines = text.splitlines()
-    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text)
+    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project)
     raw: list[tuple[Rule, object]] = []
     internal: ScanError | None = None
     for rule in rules:
@@ -137,7 +138,8 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 
 
-def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (),
+              project: ImportedView | None = None) -> FileResult:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -146,10 +148,11 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
     if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
         from .notebooks import scan_notebook
         return scan_notebook(data, path, rules, ignored_codes)
-    return scan_source(data, path, rules, ignored_codes)
+    return scan_source(data, path, rules, ignored_codes, project)
 
 
-def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = (),
+                       project: ImportedView | None = None) -> FileResult:
     """scan_file, but nothing the file does escapes as an exception (isolation.py): special files
     are not opened, deep nesting gets a deep stack, and what still fails is this file's error."""
     kind = special_file_kind(path)
@@ -157,9 +160,9 @@ def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str
         return FileResult(path, [], ScanError(path, f"not scanned: it is {kind}, not a regular file"), 0)
     try:
         try:  # nearly every file: here, at the default limit (a fresh deep-stack thread costs ~10%)
-            return scan_file(path, rules, ignored_codes)
+            return scan_file(path, rules, ignored_codes, project)
         except RecursionError:  # scan_file is pure, so the deep retry starts from scratch
-            return call_with_deep_stack(scan_file, path, rules, ignored_codes)
+            return call_with_deep_stack(scan_file, path, rules, ignored_codes, project)
     except RecursionError:
         return FileResult(path, [], ScanError(
             path, f"not scanned: nested too deeply to analyse (more than {RECURSION_LIMIT} levels of "
@@ -186,9 +189,10 @@ def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> Non
     _worker_config = config
 
 
-def _scan_in_worker(path: str) -> FileResult:
+def _scan_in_worker(task: tuple[str, ImportedView | None]) -> FileResult:
     assert _worker_config is not None
-    return scan_file_isolated(path, _worker_rules, _worker_config.ignored_for(path))
+    path, project = task
+    return scan_file_isolated(path, _worker_rules, _worker_config.ignored_for(path), project)
 
 
 def _size(path: str) -> int:
@@ -236,21 +240,31 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)
     files = found.files
+    jobs = jobs or os.cpu_count() or 1
+    pool = None
+    if jobs > 1 and len(files) >= 8:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
+                                   initargs=([r.CODE for r in chosen], rules_dirs, cfg))
+    # the project-wide pass (project.py): every file's summary, in the same pool, before the cache
+    # is asked, since a file's result depends on the summaries of the modules it imports
+    try:
+        project = _project(files, pool, jobs)
+    except BaseException:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
     cache = keys = None
     if cache_dir is not None:
         from .cache_use import cached_results, open_cache
-        cache = open_cache(cache_dir, chosen, cfg)
+        cache = open_cache(cache_dir, chosen, cfg, lambda path, content: (project.view(path).digest(),))
         files, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
-    jobs = jobs or os.cpu_count() or 1
-    if jobs > 1 and len(files) >= 8:
+    if pool is not None:
         # Largest files first, in small chunks, so no core idles at the end on one big file;
         # the output order does not depend on this (findings are sorted).
         by_size = sorted(files, key=_size, reverse=True)
         chunk = max(1, len(files) // (jobs * 64))
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
-                                   initargs=([r.CODE for r in chosen], rules_dirs, cfg))
         try:
-            file_results = pool.map(_scan_in_worker, by_size, chunksize=chunk)
+            file_results = pool.map(_scan_in_worker, [(p, project.view(p)) for p in by_size], chunksize=chunk)
             for file_result in file_results:
                 _collect(result, file_result, cache, keys)
                 if progress is not None:
@@ -262,7 +276,8 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     else:
         instances = [r() for r in chosen]
         for path in files:
-            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path)), cache, keys)
+            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path), project.view(path)),
+                     cache, keys)
             if progress is not None:
                 progress()
     if cache is not None:
@@ -270,6 +285,12 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     result.findings.sort(key=Finding.sort_key)
     result.errors.sort()
     return result
+
+
+def _project(files: list[str], pool: ProcessPoolExecutor | None, jobs: int) -> Project:
+    chunk = max(1, len(files) // (jobs * 16))
+    found = pool.map(summarise_file, files, chunksize=chunk) if pool is not None else map(summarise_file, files)
+    return Project({s.path: s for s in found if s is not None})
 
 
 def _check_codes(rules: list[type[Rule]], cfg: Config, **options: list[str] | None) -> None:
