@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import warnings
 from typing import NamedTuple
 
 _BUILTINS = frozenset(dir(builtins))
@@ -173,7 +174,8 @@ def summarise_file(path: str) -> ModuleSummary | None:
     if not path.endswith(".py"):
         return None
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb") as handle, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\."` in the user's strings: not ours to print
             tree = ast.parse(handle.read())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
