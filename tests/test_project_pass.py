@@ -138,7 +138,8 @@ def test_project_resolution_through_the_init_chain(tmp_path):
     _write(tmp_path, {"top/__init__.py": "", "top/sub/__init__.py": "",
                       "top/sub/model.py": MODEL.format(decorator=""),
                       "top/sub/deep/__init__.py": "",
-                      "top/sub/deep/train.py": "from ..model import update\nfrom top.sub.model import update as u2\n"})
+                      "top/sub/deep/train.py": ("from ..model import update\nfrom top.sub.model import update as u2\n"
+                                                "for w in range(3):\n    update(w, 1, 2)\n    u2(w, 1, 2)\n")})
     paths = [str(p) for p in tmp_path.rglob("*.py")]
     project = Project({s.path: s for s in map(summarise_file, paths) if s is not None})
     view = project.view(str(tmp_path / "top/sub/deep/train.py"))

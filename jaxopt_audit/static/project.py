@@ -2,7 +2,8 @@
 the same project is resolved like a local one ("is this callee jitted", "does it do array work",
 "which of its arguments are static").
 
-The first pass summarises every file (stdlib `ast`, in the scan's worker pool); the parent resolves
+Each file's summary comes from the semantic model its scan builds anyway (one parse per file, in
+the worker pool); the parent resolves
 each file's imports against the scanned files (relative imports through the `__init__.py` chain,
 absolute ones from the importer's directory or its top package's parent) and hands each file only
 the summaries it imports (an `ImportedView`). A module outside the scanned files is unknown: the
@@ -11,38 +12,32 @@ rules stay silent about it, as before.
 
 from __future__ import annotations
 
-import ast
-import builtins
+import json
 import os
-import warnings
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-_BUILTINS = frozenset(dir(builtins))
-# what makes a call array work, by resolved prefix (the first pass has no semantic model)
-_ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.random.", "jax.scipy.", "jax.tree",
-                   "optax.")
-_JIT_NAMES = frozenset({"jax.jit", "jax.pmap", "equinox.filter_jit", "flax.linen.jit", "flax.nnx.jit",
-                        "jax.experimental.pjit.pjit", "jax.pjit"})
-# a function whose result or job is a host value cannot be jitted; its callers' loops are host loops
-_HOST_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.print",
-                         "builtins.open", "numpy.asarray", "numpy.array", "jax.device_get"})
-_HOST_METHODS = frozenset({"item", "tolist", "block_until_ready", "numpy"})
+import libcst as cst
 
+from .names import dotted
+
+if TYPE_CHECKING:
+    from .model import SemanticModel
 
 class FunctionSummary(NamedTuple):
-    """One top-level function or class method (`Cls.method`) of a scanned module."""
+    """One top-level function or class method (`Cls.method`) of a scanned module, as its own
+    file's semantic model sees it."""
 
     name: str
     params: tuple[str, ...]
     jitted: bool  # its own name calls compiled code: decorated, or `name = jax.jit(f)` at module level
     static_params: frozenset[str]
-    array_ops: int  # calls to jax.numpy/lax/nn/random/... in its body
-    host_work: bool  # converts to Python values, prints, syncs, reads files
+    array_ops: int  # eager array operations in its own body (the model's count)
+    host_work: bool  # its job is host work (eager.host_side): converts, prints, formats, syncs
     has_loop: bool
 
 
 class ImportRef(NamedTuple):
-    """`local` names `module` (an attribute of it when `attr` is set), `level` dots up."""
+    """`local` (as spelled in calls) names `module`, or its attribute `attr`, `level` dots up."""
 
     local: str
     module: str
@@ -54,132 +49,81 @@ class ModuleSummary(NamedTuple):
     path: str
     functions: dict[str, FunctionSummary]
     imports: tuple[ImportRef, ...]
+    loop_calls: frozenset[str]  # spellings of imported callables called inside a loop here
+
+    def to_json(self) -> list:
+        return [self.path, {k: [*f[:3], sorted(f.static_params), *f[4:]] for k, f in self.functions.items()},
+                [list(r) for r in self.imports], sorted(self.loop_calls)]
+
+    @classmethod
+    def from_json(cls, data: list) -> ModuleSummary:
+        path, functions, imports, calls = data
+        return cls(path, {k: FunctionSummary(f[0], tuple(f[1]), f[2], frozenset(f[3]), *f[4:])
+                          for k, f in functions.items()},
+                   tuple(ImportRef(*r) for r in imports), frozenset(calls))
 
 
-def _jax_aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified library name, for the names the summary needs to recognise."""
-    table: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                table[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                table[a.asname or a.name] = f"{node.module}.{a.name}"
-    return table
+def _imports(module: cst.Module) -> list[ImportRef]:
+    refs: list[ImportRef] = []
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for a in small.names:  # `import a.b` is spelled `a.b.f`, `import a.b as m` is `m.f`
+                    full = dotted(a.name) or ""
+                    local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else full
+                    refs.append(ImportRef(local, full, None, 0))
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                module_name = dotted(small.module) if small.module is not None else ""
+                for a in small.names:
+                    name = dotted(a.name) or ""
+                    local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else name
+                    refs.append(ImportRef(local, module_name or "", name, len(small.relative)))
+    return refs
 
 
-def _qualified(expr: ast.expr, table: dict[str, str]) -> str | None:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    head = table.get(expr.id)
-    if head is None:
-        return f"builtins.{expr.id}" if expr.id in _BUILTINS else None
-    return ".".join([head, *reversed(parts)])
+def summarise_model(model: SemanticModel) -> ModuleSummary:
+    """The module's top-level functions, class methods and `name = jax.jit(f, ...)` bindings, from
+    the facts its model already has (one parse, one answer per fact), and what it imports."""
+    from .eager import host_side
 
-
-def _jit_static(expr: ast.expr, table: dict[str, str], params: tuple[str, ...]) -> frozenset[str] | None:
-    """The static parameters when `expr` is a jit wrapper (`jax.jit`, `partial(jax.jit, ...)`,
-    `jax.jit(static_argnums=...)`), else None."""
-    call = expr if isinstance(expr, ast.Call) else None
-    q = _qualified(call.func if call else expr, table)
-    if q == "functools.partial" and call is not None and call.args:
-        if _qualified(call.args[0], table) not in _JIT_NAMES:
-            return None
-    elif q not in _JIT_NAMES:
-        return None
-    static: set[str] = set()
-    for kw in call.keywords if call else ():
-        values = kw.value.elts if isinstance(kw.value, (ast.Tuple, ast.List)) else [kw.value]
-        for v in values:
-            if not isinstance(v, ast.Constant):
-                continue
-            if kw.arg in ("static_argnums", "donate_argnums") and isinstance(v.value, int):
-                if kw.arg == "static_argnums" and -len(params) <= v.value < len(params):
-                    static.add(params[v.value])
-            elif kw.arg == "static_argnames" and isinstance(v.value, str):
-                static.add(v.value)
-    return frozenset(static)
-
-
-def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, table: dict[str, str],
-              method: bool) -> FunctionSummary:
-    params = tuple(a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs])
-    if method and params:
-        params = params[1:]
-    jitted, static = False, frozenset[str]()
-    for decorator in node.decorator_list:
-        found = _jit_static(decorator, table, params)
-        if found is not None:
-            jitted, static = True, found
-    array_ops, host, loop = 0, False, False
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            q = _qualified(sub.func, table)
-            if q is not None and q.startswith(_ARRAY_PREFIXES):
-                array_ops += 1
-            elif q in _HOST_CALLS or (isinstance(sub.func, ast.Attribute) and sub.func.attr in _HOST_METHODS):
-                host = True
-        elif isinstance(sub, (ast.For, ast.While, ast.AsyncFor)):
-            loop = True
-    return FunctionSummary(name, params, jitted, static, array_ops, host, loop)
-
-
-def summarise(tree: ast.Module, path: str) -> ModuleSummary:
-    """The module's top-level functions and class methods, its `name = jax.jit(f)` bindings and
-    what it imports from where."""
-    table = _jax_aliases(tree)
+    top = model.module_function
     functions: dict[str, FunctionSummary] = {}
-    imports: list[ImportRef] = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions[node.name] = _function(node, node.name, table, False)
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    name = f"{node.name}.{item.name}"
-                    functions[name] = _function(item, name, table, True)
-        elif isinstance(node, ast.Import):
-            # `import a.b` is spelled `a.b.f`, `import a.b as m` is spelled `m.f`
-            imports.extend(ImportRef(a.asname or a.name, a.name, None, 0) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imports.extend(ImportRef(a.asname or a.name, node.module or "", a.name, node.level)
-                           for a in node.names if a.name != "*")
-    for node in tree.body:  # `step = jax.jit(_step, static_argnums=...)` at module level
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Call) and node.value.args \
-                and isinstance(node.value.args[0], ast.Name) and node.value.args[0].id in functions:
-            wrapped = functions[node.value.args[0].id]
-            wrapper = node.value.func
-            call = node.value
-            if isinstance(wrapper, ast.Call):  # partial(jax.jit, static_argnums=...)(f)
-                static = _jit_static(wrapper, table, wrapped.params)
-            else:
-                static = _jit_static(ast.Call(func=wrapper, args=[], keywords=call.keywords), table,
-                                     wrapped.params)
-            name = node.targets[0].id
-            if static is not None:
-                functions[name] = wrapped._replace(name=name, jitted=True, static_params=static)
-            elif name in functions:
-                del functions[name]  # rebound to something the summary cannot follow
-    return ModuleSummary(path, functions, tuple(imports))
+    for fn in model.functions:
+        if fn.parent is not top or fn.name == "<lambda>" or fn.is_module:
+            continue
+        params = tuple(fn.params[1:] if fn.cls is not None and fn.params else fn.params)
+        functions[fn.qualname] = FunctionSummary(
+            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), fn.array_ops,
+            host_side(model, fn), bool(fn.loops))
+    for a in top.assignments:  # `fast = jax.jit(step, static_argnums=...)`
+        if len(a.targets) == 1 and a.value is not None and a.attribute_target is None:
+            wrapped = model._jit_of(a.value, top)
+            if wrapped is not None and wrapped.function is not None \
+                    and wrapped.function.qualname in functions:
+                base = functions[wrapped.function.qualname]
+                functions[a.targets[0]] = base._replace(name=a.targets[0], jitted=True)
+    imports = _imports(model.module)
+    roots = {ref.local.split(".")[0] for ref in imports}
+    calls = set()
+    for fn in model.functions:
+        for site in fn.calls:
+            if site.loop is not None:
+                spelled = dotted(site.node.func)
+                if spelled is not None and spelled.split(".")[0] in roots:
+                    calls.add(spelled)
+    return ModuleSummary(os.path.abspath(model.path), functions, tuple(imports), frozenset(calls))
 
 
-def summarise_file(path: str) -> ModuleSummary | None:
-    """None when the file cannot be read or parsed (the scan reports it)."""
-    if not path.endswith(".py"):
-        return None
-    try:
-        with open(path, "rb") as handle, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # `"\."` in the user's strings: not ours to print
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return summarise(tree, os.path.abspath(path))
+def summarise_file(path: str) -> ModuleSummary:
+    """One file's summary on its own (tests, tools); the scan takes it from the model it builds."""
+    from .engine import _package_of
+    from .model import SemanticModel
+
+    with open(path, "rb") as handle:
+        module = cst.parse_module(handle.read())
+    return summarise_model(SemanticModel(module, path, _package_of(path)))
 
 
 def imported_candidate(fn: FunctionSummary) -> bool:
@@ -226,10 +170,15 @@ class Project:
 
     def view(self, path: str) -> ImportedView:
         """The imported functions `path` can call, keyed by the spelling used there (`step`,
-        `model.step`, `m.Trainer.update`)."""
+        `model.step`, `m.Trainer.update`); empty when none of them is called in a loop there, so
+        such a file keeps the result of its first (and only) scan."""
         own = self.summaries.get(os.path.abspath(path))
-        if own is None:
-            return ImportedView({})
+        if own is None or not own.loop_calls:
+            return _EMPTY
+        view = self._imported(own)
+        return view if any(c in view.functions for c in own.loop_calls) else _EMPTY
+
+    def _imported(self, own: ModuleSummary) -> ImportedView:
         functions: dict[str, FunctionSummary] = {}
         for ref in own.imports:
             if ref.attr is not None:  # from X import attr: a function of X, or a submodule X.attr
@@ -257,3 +206,47 @@ class ImportedView(NamedTuple):
     def digest(self) -> bytes:
         """The cache's dependency input: changes when an imported summary changes."""
         return repr(sorted(self.functions.items())).encode()
+
+
+_EMPTY = ImportedView({})
+
+
+class SummaryStore:
+    """Summaries kept beside the result cache, by path and content digest, so a warm scan knows
+    every module's summary without parsing it."""
+
+    def __init__(self, directory: str | None) -> None:
+        self.file = os.path.join(directory, "project-summaries.json") if directory else None
+        self.entries: dict[str, tuple[str, list]] = {}
+        if self.file is not None:
+            try:
+                with open(self.file, encoding="utf-8") as handle:
+                    self.entries = {k: tuple(v) for k, v in json.load(handle).items()}  # type: ignore[misc]
+            except (OSError, ValueError, AttributeError):
+                self.entries = {}  # missing or damaged: rebuilt by this scan
+
+    def get(self, path: str, digest: str) -> ModuleSummary | None:
+        entry = self.entries.get(os.path.abspath(path))
+        if entry is None or entry[0] != digest:
+            return None
+        try:
+            return ModuleSummary.from_json(entry[1])
+        except (TypeError, ValueError):
+            return None
+
+    def put(self, digest: str, summary: ModuleSummary) -> None:
+        self.entries[summary.path] = (digest, summary.to_json())
+
+    def save(self) -> None:
+        if self.file is None or not os.path.isdir(os.path.dirname(self.file)):
+            return
+        temporary = f"{self.file}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(self.entries, handle, separators=(",", ":"))
+            os.replace(temporary, self.file)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
