@@ -94,9 +94,13 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
         if fn.parent is not top or fn.name == "<lambda>" or fn.is_module:
             continue
         params = tuple(fn.params[1:] if fn.cls is not None and fn.params else fn.params)
+        if not fn.direct_jit and not fn.array_ops:
+            continue  # no JAX work to tell: an unknown callee gets the same answers
+        loops = bool(fn.loops)
+        # host_side costs a walk: asked only where imported_candidate would look at it
+        host = not fn.direct_jit and fn.array_ops >= 2 and not loops and fn.cls is None and host_side(model, fn)
         functions[fn.qualname] = FunctionSummary(
-            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), fn.array_ops,
-            host_side(model, fn), bool(fn.loops))
+            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), fn.array_ops, host, loops)
     for a in top.assignments:  # `fast = jax.jit(step, static_argnums=...)`
         if len(a.targets) == 1 and a.value is not None and a.attribute_target is None:
             wrapped = model._jit_of(a.value, top)
