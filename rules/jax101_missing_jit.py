@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator
 from jaxopt_audit.static.model import Function, SemanticModel, Site
-from jaxopt_audit.static.project import FunctionSummary, imported_candidate
+from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
 
 
@@ -166,7 +166,8 @@ class MissingJit(Rule):
                 callee = model.callee(site.node, fn)
                 target = callee.function
                 if callee.imported is not None and not callee.jitted and imported_candidate(callee.imported) \
-                        and dispatch_loop(model, site.loop) and id(callee.imported) not in imported:
+                        and dispatch_loop(model, site.loop) and counted_steps(model, site.loop) \
+                        and id(callee.imported) not in imported:
                     imported[id(callee.imported)] = (callee.imported, site)
                 if callee.jitted or target is None or id(target) in called_from or not _candidate(target):
                     continue

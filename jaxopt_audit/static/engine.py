@@ -113,7 +113,10 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     lines = text.splitlines()
     model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project)
     if summaries is not None:
-        summaries.append(summarise_model(model))
+        try:
+            summaries.append(summarise_model(model))
+        except Exception:  # noqa: BLE001 - no summary: callers of this module stay unknown (silent)
+            pass
     raw: list[tuple[Rule, object]] = []
     internal: ScanError | None = None
     for rule in rules:

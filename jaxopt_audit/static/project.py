@@ -21,7 +21,7 @@ import libcst as cst
 from .names import dotted
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .model import Loop, SemanticModel
 
 class FunctionSummary(NamedTuple):
     """One top-level function or class method (`Cls.method`) of a scanned module, as its own
@@ -136,6 +136,17 @@ def imported_candidate(fn: FunctionSummary) -> bool:
     fuse, no host work and no loop of its own (it may hold the training loop)."""
     return not fn.jitted and "." not in fn.name and fn.array_ops >= 2 and not fn.host_work \
         and not fn.has_loop
+
+
+def counted_steps(model: SemanticModel, loop: Loop | None) -> bool:
+    """The loop, or one around it, counts steps (`range`, `enumerate`, `step += 1`, `while`) and
+    does not walk a structure: a loop over a call's arguments inside library code is not a training
+    loop, whatever the imported callee does."""
+    while loop is not None:
+        if not model.walks_structure(loop) and (loop.counters or isinstance(loop.node, cst.While)):
+            return True
+        loop = loop.parent
+    return False
 
 
 # ----------------------------------------------------------------- resolution (in the parent)
