@@ -168,26 +168,17 @@ def test_parallel_scan_gives_the_same_findings(tmp_path):
     assert serial.findings == parallel.findings and len(serial.findings) == 10
 
 
-def test_loop_over_arguments_calling_an_imported_helper_is_not_a_step_loop(tmp_path):
-    # a library routine padding each of its operands: a walk over a structure, not training steps
-    helpers = """
-        import jax.numpy as jnp
 
-        def fill_value(shape, dtype):
-            if jnp.issubdtype(dtype, jnp.floating):
-                return jnp.full(shape, jnp.nan, dtype)
-            return jnp.full(shape, 0, dtype)
-    """
-    impl = """
-        from jax import lax
-        from helpers import fill_value
+def test_batches_inside_an_epoch_loop_count_as_steps(tmp_path):
+    # the inner loop has no counter of its own; the epoch loop around it counts the steps
+    train = """
+        from model import update
 
-        def pad_operands(operands, pads):
-            out = []
-            for x, pad in zip(operands, pads):
-                x = lax.pad(x, fill_value((), x.dtype), pad)
-                out.append(x)
-            return out
+        def fit(w, batches, epochs):
+            for epoch in range(epochs):
+                for x, y in batches:
+                    w = update(w, x, y)
+            return w
     """
-    _write(tmp_path, {"helpers.py": helpers, "impl.py": impl})
-    assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "impl.py") == []
+    _write(tmp_path, {"model.py": MODEL.format(decorator=""), "train.py": train})
+    assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "train.py") == [(7, "JAX101")]
