@@ -257,7 +257,8 @@ class SummaryStore:
             return
         temporary = f"{self.file}.{os.getpid()}.tmp"
         try:
-            with open(temporary, "w", encoding="utf-8") as handle:
+            with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                      encoding="utf-8") as handle:  # private, like the result cache
                 json.dump(self.entries, handle, separators=(",", ":"))
             os.replace(temporary, self.file)
         except OSError:
