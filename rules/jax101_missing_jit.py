@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator
 from jaxopt_audit.static.model import Function, SemanticModel, Site
+from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
 
 
@@ -155,6 +156,7 @@ class MissingJit(Rule):
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         called_from: dict[int, tuple[Function, Site]] = {}
+        imported: dict[int, tuple[FunctionSummary, Site]] = {}  # defined in another scanned module
         for fn in model.functions:
             if fn.traced:
                 continue
@@ -163,6 +165,10 @@ class MissingJit(Rule):
                     continue
                 callee = model.callee(site.node, fn)
                 target = callee.function
+                if callee.imported is not None and not callee.jitted and imported_candidate(callee.imported) \
+                        and dispatch_loop(model, site.loop) and counted_steps(model, site.loop) \
+                        and id(callee.imported) not in imported:
+                    imported[id(callee.imported)] = (callee.imported, site)
                 if callee.jitted or target is None or id(target) in called_from or not _candidate(target):
                     continue
                 # a loop over steps shown by the model, calling a function whose job is device work
@@ -174,6 +180,12 @@ class MissingJit(Rule):
             yield Report(target.node.name,
                          f"`{target.qualname}` does JAX array work and is called every step of the loop "
                          f"at line {loop_line} without jit, so each of its operations is dispatched "
+                         "one by one from Python")
+        for summary, site in imported.values():  # reported at the call: the def is in another file
+            loop_line = model.line_of(site.loop.node) if site.loop is not None else 0
+            yield Report(site.node,
+                         f"`{summary.name}` (imported) does JAX array work and is called every step of the "
+                         f"loop at line {loop_line} without jit, so each of its operations is dispatched "
                          "one by one from Python")
 
 

@@ -9,6 +9,7 @@ libcst's PositionProvider costs about as much as the parse.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -28,6 +29,7 @@ from .fixes import applicability
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
+from .project import ImportedView, ModuleSummary, Project, SummaryStore, summarise_model
 from .registry import check_patterns, load_rules, select_rules
 from .rule import Finding, Rule
 
@@ -96,8 +98,10 @@ def _nul_position(source: str | bytes) -> tuple[int, int] | None:
 
 
 def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
-                ignored_codes: Iterable[str] = ()) -> FileResult:
-    """Scan one file's text with already-instantiated rules."""
+                ignored_codes: Iterable[str] = (), project: ImportedView | None = None,
+                summaries: list[ModuleSummary] | None = None) -> FileResult:
+    """Scan one file's text with already-instantiated rules. `project`: the functions it imports
+    from other scanned modules; `summaries`: gets this module's summary (project.py)."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -107,7 +111,12 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     # The text as parsed (not `module.code`, which would re-generate the whole module).
     text = source.decode(module.encoding, "replace") if isinstance(source, bytes) else source
     lines = text.splitlines()
-    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text)
+    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project)
+    if summaries is not None:
+        try:
+            summaries.append(summarise_model(model))
+        except Exception:  # noqa: BLE001 - no summary: callers of this module stay unknown (silent)
+            pass
     raw: list[tuple[Rule, object]] = []
     internal: ScanError | None = None
     for rule in rules:
@@ -137,7 +146,8 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 
 
-def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (),
+              project: ImportedView | None = None, summaries: list[ModuleSummary] | None = None) -> FileResult:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -146,10 +156,12 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
     if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
         from .notebooks import scan_notebook
         return scan_notebook(data, path, rules, ignored_codes)
-    return scan_source(data, path, rules, ignored_codes)
+    return scan_source(data, path, rules, ignored_codes, project, summaries)
 
 
-def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = ()) -> FileResult:
+def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = (),
+                       project: ImportedView | None = None,
+                       summaries: list[ModuleSummary] | None = None) -> FileResult:
     """scan_file, but nothing the file does escapes as an exception (isolation.py): special files
     are not opened, deep nesting gets a deep stack, and what still fails is this file's error."""
     kind = special_file_kind(path)
@@ -157,9 +169,11 @@ def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str
         return FileResult(path, [], ScanError(path, f"not scanned: it is {kind}, not a regular file"), 0)
     try:
         try:  # nearly every file: here, at the default limit (a fresh deep-stack thread costs ~10%)
-            return scan_file(path, rules, ignored_codes)
+            return scan_file(path, rules, ignored_codes, project, summaries)
         except RecursionError:  # scan_file is pure, so the deep retry starts from scratch
-            return call_with_deep_stack(scan_file, path, rules, ignored_codes)
+            if summaries:
+                summaries.clear()
+            return call_with_deep_stack(scan_file, path, rules, ignored_codes, project, summaries)
     except RecursionError:
         return FileResult(path, [], ScanError(
             path, f"not scanned: nested too deeply to analyse (more than {RECURSION_LIMIT} levels of "
@@ -186,9 +200,18 @@ def _init_worker(codes: list[str], rules_dirs: list[str], config: Config) -> Non
     _worker_config = config
 
 
-def _scan_in_worker(path: str) -> FileResult:
+def _scan_in_worker(task: tuple[str, ImportedView | None]) -> tuple[FileResult, ModuleSummary | None]:
     assert _worker_config is not None
-    return scan_file_isolated(path, _worker_rules, _worker_config.ignored_for(path))
+    return _scan_task(task, _worker_rules, _worker_config)
+
+
+def _scan_task(task: tuple[str, ImportedView | None], rules: list[Rule],
+               config: Config) -> tuple[FileResult, ModuleSummary | None]:
+    """First scan (no view): the result and the module's summary. Second (a view): the result."""
+    path, project = task
+    summaries: list[ModuleSummary] | None = [] if project is None else None
+    result = scan_file_isolated(path, rules, config.ignored_for(path), project, summaries)
+    return result, (summaries[0] if summaries else None)
 
 
 def _size(path: str) -> int:
@@ -236,40 +259,89 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     result = ScanResult(rules=chosen)
     result.errors.extend(ScanError(p, m) for p, m in found.errors)
     files = found.files
-    cache = keys = None
-    if cache_dir is not None:
-        from .cache_use import cached_results, open_cache
-        cache = open_cache(cache_dir, chosen, cfg)
-        files, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
     jobs = jobs or os.cpu_count() or 1
+    pool = None
     if jobs > 1 and len(files) >= 8:
-        # Largest files first, in small chunks, so no core idles at the end on one big file;
-        # the output order does not depend on this (findings are sorted).
-        by_size = sorted(files, key=_size, reverse=True)
-        chunk = max(1, len(files) // (jobs * 64))
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker,
                                    initargs=([r.CODE for r in chosen], rules_dirs, cfg))
-        try:
-            file_results = pool.map(_scan_in_worker, by_size, chunksize=chunk)
-            for file_result in file_results:
-                _collect(result, file_result, cache, keys)
-                if progress is not None:
-                    progress()
-        except BaseException:  # Ctrl-C: drop the queued files instead of scanning them all first
+    instances = [r() for r in chosen] if pool is None else []
+
+    def run(tasks: list[tuple[str, ImportedView | None]]) -> Iterable[tuple[FileResult, ModuleSummary | None]]:
+        if pool is None:
+            return (_scan_task(task, instances, cfg) for task in tasks)
+        # Largest files first, in small chunks, so no core idles at the end on one big file;
+        # the output order does not depend on this (findings are sorted).
+        by_size = sorted(tasks, key=lambda t: _size(t[0]), reverse=True)
+        return pool.map(_scan_in_worker, by_size, chunksize=max(1, len(tasks) // (jobs * 64)))
+
+    try:
+        _scan_project(result, files, cfg, chosen, run, cache_dir, progress)
+    except BaseException:  # Ctrl-C: drop the queued files instead of scanning them all first
+        if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-            raise
+        raise
+    if pool is not None:
         pool.shutdown()
-    else:
-        instances = [r() for r in chosen]
-        for path in files:
-            _collect(result, scan_file_isolated(path, instances, cfg.ignored_for(path)), cache, keys)
-            if progress is not None:
-                progress()
-    if cache is not None:
-        cache.save()
     result.findings.sort(key=Finding.sort_key)
     result.errors.sort()
     return result
+
+
+def _scan_project(result: ScanResult, files: list[str], cfg: Config, chosen: list[type[Rule]], run,
+                  cache_dir: str | None, progress) -> None:
+    """The project-wide pass (project.py). Each file is scanned once and summarised from its model;
+    the files that call, in a loop, a function imported from another scanned module are scanned
+    again with those summaries. With a cache, known summaries are reused and a file's entry is
+    keyed on the summaries it imports, so editing model.py re-scans train.py."""
+    store = SummaryStore(cache_dir)
+    digests: dict[str, str] = {}
+    summaries: dict[str, ModuleSummary] = {}
+    first: list[str] = []
+    for path in files:
+        known = None
+        if cache_dir is not None:
+            digests[path] = digest = _digest(path)
+            known = store.get(path, digest)
+        if known is None:
+            first.append(path)
+        else:
+            summaries[known.path] = known
+    scanned: dict[str, FileResult] = {}
+    for file_result, summary in run([(p, None) for p in first]):
+        scanned[file_result.path] = file_result
+        if progress is not None:
+            progress()
+        if summary is not None:
+            summaries[summary.path] = summary
+            if file_result.path in digests:
+                store.put(digests[file_result.path], summary)
+    project = Project(summaries)
+    cache = keys = None
+    todo = files
+    if cache_dir is not None:
+        from .cache_use import cached_results, open_cache
+        cache = open_cache(cache_dir, chosen, cfg, lambda path, content: (project.view(path).digest(),))
+        todo, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
+    again = [(p, view) for p in todo if (view := project.view(p)).functions or p not in scanned]
+    for file_result, _ in run(again):
+        scanned[file_result.path] = file_result
+    for path in todo:
+        _collect(result, scanned[path], cache, keys)
+        if progress is not None and path not in first:
+            progress()
+    if cache is not None:
+        cache.save()
+        store.save()
+
+
+def _digest(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return ""
+
+
 
 
 def _check_codes(rules: list[type[Rule]], cfg: Config, **options: list[str] | None) -> None:

@@ -22,6 +22,7 @@ from .walk import children, int_value, names_in, string_value, target_names
 
 if TYPE_CHECKING:
     from .positions import Positions
+    from .project import FunctionSummary, ImportedView
 
 FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
 LoopNode = cst.For | cst.While
@@ -155,6 +156,7 @@ class Callee:
     jitted: bool = False  # a jit-wrapped callable (decorated, `jax.jit(f)` result, ...)
     transform: str | None = None  # `jax.grad(f)(x)`: the transform whose result is called
     cls: ClassInfo | None = None  # calling a same-module class (construction)
+    imported: FunctionSummary | None = None  # a function of another scanned module (project.py)
 
 
 def _param_list(params: cst.Parameters) -> tuple[list[str], dict[str, str | None]]:
@@ -494,8 +496,9 @@ class SemanticModel:
     """Everything the rules need to know about one file."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", package: str = "",
-                 source: str | None = None) -> None:
+                 source: str | None = None, project: ImportedView | None = None) -> None:
         self.module = module
+        self.project = project  # the functions it imports from other scanned modules
         self.source = source  # the decoded text, when the caller has it (cheap text prefilters)
         self.path = path
         self.package = package
@@ -629,6 +632,10 @@ class SemanticModel:
         fn = self.function_ref(func, scope)
         if fn is not None:
             return Callee(qualname, fn, jitted=fn.direct_jit)
+        if qualname is not None and self.project is not None:  # the one cross-module lookup
+            imported = self.project.get(dotted(func))
+            if imported is not None:
+                return Callee(qualname, jitted=imported.jitted, imported=imported)
         if qualname is not None and (qualname.split(".")[0] in apis.JAX_ROOTS
                                      or qualname.startswith("builtins.")
                                      or "." in qualname):
@@ -790,6 +797,8 @@ class SemanticModel:
             if any(self.value_kind(r, fn, depth + 1) == "array" for r in fn.returns):
                 return "array"
             return None
+        if callee.imported is not None:
+            return "array" if callee.imported.array_ops and not callee.imported.host_work else None
         receiver = self.receiver_kind(call, scope, depth) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
@@ -1096,6 +1105,8 @@ class SemanticModel:
             if fn.does_array_work:
                 return "dispatch" if fn.direct_jit else "array"
             return "dispatch" if fn.does_jax_work else None
+        if callee.imported is not None:
+            return "array" if callee.imported.array_ops else None
         if callee.cls is not None:
             return None
         q = callee.qualname

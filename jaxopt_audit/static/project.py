@@ -1,0 +1,268 @@
+"""The project-wide pass: a cheap summary of each scanned module, so a call into another module of
+the same project is resolved like a local one ("is this callee jitted", "does it do array work",
+"which of its arguments are static").
+
+Each file's summary comes from the semantic model its scan builds anyway (one parse per file, in
+the worker pool); the parent resolves
+each file's imports against the scanned files (relative imports through the `__init__.py` chain,
+absolute ones from the importer's directory or its top package's parent) and hands each file only
+the summaries it imports (an `ImportedView`). A module outside the scanned files is unknown: the
+rules stay silent about it, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+import libcst as cst
+
+from .names import dotted
+
+if TYPE_CHECKING:
+    from .model import Loop, SemanticModel
+
+class FunctionSummary(NamedTuple):
+    """One top-level function or class method (`Cls.method`) of a scanned module, as its own
+    file's semantic model sees it."""
+
+    name: str
+    params: tuple[str, ...]
+    jitted: bool  # its own name calls compiled code: decorated, or `name = jax.jit(f)` at module level
+    static_params: frozenset[str]
+    array_ops: int  # eager array operations in its own body (the model's count)
+    host_work: bool  # its job is host work (eager.host_side): converts, prints, formats, syncs
+    has_loop: bool
+
+
+class ImportRef(NamedTuple):
+    """`local` (as spelled in calls) names `module`, or its attribute `attr`, `level` dots up."""
+
+    local: str
+    module: str
+    attr: str | None
+    level: int
+
+
+class ModuleSummary(NamedTuple):
+    path: str
+    functions: dict[str, FunctionSummary]
+    imports: tuple[ImportRef, ...]
+    loop_calls: frozenset[str]  # spellings of imported callables called inside a loop here
+
+    def to_json(self) -> list:
+        return [self.path, {k: [*f[:3], sorted(f.static_params), *f[4:]] for k, f in self.functions.items()},
+                [list(r) for r in self.imports], sorted(self.loop_calls)]
+
+    @classmethod
+    def from_json(cls, data: list) -> ModuleSummary:
+        path, functions, imports, calls = data
+        return cls(path, {k: FunctionSummary(f[0], tuple(f[1]), f[2], frozenset(f[3]), *f[4:])
+                          for k, f in functions.items()},
+                   tuple(ImportRef(*r) for r in imports), frozenset(calls))
+
+
+def _imports(module: cst.Module) -> list[ImportRef]:
+    refs: list[ImportRef] = []
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for a in small.names:  # `import a.b` is spelled `a.b.f`, `import a.b as m` is `m.f`
+                    full = dotted(a.name) or ""
+                    local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else full
+                    refs.append(ImportRef(local, full, None, 0))
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                module_name = dotted(small.module) if small.module is not None else ""
+                for a in small.names:
+                    name = dotted(a.name) or ""
+                    local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else name
+                    refs.append(ImportRef(local, module_name or "", name, len(small.relative)))
+    return refs
+
+
+def summarise_model(model: SemanticModel) -> ModuleSummary:
+    """The module's top-level functions, class methods and `name = jax.jit(f, ...)` bindings, from
+    the facts its model already has (one parse, one answer per fact), and what it imports."""
+    from .eager import host_side
+
+    top = model.module_function
+    functions: dict[str, FunctionSummary] = {}
+    for fn in model.functions:
+        if fn.parent is not top or fn.name == "<lambda>" or fn.is_module:
+            continue
+        params = tuple(fn.params[1:] if fn.cls is not None and fn.params else fn.params)
+        if not fn.direct_jit and not fn.array_ops:
+            continue  # no JAX work to tell: an unknown callee gets the same answers
+        loops = bool(fn.loops)
+        # host_side costs a walk: asked only where imported_candidate would look at it
+        host = not fn.direct_jit and fn.array_ops >= 2 and not loops and fn.cls is None and host_side(model, fn)
+        functions[fn.qualname] = FunctionSummary(
+            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), fn.array_ops, host, loops)
+    for a in top.assignments:  # `fast = jax.jit(step, static_argnums=...)`
+        if len(a.targets) == 1 and a.value is not None and a.attribute_target is None:
+            wrapped = model._jit_of(a.value, top)
+            if wrapped is not None and wrapped.function is not None \
+                    and wrapped.function.qualname in functions:
+                base = functions[wrapped.function.qualname]
+                functions[a.targets[0]] = base._replace(name=a.targets[0], jitted=True)
+    imports = _imports(model.module)
+    roots = {ref.local.split(".")[0] for ref in imports}
+    calls = set()
+    for fn in model.functions:
+        for site in fn.calls:
+            if site.loop is not None:
+                spelled = dotted(site.node.func)
+                if spelled is not None and spelled.split(".")[0] in roots:
+                    calls.add(spelled)
+    return ModuleSummary(os.path.abspath(model.path), functions, tuple(imports), frozenset(calls))
+
+
+def summarise_file(path: str) -> ModuleSummary:
+    """One file's summary on its own (tests, tools); the scan takes it from the model it builds."""
+    from .engine import _package_of
+    from .model import SemanticModel
+
+    with open(path, "rb") as handle:
+        module = cst.parse_module(handle.read())
+    return summarise_model(SemanticModel(module, path, _package_of(path)))
+
+
+def imported_candidate(fn: FunctionSummary) -> bool:
+    """An imported function worth jitting, as far as its summary shows: plain (not a method: the
+    class may be a flax/equinox module traced through apply), two or more array operations to
+    fuse, no host work and no loop of its own (it may hold the training loop)."""
+    return not fn.jitted and "." not in fn.name and fn.array_ops >= 2 and not fn.host_work \
+        and not fn.has_loop
+
+
+def counted_steps(model: SemanticModel, loop: Loop | None) -> bool:
+    """The loop, or one around it, counts steps (`range`, `enumerate`, `step += 1`, `while`) and
+    does not walk a structure: a loop over a call's arguments inside library code is not a training
+    loop, whatever the imported callee does."""
+    while loop is not None:
+        if not model.walks_structure(loop) and (loop.counters or isinstance(loop.node, cst.While)):
+            return True
+        loop = loop.parent
+    return False
+
+
+# ----------------------------------------------------------------- resolution (in the parent)
+def _package_dir(path: str, level: int) -> str:
+    directory = os.path.dirname(path)
+    for _ in range(level - 1):
+        directory = os.path.dirname(directory)
+    return directory
+
+
+def _top_package_parent(path: str) -> str:
+    directory = os.path.dirname(path)
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory = os.path.dirname(directory)
+    return directory
+
+
+class Project:
+    """Every scanned module's summary, by absolute path."""
+
+    def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
+        self.summaries = summaries
+
+    def _module(self, base: str, dotted: str) -> ModuleSummary | None:
+        stem = os.path.join(base, *dotted.split(".")) if dotted else base
+        return self.summaries.get(stem + ".py") or self.summaries.get(os.path.join(stem, "__init__.py"))
+
+    def _find(self, importer: str, module: str, level: int) -> ModuleSummary | None:
+        if level:
+            return self._module(_package_dir(importer, level), module)
+        for base in dict.fromkeys((os.path.dirname(importer), _top_package_parent(importer))):
+            found = self._module(base, module)
+            if found is not None:
+                return found
+        return None
+
+    def view(self, path: str) -> ImportedView:
+        """The imported functions `path` can call, keyed by the spelling used there (`step`,
+        `model.step`, `m.Trainer.update`); empty when none of them is called in a loop there, so
+        such a file keeps the result of its first (and only) scan."""
+        own = self.summaries.get(os.path.abspath(path))
+        if own is None or not own.loop_calls:
+            return _EMPTY
+        view = self._imported(own)
+        return view if any(c in view.functions for c in own.loop_calls) else _EMPTY
+
+    def _imported(self, own: ModuleSummary) -> ImportedView:
+        functions: dict[str, FunctionSummary] = {}
+        for ref in own.imports:
+            if ref.attr is not None:  # from X import attr: a function of X, or a submodule X.attr
+                target = self._find(own.path, ref.module, ref.level)
+                if target is not None and ref.attr in target.functions:
+                    functions[ref.local] = target.functions[ref.attr]
+                    continue
+                sub = f"{ref.module}.{ref.attr}" if ref.module else ref.attr
+                module = self._find(own.path, sub, ref.level)
+            else:
+                module = self._find(own.path, ref.module, 0)
+            if module is not None and module.path != own.path:
+                functions.update((f"{ref.local}.{name}", fn) for name, fn in module.functions.items())
+        return ImportedView(functions)
+
+
+class ImportedView(NamedTuple):
+    """What one file's model knows of the functions it imports from the scanned project."""
+
+    functions: dict[str, FunctionSummary]
+
+    def get(self, spelling: str | None) -> FunctionSummary | None:
+        return self.functions.get(spelling) if spelling is not None else None
+
+    def digest(self) -> bytes:
+        """The cache's dependency input: changes when an imported summary changes."""
+        return repr(sorted(self.functions.items())).encode()
+
+
+_EMPTY = ImportedView({})
+
+
+class SummaryStore:
+    """Summaries kept beside the result cache, by path and content digest, so a warm scan knows
+    every module's summary without parsing it."""
+
+    def __init__(self, directory: str | None) -> None:
+        self.file = os.path.join(directory, "project-summaries.json") if directory else None
+        self.entries: dict[str, tuple[str, list]] = {}
+        if self.file is not None:
+            try:
+                with open(self.file, encoding="utf-8") as handle:
+                    self.entries = {k: tuple(v) for k, v in json.load(handle).items()}  # type: ignore[misc]
+            except (OSError, ValueError, AttributeError):
+                self.entries = {}  # missing or damaged: rebuilt by this scan
+
+    def get(self, path: str, digest: str) -> ModuleSummary | None:
+        entry = self.entries.get(os.path.abspath(path))
+        if entry is None or entry[0] != digest:
+            return None
+        try:
+            return ModuleSummary.from_json(entry[1])
+        except (TypeError, ValueError):
+            return None
+
+    def put(self, digest: str, summary: ModuleSummary) -> None:
+        self.entries[summary.path] = (digest, summary.to_json())
+
+    def save(self) -> None:
+        if self.file is None or not os.path.isdir(os.path.dirname(self.file)):
+            return
+        temporary = f"{self.file}.{os.getpid()}.tmp"
+        try:
+            with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                      encoding="utf-8") as handle:  # private, like the result cache
+                json.dump(self.entries, handle, separators=(",", ":"))
+            os.replace(temporary, self.file)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass

@@ -1,0 +1,184 @@
+"""The project-wide pass (static/project.py): a function defined in one scanned module and called
+in a loop of another is resolved like a local one. Multi-file projects written for these tests."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.project import Project, summarise_file
+
+MODEL = """
+    import jax
+    import jax.numpy as jnp
+
+    {decorator}
+    def update(w, x, y):
+        err = jnp.dot(x, w) - y
+        return w - 0.1 * jnp.dot(x.T, err)
+"""
+
+TRAIN_LOCAL_JIT = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def update(w, x, y):
+        err = jnp.dot(x, w) - y
+        return w - 0.1 * jnp.dot(x.T, err)
+
+    def fit(w, x, y):
+        for _ in range(500):
+            w = update(w, x, y)
+            print(w.sum().item())
+        return w
+"""
+
+
+def _write(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def _codes(result, name: str) -> list[tuple[int, str]]:
+    return sorted((f.line, f.code) for f in result.findings if os.path.basename(f.path) == name)
+
+
+def _train(import_line: str, call: str, readback: bool = False) -> str:
+    sync = "\n            print(w.sum().item())" if readback else ""
+    return f"""
+    {import_line}
+
+    def fit(w, x, y):
+        for _ in range(500):
+            w = {call}(w, x, y){sync}
+        return w
+    """
+
+
+@pytest.mark.parametrize(("import_line", "call"), [
+    ("from .model import update", "update"),
+    ("from . import model", "model.update"),
+    ("from app.model import update", "update"),
+    ("import app.model as m", "m.update"),
+    ("import app.model", "app.model.update"),
+])
+def test_unjitted_step_from_another_module_is_missing_jit(tmp_path, import_line, call):
+    _write(tmp_path, {"app/__init__.py": "", "app/model.py": MODEL.format(decorator=""),
+                      "app/train.py": _train(import_line, call)})
+    result = scan_paths([str(tmp_path)], select=["JAX101"], jobs=1)
+    assert _codes(result, "train.py") == [(6, "JAX101")]  # at the call: the def is in another file
+
+
+def test_script_directory_import(tmp_path):
+    _write(tmp_path, {"model.py": MODEL.format(decorator=""), "train.py": _train("from model import update", "update")})
+    assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "train.py") == [(6, "JAX101")]
+
+
+def test_jitted_step_from_another_module_is_a_step_like_a_local_one(tmp_path):
+    _write(tmp_path, {"app/__init__.py": "", "app/model.py": MODEL.format(decorator="@jax.jit"),
+                      "app/train.py": _train("from .model import update", "update", readback=True),
+                      "app/local.py": TRAIN_LOCAL_JIT})
+    result = scan_paths([str(tmp_path)], select=["JAX101", "JAX301"], jobs=1)
+    assert _codes(result, "train.py") == [(7, "JAX301")]  # no JAX101; the per-step .item() is a sync
+    assert _codes(result, "local.py") == [(13, "JAX301")]  # the same verdict as for a local step
+
+
+def test_module_level_jit_binding_with_static_arguments(tmp_path):
+    model = textwrap.dedent(MODEL.format(decorator="")) + "\nfast = jax.jit(update, static_argnums=(2,))\n"
+    _write(tmp_path, {"model.py": model, "train.py": _train("from model import fast", "fast")})
+    summary = summarise_file(str(tmp_path / "model.py"))
+    assert summary is not None and summary.functions["fast"].jitted
+    assert summary.functions["fast"].static_params == frozenset({"y"})
+    assert not summary.functions["update"].jitted
+    assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "train.py") == []
+
+
+def test_host_helper_and_methods_from_another_module_stay_silent(tmp_path):
+    helpers = """
+        import jax.numpy as jnp
+
+        def report(w, x, y):
+            loss = jnp.mean((jnp.dot(x, w) - y) ** 2)
+            return float(loss)
+
+        class Learner:
+            def update(self, w, x, y):
+                return w - jnp.dot(x.T, jnp.dot(x, w) - y)
+    """
+    train = """
+        from helpers import report, Learner
+
+        def fit(w, x, y, learner: Learner):
+            for _ in range(500):
+                report(w, x, y)
+                w = learner.update(w, x, y)
+            return w
+    """
+    _write(tmp_path, {"helpers.py": helpers, "train.py": train})
+    assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "train.py") == []
+
+
+def test_module_outside_the_scanned_roots_is_unknown(tmp_path):
+    _write(tmp_path, {"lib/model.py": MODEL.format(decorator=""),
+                      "app/train.py": _train("from model import update", "update")})
+    # lib/ is not scanned, and `from model import` would not find it from app/ anyway
+    assert _codes(scan_paths([str(tmp_path / "app")], select=["JAX101"], jobs=1), "train.py") == []
+    # a single file: nothing else is scanned, so the call stays unknown (the scan as before)
+    _write(tmp_path, {"app/model.py": MODEL.format(decorator="")})
+    assert scan_paths([str(tmp_path / "app" / "train.py")], select=["JAX101"], jobs=1).findings == []
+
+
+def test_project_resolution_through_the_init_chain(tmp_path):
+    _write(tmp_path, {"top/__init__.py": "", "top/sub/__init__.py": "",
+                      "top/sub/model.py": MODEL.format(decorator=""),
+                      "top/sub/deep/__init__.py": "",
+                      "top/sub/deep/train.py": ("from ..model import update\nfrom top.sub.model import update as u2\n"
+                                                "for w in range(3):\n    update(w, 1, 2)\n    u2(w, 1, 2)\n")})
+    paths = [str(p) for p in tmp_path.rglob("*.py")]
+    project = Project({s.path: s for s in map(summarise_file, paths) if s is not None})
+    view = project.view(str(tmp_path / "top/sub/deep/train.py"))
+    assert set(view.functions) == {"update", "u2"}
+
+
+def test_cache_rescans_importer_when_imported_summary_changes(tmp_path):
+    src, cache = tmp_path / "src", str(tmp_path / "cache")
+    _write(src, {"model.py": MODEL.format(decorator=""), "train.py": _train("from model import update", "update")})
+    first = scan_paths([str(src)], select=["JAX101"], jobs=1, cache_dir=cache)
+    assert _codes(first, "train.py") == [(6, "JAX101")]
+    _write(src, {"model.py": MODEL.format(decorator="@jax.jit")})  # train.py's text is unchanged
+    second = scan_paths([str(src)], select=["JAX101"], jobs=1, cache_dir=cache)
+    assert _codes(second, "train.py") == []
+    _write(src, {"model.py": textwrap.dedent(MODEL.format(decorator="")) + "\n# a comment\n"})  # summary back to un-jitted
+    assert _codes(scan_paths([str(src)], select=["JAX101"], jobs=1, cache_dir=cache), "train.py") == [(6, "JAX101")]
+
+
+def test_parallel_scan_gives_the_same_findings(tmp_path):
+    files = {"app/__init__.py": "", "app/model.py": MODEL.format(decorator="")}
+    for i in range(10):  # enough files for the worker pool
+        files[f"app/train{i}.py"] = _train("from .model import update", "update")
+    _write(tmp_path, files)
+    serial = scan_paths([str(tmp_path)], select=["JAX101"], jobs=1)
+    parallel = scan_paths([str(tmp_path)], select=["JAX101"], jobs=2)
+    assert serial.findings == parallel.findings and len(serial.findings) == 10
+
+
+
+def test_batches_inside_an_epoch_loop_count_as_steps(tmp_path):
+    # the inner loop has no counter of its own; the epoch loop around it counts the steps
+    train = """
+        from model import update
+
+        def fit(w, batches, epochs):
+            for epoch in range(epochs):
+                for x, y in batches:
+                    w = update(w, x, y)
+            return w
+    """
+    _write(tmp_path, {"model.py": MODEL.format(decorator=""), "train.py": train})
+    assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "train.py") == [(7, "JAX101")]
