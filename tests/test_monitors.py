@@ -186,3 +186,20 @@ def test_a_progress_bar_without_newline_is_forwarded_at_once(capfd: pytest.Captu
         assert "50%" in capfd.readouterr().err  # not held back until a newline
         jnp.asarray(np.ones(2))
     assert monitor.counts().h2d == 1
+
+
+def test_read_once_counts_live_arrays_once_and_drops_freed_ones_in_bulk():
+    from jaxopt_audit.runtime.monitors import ReadOnce
+
+    class Box:  # weak-referenceable, like jax.Array
+        pass
+
+    seen = ReadOnce()
+    seen._prune_at = 4
+    kept = [Box() for _ in range(3)]
+    assert all(seen.first(box) for box in kept)
+    assert not any(seen.first(box) for box in kept)
+    for _ in range(20):  # read once each, then freed
+        assert seen.first(Box())
+    assert len(seen._refs) <= 3 + 5  # the dead entries were pruned
+    assert not any(seen.first(box) for box in kept)  # pruning kept the live ones

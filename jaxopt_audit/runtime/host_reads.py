@@ -130,14 +130,21 @@ class HostReads:
         hooks = self
 
         def read(array: Any, *args: Any, **kwargs: Any) -> Any:
-            if hooks.inside():
+            # inside/enter/_notify/_timed/exit inlined: this runs on every `.item()` of a step
+            local = hooks._local
+            if getattr(local, "depth", 0):
                 return original(array, *args, **kwargs)
-            hooks.enter()
+            local.depth = 1
             try:
-                hooks._notify(array, via, "d2h")
-                return hooks._timed(original, array, *args, **kwargs)
+                for subscriber in hooks._subscribers:
+                    subscriber(array, via, "d2h")
+                start = time.perf_counter()
+                try:
+                    return original(array, *args, **kwargs)
+                finally:
+                    hooks.waited_s += time.perf_counter() - start
             finally:
-                hooks.exit()
+                local.depth = 0
 
         functools.update_wrapper(read, original)
         return read
@@ -162,14 +169,20 @@ class HostReads:
 
         @functools.wraps(original)
         def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if type(obj) is not impl or hooks.inside():
+            local = hooks._local  # inlined as in `read`: NumPy conversions are hot too
+            if type(obj) is not impl or getattr(local, "depth", 0):
                 return original(obj, *args, **kwargs)
-            hooks.enter()
+            local.depth = 1
             try:
-                hooks._notify(obj, via, "d2h")
-                return hooks._timed(original, obj, *args, **kwargs)
+                for subscriber in hooks._subscribers:
+                    subscriber(obj, via, "d2h")
+                start = time.perf_counter()
+                try:
+                    return original(obj, *args, **kwargs)
+                finally:
+                    hooks.waited_s += time.perf_counter() - start
             finally:
-                hooks.exit()
+                local.depth = 0
 
         return convert
 

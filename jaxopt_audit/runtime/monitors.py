@@ -76,8 +76,11 @@ class ReadOnce:
     """The arrays already read back to the host: each counts once, and is forgotten when freed
     (a new array that reuses the address counts again). Callers hold their own lock."""
 
+    _PRUNE_AT = 16384
+
     def __init__(self) -> None:
         self._refs: dict[int, weakref.ref] = {}
+        self._prune_at = self._PRUNE_AT
 
     def first(self, array: Any) -> bool:
         """True the first time `array` is seen."""
@@ -86,9 +89,14 @@ class ReadOnce:
         if known is not None and known() is array:
             return False
         try:
-            self._refs[key] = weakref.ref(array, lambda _r, k=key, refs=self._refs: refs.pop(k, None))
+            # no death callback (a closure made per read and a Python call per freed array, on
+            # every step): a dead entry never matches a new array, and dead ones are dropped in bulk
+            self._refs[key] = weakref.ref(array)
         except TypeError:
-            pass  # not weak-referenceable: counted every time it is read
+            return True  # not weak-referenceable: counted every time it is read
+        if len(self._refs) > self._prune_at:
+            self._refs = {k: ref for k, ref in self._refs.items() if ref() is not None}
+            self._prune_at = max(self._PRUNE_AT, 2 * len(self._refs))
         return True
 
 

@@ -399,7 +399,9 @@ class Instrument:
 
     def _recorded_call(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> Any:
         record = wrapper._record
-        stack = self._stack()
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
         nested = bool(stack)
         host_leaves, host_arrays = self._count_host_leaves(wrapper, args, kwargs)
         frame = _CallFrame(record)
@@ -446,7 +448,7 @@ class Instrument:
                 site = self.user_files.caller_site(3)
                 if site is not None:
                     record.call_sites_with_host_arrays[site] += 1
-                    self._count_transfer(TransferKey("h2d", site.path, site.line, "jit argument"), record.name,
+                    self._count_transfer(TransferKey("h2d", site[0], site[1], "jit argument"), record.name,
                                          host_arrays)
         leaves = jax.tree_util.tree_leaves(out)
         if not set(map(type, leaves)) <= _DEVICE_ONLY:
@@ -600,17 +602,16 @@ class Instrument:
             self._note_read(array, via, direction)
 
     def _note_read(self, array: Any, via: str, direction: str) -> None:
-        key = id(array)
         with self._lock:
             if not self._read_arrays.first(array):
                 return  # this array is already on the host
-        producer = self._producers.get(key)
+        producer = self._producers.get(id(array))
         record = producer[1] if producer is not None and producer[0]() is array else None
         if record is not None:
             record.d2h_transfers += 1
         site = self.user_files.caller_site(3)
         if site is not None:
-            self._count_transfer(TransferKey(direction, site.path, site.line, via),
+            self._count_transfer(TransferKey(direction, site[0], site[1], via),
                                  record.name if record else None)
 
     def _note_sync(self, via: str) -> None:
@@ -625,7 +626,10 @@ class Instrument:
                 self.transfer_occurrences[key] += 1
                 self._last_transfer = key
             if function is not None:
-                self.transfer_functions.setdefault(key, Counter())[function] += count
+                functions = self.transfer_functions.get(key)
+                if functions is None:  # not setdefault: that builds a Counter on every transfer
+                    functions = self.transfer_functions[key] = Counter()
+                functions[function] += count
 
     # ------------------------------------------------------------ eager (op-by-op) work
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from types import FrameType
+from types import CodeType, FrameType
 from typing import NamedTuple
 
 import jaxopt_audit
@@ -47,6 +47,7 @@ class UserFiles:
         self._user = tuple(os.path.abspath(p) for p in (*extra_user_paths, pipelines,
                                                          os.path.join(_PACKAGE_DIR, "reference_pipelines")))
         self._cache: dict[str, bool] = {}
+        self._sites: dict[tuple[CodeType, int], Site] = {}  # (code, instruction offset) -> its line
 
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
@@ -64,10 +65,16 @@ class UserFiles:
 
     def site(self, frame: FrameType | None) -> Site | None:
         """The innermost user frame at or above `frame`."""
+        is_user = self.is_user
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if self.is_user(filename):
-                return Site(filename, frame.f_lineno)
+            code = frame.f_code
+            if is_user(code.co_filename):
+                # f_lineno decodes the line table on every access: one decode per instruction site
+                key = (code, frame.f_lasti)
+                found = self._sites.get(key)
+                if found is None:
+                    found = self._sites[key] = Site(code.co_filename, frame.f_lineno)
+                return found
             frame = frame.f_back
         return None
 
