@@ -154,7 +154,8 @@ def test_cache_rescans_importer_when_imported_summary_changes(tmp_path):
     _write(src, {"model.py": MODEL.format(decorator="@jax.jit")})  # train.py's text is unchanged
     second = scan_paths([str(src)], select=["JAX101"], jobs=1, cache_dir=cache)
     assert _codes(second, "train.py") == []
-    _write(src, {"model.py": textwrap.dedent(MODEL.format(decorator="")) + "\n# a comment\n"})  # summary back to un-jitted
+    # the summary goes back to un-jitted
+    _write(src, {"model.py": textwrap.dedent(MODEL.format(decorator="")) + "\n# a comment\n"})
     assert _codes(scan_paths([str(src)], select=["JAX101"], jobs=1, cache_dir=cache), "train.py") == [(6, "JAX101")]
 
 

@@ -342,7 +342,8 @@ def _feeds_state_back(model: SemanticModel, loop: Loop) -> bool:
             if carried & set(a.targets):
                 return True
             results.update(a.targets)
-        elif carried & set(a.targets) and read_names(a.value) & results and not isinstance(a.value, cst.BinaryOperation):
+        elif carried & set(a.targets) and read_names(a.value) & results \
+                and not isinstance(a.value, cst.BinaryOperation):
             return True
     return False
 

@@ -478,7 +478,7 @@ def _item_values(node: cst.For | cst.CompFor, targets: tuple[str, ...],
     if isinstance(it.func, cst.Name) and it.func.value == "enumerate" and len(elements) == 2 and args:
         return tuple(target_names(elements[1]))
     if isinstance(it.func, cst.Name) and it.func.value == "zip" and len(elements) == len(args):
-        return tuple(n for e, a in zip(elements, args) if iterates_arrays(a) for n in target_names(e))
+        return tuple(n for e, a in zip(elements, args, strict=True) if iterates_arrays(a) for n in target_names(e))
     return targets
 
 
