@@ -8,6 +8,7 @@ import libcst as cst
 
 from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.loops import (
+    grows_carry,
     has_fixed_trip_count,
     host_bound_call,
     host_fed,
@@ -147,8 +148,18 @@ class LoopToScan(Rule):
                 if not carried or host_bound_call(model, loop) is not None \
                         or wraps_compiled_scan(model, loop) or host_fed(model, loop):
                     continue
+                growth = grows_carry(model, loop, set(carried))
+                if growth == "starts as None":
+                    continue  # a cache filled on the first step: not a fixed-shape carry to scan
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)
+                if growth == "concatenated":
+                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation every "
+                                            "step, so each step is a separate dispatch and every jitted call "
+                                            "on it re-traces for the new length; preallocate the full-length "
+                                            "buffer, fill it with `lax.dynamic_update_slice` and run the steps "
+                                            "in `jax.lax.fori_loop`/`scan`")
+                    continue
                 yield Report(loop.node, f"this loop over `{header}` carries {names} from one step to the "
                                         "next through JAX calls, so every step is a separate dispatch "
                                         "from Python; `jax.lax.scan` compiles all steps into one program")

@@ -451,3 +451,61 @@ def test_state_fed_back_over_a_record_handed_in_is_a_step_loop(all_rules):
     """
     assert found(handed_in, all_rules, "JAX101") == [3]
     assert found(own_structure, all_rules, "JAX101") == []
+
+
+def test_scan_is_not_offered_for_a_cache_filled_on_the_first_step_or_a_problem_sampled_on_the_host():
+    from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
+    found = [f.line for f in scan_text("""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def next_token(params, tokens):
+    return jnp.argmax(tokens[:, -1:] @ params, axis=-1)
+
+@jax.jit
+def update(params, problem):
+    return params - 0.1 * jnp.mean(problem) * params
+
+def sample_problem(rng, n):
+    return np.random.normal(size=(n, 4)) + rng
+
+def decode(params, tokens, steps):
+    cache = None
+    for _ in range(steps):
+        cache = next_token(params, tokens) if cache is None else cache + next_token(params, tokens)
+        tokens = next_token(params, tokens) + cache
+    return tokens
+
+def train(params, rng, steps):
+    for _ in range(steps):
+        problem = sample_problem(rng, 16)
+        params = update(params, problem)
+    return params
+
+def fit(params, problem, steps):
+    for _ in range(steps):
+        params = update(params, problem)
+    return params
+""", [LoopToScan])]
+    assert found == [30]
+
+
+def test_a_decode_loop_growing_its_tokens_is_told_to_preallocate():
+    from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
+    found = scan_text("""
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def next_token(params, tokens):
+    return jnp.argmax(tokens[:, -1:] @ params, axis=-1)
+
+def decode(params, tokens, steps):
+    for _ in range(steps):
+        tokens = jnp.concatenate([tokens, next_token(params, tokens)[:, None]], axis=1)
+    return tokens
+""", [LoopToScan])
+    assert [f.line for f in found] == [9]
+    assert "preallocate" in found[0].message and "re-traces" in found[0].message

@@ -114,10 +114,36 @@ def host_fed(model: SemanticModel, loop: Loop) -> bool:
             target = model.callee(site.node, fn).function
             if target is not None and not target.traced and host_work(model, target):
                 return True
+            if target is not None and not target.traced and not target.does_jax_work and any(
+                    _draws_on_host(model, s.node, target) for s in target.calls):
+                return True  # `problem = make_problem(data)`: a helper sampling on the host
             if model.resolve(site.node.func) == "builtins.print" \
                     and any(model.is_array(a.value, fn) for a in site.node.args):
                 return True  # a device value printed every step: a host round trip per iteration
     return False
+
+
+# Calls that return an array longer than their input: a carry built with them changes shape.
+GROWING_CALLS = frozenset({"jax.numpy.concatenate", "jax.numpy.append", "jax.numpy.vstack", "jax.numpy.hstack",
+                           "jax.numpy.stack", "numpy.concatenate", "numpy.append"})
+
+
+def grows_carry(model: SemanticModel, loop: Loop, carried: set[str]) -> str | None:
+    """How the carry changes shape from step to step, or None: "concatenated" for `tokens =
+    jnp.concatenate([tokens, next_token], axis=1)` (a decode loop: each step also re-traces
+    the jitted step for the new length), "starts as None" for a cache filled on the first step
+    (the loop's state is not one pytree of fixed shape at all)."""
+    fn = loop.function
+    for a in fn.assignments:
+        if not set(a.targets) & carried or a.value is None:
+            continue
+        if not loop.encloses(a.site.loop) and isinstance(a.value, cst.Name) and a.value.value == "None":
+            return "starts as None"
+    for a in fn.assignments:
+        if set(a.targets) & carried and loop.encloses(a.site.loop) and isinstance(a.value, cst.Call) \
+                and model.resolve(a.value.func) in GROWING_CALLS and set(names_in(a.value)) & set(a.targets):
+            return "concatenated"
+    return None
 
 
 def _draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
