@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from jaxopt_audit.static.model import SemanticModel
 from jaxopt_audit.static.prng_keys import KeyAnalysis, Reuse
 from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static.walk import names_in, walk
 
 
 class PrngKeyReuse(Rule):
@@ -172,8 +175,53 @@ class PrngKeyReuse(Rule):
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         analysis = KeyAnalysis(model)
+        module = next((fn for fn in model.functions if fn.is_module), None)
         for reuse in analysis.reuses:
+            if module is not None and reuse.kind == "sequence" and reuse.previous is not None \
+                    and _module_level(module, reuse.node) and not any(
+                        _draws_meet(module, reuse.node, earlier) for earlier in _earlier_draws(model, module, reuse)):
+                continue
             yield Report(reuse.node, _message(reuse))
+
+
+def _draws_meet(module, node: cst.Call, previous: cst.Call) -> bool:
+    """At the top level of a script or notebook, one key reused for two draws matters when the
+    draws meet: in one statement, or their results read together later (`x @ w` of data and
+    weights drawn alike). A notebook reusing its global key for unrelated demonstrations, cells
+    apart, draws numbers nobody compares. Inside functions every reuse counts."""
+    statements = {}
+    for a in module.assignments:
+        if a.value is None:
+            continue
+        inside = {id(n) for n in walk(a.value)}
+        for call in (node, previous):
+            if id(call) in inside:
+                statements.setdefault(id(call), set()).update(a.targets)
+    first, second = statements.get(id(previous), set()), statements.get(id(node), set())
+    if not first or not second or first & second:
+        return True
+    for a in module.assignments:
+        if a.value is not None:
+            names = set(names_in(a.value))
+            if names & first and names & second:
+                return True
+    for site in module.calls:
+        names = set(names_in(site.node))
+        if names & first and names & second:
+            return True
+    return False
+
+
+def _earlier_draws(model: SemanticModel, module, reuse: Reuse) -> list[cst.Call]:
+    """Top-level calls before this one that take the same key (`reuse.previous` among them)."""
+    line = model.line_of(reuse.node)
+    found = [s.node for s in module.calls if s.node is not reuse.node and model.line_of(s.node) < line
+             and any(isinstance(a.value, cst.Name) and a.value.value == reuse.key for a in s.node.args)]
+    return found or [reuse.previous]
+
+
+def _module_level(module, node: cst.Call) -> bool:
+    return any(site.node is node for site in module.calls)
 
 
 def _message(reuse: Reuse) -> str:

@@ -225,6 +225,7 @@ def test_message_names_both_calls():
         key = jax.random.key(0)
         a = jax.random.normal(key, (2,))
         b = jax.random.bernoulli(key, 0.5, (2,))
+        c = a * b
     """)
     assert "`jax.random.bernoulli(key, 0.5, (2,))`" in message
     assert "`jax.random.normal(key, (2,))`" in message
@@ -423,3 +424,23 @@ def test_still_reported_draws_that_differ_in_more_than_the_array():
             used = jax.random.normal(key, (n,))
             return x, y, used
     """) == [5, 6]
+
+
+def test_a_notebook_global_key_reused_for_unrelated_demonstrations_is_not_reported():
+    # top level: two demo arrays never used together; a third pair is multiplied together
+    source = """
+import jax
+import jax.numpy as jnp
+
+key = jax.random.PRNGKey(0)
+x = jax.random.normal(key, (10,))
+print(jnp.sum(x))
+
+y = jax.random.uniform(key, (3, 3))
+print(y.T)
+
+w = jax.random.normal(key, (10, 10))
+out = w @ x
+"""
+    from jaxopt_audit.rules.jax501_prng_key_reuse import PrngKeyReuse
+    assert [f.line for f in scan_text(source, [PrngKeyReuse])] == [11]
