@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jaxopt_audit.runtime.run.report import Finding, RunReport
+from jaxopt_audit.units import seconds
 
 TOP_FUNCTIONS = 15
 TOP_TRANSFERS = 10
@@ -46,16 +47,6 @@ def render(report: RunReport, file: TextIO | None = None) -> None:
         console.print(f"[dim]note: {note}[/dim]")
 
 
-def _seconds(value: float) -> str:
-    if value >= 100:
-        return f"{value:.0f} s"
-    if value >= 1:
-        return f"{value:.2f} s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.1f} ms"
-    return f"{value * 1e6:.0f} µs"
-
-
 def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole > 0 else "-"
 
@@ -68,32 +59,32 @@ def _summary(report: RunReport) -> Text:
     text.append(f"{' '.join(report.argv)}: ", style="bold")
     text.append(status + "\n", style="green" if report.exit_status == 0 else "red")
     wall = report.wall_s
-    text.append(f"wall {_seconds(wall)} = compile {_seconds(report.compile_s)} ({_share(report.compile_s, wall)})"
-                f" + device {_seconds(report.device_s)} ({_share(report.device_s, wall)})"
-                f" + host {_seconds(report.host_s)} ({_share(report.host_s, wall)})\n")
+    text.append(f"wall {seconds(wall)} = compile {seconds(report.compile_s)} ({_share(report.compile_s, wall)})"
+                f" + device {seconds(report.device_s)} ({_share(report.device_s, wall)})"
+                f" + host {seconds(report.host_s)} ({_share(report.host_s, wall)})\n")
     text.append("compile = JAX's trace/lower/compile events; device = the program waiting in jitted calls, "
                 "host reads and syncs; host = the program's own Python (eager op dispatch included)\n", style="dim")
     split = report.split
     if split is not None and report.functions:
         sampled = sum(f.exec_measured for f in report.functions)
         text.append(f"jitted functions' device time, measured on {sampled} synchronised calls: "
-                    f"{_seconds(split.functions_device_s)} (the run's device part: {_seconds(split.device_s)})\n",
+                    f"{seconds(split.functions_device_s)} (the run's device part: {seconds(split.device_s)})\n",
                     style="dim")
         traced = [f.trace_xla_s for f in report.functions if f.trace_xla_s is not None]
         if traced:
             gap = abs(sum(traced) - split.functions_device_s)
-            text.append(f"their XLA ops in the trace: {_seconds(sum(traced))} (the profiler's op events; "
+            text.append(f"their XLA ops in the trace: {seconds(sum(traced))} (the profiler's op events; "
                         f"{_share(gap, report.wall_s)} of the wall time from the sampled device time)\n", style="dim")
     if report.eager_ops:
         text.append(f"{report.eager_ops} JAX ops ran eagerly (outside jit), "
-                    f"{_seconds(split.eager_op_s if split else 0.0)} dispatching them\n", style="dim")
+                    f"{seconds(split.eager_op_s if split else 0.0)} dispatching them\n", style="dim")
     if report.h2d_total is not None:
         on_lines = sum(t.count for t in report.transfers if t.direction == "h2d")
         text.append(f"{report.h2d_total} host-to-device transfers in all (jaxlib's count, Python scalars "
                     f"of eager ops included); {on_lines} of them traced to source lines below\n", style="dim")
     if report.eager_compiles:
         text.append(f"{report.eager_compiles} compilations outside jitted functions (eager ops), "
-                    f"{_seconds(report.eager_compile_s)}\n", style="dim")
+                    f"{seconds(report.eager_compile_s)}\n", style="dim")
     return text
 
 
@@ -105,8 +96,8 @@ def _functions_table(report: RunReport) -> Table:
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
     for f in report.functions[:TOP_FUNCTIONS]:
         compiles = Text(str(f.compiles), style="bold red" if f.compiles > 2 else "")
-        table.add_row(f.name, f"{f.path}:{f.line}", str(f.calls), compiles, _seconds(f.compile_s),
-                      _seconds(f.exec_s), _seconds(f.dispatch_s), f"{f.h2d_per_call:.2g}", f"{f.d2h_per_call:.2g}")
+        table.add_row(f.name, f"{f.path}:{f.line}", str(f.calls), compiles, seconds(f.compile_s),
+                      seconds(f.exec_s), seconds(f.dispatch_s), f"{f.h2d_per_call:.2g}", f"{f.d2h_per_call:.2g}")
     if len(report.functions) > TOP_FUNCTIONS:
         table.caption = f"{len(report.functions) - TOP_FUNCTIONS} more in --json"
     return table
@@ -121,7 +112,7 @@ def _eager_table(report: RunReport) -> Table:
     shown = [e for e in report.eager_functions if not e.nested_in_eager][:TOP_FUNCTIONS]
     for e in shown:
         table.add_row(e.name, f"{e.path}:{e.line}", str(e.calls), f"{e.ops_per_call:.3g}",
-                      _seconds(e.op_s + e.compile_s), f"{e.compiles}", f"{100 * e.wall_share:.0f}%",
+                      seconds(e.op_s + e.compile_s), f"{e.compiles}", f"{100 * e.wall_share:.0f}%",
                       str(e.h2d_transfers))
     return table
 
@@ -164,7 +155,7 @@ def _print_findings(console: Console, report: RunReport) -> None:
         for finding in sorted(report.findings, key=_impact, reverse=True):
             mark = {True: " [green]confirmed by scan[/green]", False: " [dim]not in static scan[/dim]",
                     None: ""}[finding.confirmed_by_scan]
-            cost = f", {_seconds(finding.cost_s)} compiling" if finding.cost_s else ""
+            cost = f", {seconds(finding.cost_s)} compiling" if finding.cost_s else ""
             console.print(f"  [bold yellow]{finding.code}[/bold yellow] {finding.name} "
                           f"{finding.path}:{finding.line} (x{finding.count}{cost}){mark}")
             console.print(f"      {finding.message}", markup=False)

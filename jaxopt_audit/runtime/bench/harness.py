@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import OutputPathError, check_output_dir, check_output_file, write_json_atomic
+from ...units import quantity, seconds, speedup
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -368,29 +369,6 @@ def _trace_stage(pipeline: Pipeline, stage: Stage, stage_workload: Any, trace_di
 
 # ---------------------------------------------------------------- output
 
-def _fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.0f} µs"
-
-
-def _fmt_x(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}x" if value < 100 else f"{value:.0f}x"
-
-
-def _fmt_rate(value: float | None) -> str:
-    if value is None:
-        return "—"
-    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.2f}{suffix}"
-    return f"{value:.1f}"
-
-
 def results_table(results: dict[str, Any]) -> Any:
     """A rich Table of one pipeline's results."""
     from rich.table import Table
@@ -411,10 +389,10 @@ def results_table(results: dict[str, Any]) -> Any:
         findings = v.get("findings")
         table.add_row(
             f"{v['stage']} {v['name']}", ",".join(v["addresses"]) or "—",
-            _fmt_s(v["compile_s"]), _fmt_s(v["steady_s"]["median"]) + star,
+            seconds(v["compile_s"]), seconds(v["steady_s"]["median"]) + star,
             f"{v['steady_s']['spread']:.0%}" if v["steady_s"].get("spread") is not None else "—",
-            _fmt_x(v["speedup_vs_stage0"]), _fmt_x(v["speedup_vs_previous"]),
-            _fmt_rate(v["throughput"]["value"]),
+            speedup(v["speedup_vs_stage0"]), speedup(v["speedup_vs_previous"]),
+            quantity(v["throughput"]["value"]),
             f"{v['compiles_per_call']:g}",
             "?" if v["host_transfers_per_call"] is None else str(v["host_transfers_per_call"]),
             ("[green]ok[/green]" if validation["ok"] else "[red]FAIL[/red]"),
