@@ -75,19 +75,19 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write the report to FILE")
-    p.set_defaults(func=_lazy("static.command:scan_command"))
+    p.set_defaults(func=_lazy("commands.scan:scan_command"))
 
 
 def _add_rules(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rule", help="print a rule's documentation")
     p.add_argument("code", help="rule code (JAX301) or name (host-sync-in-step)")
     p.add_argument("--rules-dir", action="append", default=None, metavar="DIR")
-    p.set_defaults(func=_lazy("static.command:rule_command"))
+    p.set_defaults(func=_lazy("commands.scan:rule_command"))
     p = sub.add_parser("rules", help="list the rules")
     p.add_argument("--format", choices=["table", "json", "markdown"], default="table",
                    help="markdown: the whole catalog, every rule's documentation (docs/rules.md)")
     p.add_argument("--rules-dir", action="append", default=None, metavar="DIR")
-    p.set_defaults(func=_lazy("static.command:rules_command"))
+    p.set_defaults(func=_lazy("commands.scan:rules_command"))
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
@@ -122,7 +122,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-scan", action="store_true", help="do not cross-check with the static scan")
     p.add_argument("-m", dest="module", default=None, metavar="MODULE", help="run a module as a script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="script.py and its arguments")
-    p.set_defaults(func=_lazy("runtime.run.command:run_command", needs=("jax", "numpy")))
+    p.set_defaults(func=_lazy("commands.run:run_command", needs=("jax", "numpy")))
 
 
 def build_parser() -> argparse.ArgumentParser:

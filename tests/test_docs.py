@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from jaxopt_audit.static.command import rule_catalog
+from jaxopt_audit.commands.scan import rule_catalog
 from jaxopt_audit.static.registry import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -303,7 +303,7 @@ def test_scan_o_bad_paths_are_usage_errors_before_the_scan(tmp_path, capsys, mon
     if where.startswith("/proc") and not os.path.isdir("/proc/self"):
         pytest.skip("no /proc")
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
-    monkeypatch.setattr("jaxopt_audit.static.command.scan_paths",
+    monkeypatch.setattr("jaxopt_audit.commands.scan.scan_paths",
                         lambda *a, **k: pytest.fail("scanned before checking -o"))
     code, out, err = run_cli(["scan", str(tmp_path), "--no-config", "-o", where.format(tmp=tmp_path)], capsys)
     assert code == 2 and out == ""
@@ -422,7 +422,7 @@ def test_the_tools_own_bug_asks_for_a_report(tmp_path, capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("jaxopt_audit.static.command.scan_paths", broken)
+    monkeypatch.setattr("jaxopt_audit.commands.scan.scan_paths", broken)
     code, _, err = run_cli(["scan", str(tmp_path), "--no-config"], capsys)
     assert code == 2
     assert "Traceback" in err and "internal error" in err and "please report it" in err

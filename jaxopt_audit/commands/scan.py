@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
-from .config import ConfigError
-from .engine import scan_paths
-from .registry import RuleLoadError, find_rule, load_rules
+from ..static.config import ConfigError
+from ..static.engine import scan_paths
+from ..static.registry import RuleLoadError, find_rule, load_rules
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -45,8 +45,8 @@ def _cache_dir(args: argparse.Namespace, config) -> str | None:
         return None
     if getattr(args, "cache_dir", None):
         return args.cache_dir
-    from .cache import default_cache_dir
-    from .engine import resolve_config
+    from ..static.cache import default_cache_dir
+    from ..static.engine import resolve_config
     return default_cache_dir(resolve_config(list(args.paths) or ["."], config).source)
 
 
@@ -133,8 +133,8 @@ def _exit_status(args: argparse.Namespace, result) -> int:
 def _apply_fixes(args: argparse.Namespace, result, config) -> int | None:
     """--diff: print the diff and return the exit status. --fix: write the fixes, say what
     changed on stderr, and return None (the caller re-scans and reports what is left)."""
-    from .engine import resolve_config
-    from .fix_run import fix_paths
+    from ..static.engine import resolve_config
+    from ..static.fix_run import fix_paths
 
     summary = fix_paths(result, resolve_config(list(args.paths), config), args.unsafe_fixes,
                         write=not args.diff)

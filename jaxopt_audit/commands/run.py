@@ -20,14 +20,14 @@ from typing import Any
 from jaxopt_audit.report.run_terminal import render
 
 # JAX is imported here, at import time, so that cli.py can say which extra to install
-from ...fileio import check_output_dir, check_output_file
-from .findings import confirm_with_scan, derive_findings
-from .instrument import Instrument
-from .program import Program, ProgramNotFound, check
-from .program import run as run_program
-from .report import build_report, write_json
-from .sites import UserFiles
-from .trace import RunTrace, TraceStepsError, parse_steps
+from ..fileio import check_output_dir, check_output_file
+from ..runtime.run.findings import confirm_with_scan, derive_findings
+from ..runtime.run.instrument import Instrument
+from ..runtime.run.program import Program, ProgramNotFound, check
+from ..runtime.run.program import run as run_program
+from ..runtime.run.report import build_report, write_json
+from ..runtime.run.sites import UserFiles
+from ..runtime.run.trace import RunTrace, TraceStepsError, parse_steps
 
 EXIT_USAGE = 2
 H2D_TOTAL_ENV = "JAXOPT_AUDIT_H2D_TOTAL"  # =1: also count every host-to-device transfer (see below)
