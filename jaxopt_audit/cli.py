@@ -14,9 +14,9 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from . import __version__
+from .exit_codes import INTERRUPTED as EXIT_INTERRUPTED  # noqa: E402
+from .exit_codes import USAGE as EXIT_ERROR  # noqa: E402
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 RUNTIME_EXTRA_HINT = "install the runtime extra: pip install 'jaxopt-audit[runtime]'"
 
 

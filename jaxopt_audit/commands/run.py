@@ -19,6 +19,8 @@ from typing import Any
 
 from jaxopt_audit.report.run_terminal import render
 
+from ..exit_codes import USAGE as EXIT_USAGE  # noqa: E402
+
 # JAX is imported here, at import time, so that cli.py can say which extra to install
 from ..fileio import check_output_dir, check_output_file
 from ..runtime.run.findings import confirm_with_scan, derive_findings
@@ -29,7 +31,6 @@ from ..runtime.run.report import build_report, write_json
 from ..runtime.run.sites import UserFiles
 from ..runtime.run.trace import RunTrace, TraceStepsError, parse_steps
 
-EXIT_USAGE = 2
 H2D_TOTAL_ENV = "JAXOPT_AUDIT_H2D_TOTAL"  # =1: also count every host-to-device transfer (see below)
 
 

@@ -14,12 +14,13 @@ import sys
 from rich.console import Console
 from rich.markdown import Markdown
 
+from ..exit_codes import FINDINGS as EXIT_FINDINGS  # noqa: E402
+from ..exit_codes import OK as EXIT_OK  # noqa: E402
+from ..exit_codes import USAGE as EXIT_ERROR  # noqa: E402
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
 from ..static.config import ConfigError
 from ..static.engine import scan_paths
 from ..static.registry import RuleLoadError, find_rule, load_rules
-
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _split(value: str | None) -> list[str] | None:

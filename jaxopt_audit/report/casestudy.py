@@ -22,16 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..exit_codes import OK as EXIT_OK  # noqa: E402
+from ..exit_codes import USAGE as EXIT_ERROR  # noqa: E402
+from ..exit_codes import UsageError  # noqa: E402
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
 from . import markdown as md
 from .results_check import results_problem
 
-EXIT_OK, EXIT_ERROR = 0, 2
 REQUIRED_KEYS = ("pipeline", "size", "platform", "device", "jax_version", "variants")
 
 
-class ReportError(Exception):
-    """Bad input: printed as one line, exit status 2."""
+class ReportError(UsageError):
+    """Bad input to `report`: printed as one line, exit status 2."""
 
 
 @dataclass(frozen=True)

@@ -30,18 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...exit_codes import FINDINGS as EXIT_FAILED  # noqa: E402
+from ...exit_codes import OK as EXIT_OK  # noqa: E402
+from ...exit_codes import USAGE as EXIT_USAGE  # noqa: E402
+from ...exit_codes import UsageError  # noqa: E402,F401  (re-exported: bench's callers catch it here)
 from ...fileio import OutputPathError, check_output_dir, check_output_file, write_json_atomic
 from ...units import quantity, seconds, speedup
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
 TRACE_STEPS = 2
 BENCH_SCHEMA_VERSION = 1
-
-
-class UsageError(Exception):
-    """A mistake in the command line: printed as one line, exit status 2."""
 
 
 # ---------------------------------------------------------------- loading
