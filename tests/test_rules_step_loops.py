@@ -509,3 +509,36 @@ def decode(params, tokens, steps):
 """, [LoopToScan])
     assert [f.line for f in found] == [9]
     assert "preallocate" in found[0].message and "re-traces" in found[0].message
+
+
+def test_a_helper_feeding_a_device_value_to_python_control_flow_is_not_told_to_jit():
+    # the pad size is computed with jnp and then looped on in Python: it needs concrete values
+    from jaxopt_audit.rules.jax101_missing_jit import MissingJit
+    found = [f.line for f in scan_text("""
+import jax
+import jax.numpy as jnp
+
+def next_power_of_two(x):
+    y = 2
+    while y < x:
+        y *= 2
+    return y
+
+def pad(batch):
+    size = next_power_of_two(jnp.sum(batch > 0))
+    return jnp.pad(batch, (0, size - batch.shape[0]))
+
+def scale(batch):
+    return jnp.tanh(batch) * 2.0 + jnp.mean(batch)
+
+@jax.jit
+def step(w, batch):
+    return w - 0.1 * jnp.mean(batch) * w
+
+def train(w, batches):
+    for batch in batches:
+        w = step(w, pad(batch))
+        w = step(w, scale(batch))
+    return w
+""", [MissingJit])]
+    assert found == [14]

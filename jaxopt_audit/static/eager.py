@@ -132,6 +132,21 @@ def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cs
             if isinstance(node, (cst.If, cst.While)) and any(
                     type(n) is cst.Call and model.is_array(n, fn) for n in walk(node.test)):
                 yield node.test  # a Python branch on a device value: a sync
+        for site in fn.calls:  # a device value handed to a helper that branches on it in Python
+            target = model.callee(site.node, fn).function
+            if target is None or target.traced or target is fn:
+                continue
+            positional = [a for a in site.node.args if a.keyword is None and not a.star]
+            for param, arg in zip(target.params, positional, strict=False):
+                if model.is_array(arg.value, fn) and _branches_on(target, param):
+                    yield site.node
+                    break
+
+
+def _branches_on(fn: Function, name: str) -> bool:
+    """`while y < x:` with `x` a parameter: Python control flow needs the value itself."""
+    return any(isinstance(site.node, (cst.If, cst.While)) and name in read_names(site.node.test)
+               for site in fn.tests)
 
 
 def _in_error_path(model: SemanticModel, fn: Function, node: cst.CSTNode) -> bool:
