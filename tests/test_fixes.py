@@ -17,6 +17,8 @@ RULES = load_rules()
 FIXING = [r for r in RULES if r.fix is not Rule.fix]
 EXAMPLES = [pytest.param(r, i, id=f"{r.CODE}-{i}") for r in FIXING for i in range(len(r.INVALID))]
 
+PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
+
 
 def test_the_rules_the_issue_names_can_fix():
     assert {"JAX101", "JAX502", "JAX601", "JAX701"} <= {r.CODE for r in FIXING}
@@ -77,13 +79,13 @@ def test_cli_fix_diff_and_what_is_left(tmp_path, capsys):
     untouched.write_text("x = 1\n")
     clean_mtime = untouched.stat().st_mtime_ns
 
-    assert main(["scan", str(tmp_path), "--diff", "--no-cache"]) == 1
+    assert main(["scan", *PREVIEW, str(tmp_path), "--diff", "--no-cache"]) == 1
     out, err = capsys.readouterr()
     assert "+y = jax.block_until_ready(jnp.dot(x, x.T))  # the work" in out
     assert "+leaves = jax.tree.map(" in out and "Would fix 2 findings in 1 file" in err
     assert target.read_text() == TIMED  # --diff writes nothing
 
-    code = main(["scan", str(tmp_path), "--fix", "--no-cache", "--format", "json"])
+    code = main(["scan", *PREVIEW, str(tmp_path), "--fix", "--no-cache", "--format", "json"])
     out, err = capsys.readouterr()
     assert "fixed JAX701" in err and "fixed JAX601" in err and "Fixed 2 findings in 1 file." in err
     data = json.loads(out)
@@ -94,7 +96,7 @@ def test_cli_fix_diff_and_what_is_left(tmp_path, capsys):
     assert "jax.tree.map(" in fixed and os.stat(target).st_mode & 0o777 == 0o755
     assert untouched.stat().st_mtime_ns == clean_mtime  # only fixed files are written
 
-    main(["scan", str(tmp_path), "--fix", "--no-cache"])
+    main(["scan", *PREVIEW, str(tmp_path), "--fix", "--no-cache"])
     _, err = capsys.readouterr()
     assert "Fixed 0 findings" in err and target.read_text() == fixed
 
@@ -104,14 +106,14 @@ def test_fix_through_a_symlink_writes_the_target(tmp_path, capsys):
     real.write_text(TIMED)
     link = tmp_path / "link.py"
     link.symlink_to(real)
-    main(["scan", str(link), "--fix", "--no-cache"])
+    main(["scan", *PREVIEW, str(link), "--fix", "--no-cache"])
     capsys.readouterr()
     assert link.is_symlink() and "jax.tree.map(" in real.read_text()
 
 
 def test_json_marks_fix_applicability(tmp_path, capsys):
     (tmp_path / "t.py").write_text(TIMED)
-    main(["scan", str(tmp_path), "--format", "json", "--no-cache"])
+    main(["scan", *PREVIEW, str(tmp_path), "--format", "json", "--no-cache"])
     data = json.loads(capsys.readouterr().out)
     kinds = {f["code"]: f["fix_applicability"] for f in data["findings"]}
     assert kinds["JAX601"] == "safe" and kinds["JAX701"] == "safe"
@@ -158,7 +160,7 @@ def test_notebook_fix_rewrites_cells_and_keeps_the_rest(tmp_path, capsys):
     path = tmp_path / "nb.ipynb"
     write_notebook(path, NB_CELLS, indent=1, sort_keys=True, ensure_ascii=False)
     original = json.loads(path.read_text())
-    main(["scan", str(path), "--fix", "--unsafe-fixes", "--no-cache", "--format", "json"])
+    main(["scan", *PREVIEW, str(path), "--fix", "--unsafe-fixes", "--no-cache", "--format", "json"])
     out, err = capsys.readouterr()
     assert f"{path}:cell 3:4:7: fixed JAX701" in err and f"{path}:cell 5:1:8: fixed JAX601" in err
     assert f"{path}:cell 4:6:15: fixed JAX502" in err
@@ -176,7 +178,7 @@ def test_notebook_fix_rewrites_cells_and_keeps_the_rest(tmp_path, capsys):
     assert path.read_text() == json.dumps(fixed, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     assert not [f for f in json.loads(out)["findings"] if f["code"] in ("JAX502", "JAX601", "JAX701")]
     before = path.read_text()
-    main(["scan", str(path), "--fix", "--unsafe-fixes", "--no-cache"])
+    main(["scan", *PREVIEW, str(path), "--fix", "--unsafe-fixes", "--no-cache"])
     capsys.readouterr()
     assert path.read_text() == before  # idempotent
 
@@ -185,7 +187,7 @@ def test_notebook_in_an_unknown_layout_is_left_alone(tmp_path, capsys):
     path = tmp_path / "nb.ipynb"
     write_notebook(path, NB_CELLS, indent=3)
     before = path.read_bytes()
-    main(["scan", str(path), "--fix", "--no-cache"])
+    main(["scan", *PREVIEW, str(path), "--fix", "--no-cache"])
     _, err = capsys.readouterr()
     assert "not fixed: its JSON layout" in err and path.read_bytes() == before
 

@@ -82,7 +82,7 @@ def assert_scans(files: dict[str, bytes]) -> None:
             Path(folder, name).write_bytes(data)
         expected = len(discover([folder], []).files)
         with _watchdog(HANG_S), _default_recursion_limit():
-            result = scan_paths([folder], config=Config(), jobs=1)
+            result = scan_paths([folder], config=Config(), jobs=1, extend_select=["PREVIEW"])
         internal = [e for e in result.errors if "internal error" in e.message]
         assert not internal, internal
         assert result.files_scanned + len(result.errors) == expected == len(files) + 1, result.errors

@@ -26,6 +26,8 @@ from jaxopt_audit.static.isolation import call_with_deep_stack
 
 from conftest import SYNC_IN_LOOP, run_cli
 
+PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
+
 DEEP = {  # valid Python that CPython compiles, nested past the default recursion limit of a walk
     "plus.py": "y = " + " + ".join(["x"] * 1000) + "\n",
     "attr.py": "y = x" + ".a" * 1000 + "\n",
@@ -45,7 +47,7 @@ def test_deeply_nested_files_are_scanned_beside_good_ones(tmp_path, jobs):
     _good_files(tmp_path)
     for name, text in DEEP.items():
         (tmp_path / name).write_text(text)
-    result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=jobs)
+    result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=jobs, extend_select=["PREVIEW"])
     assert result.errors == []
     assert result.files_scanned == 8 + len(DEEP)
     assert {Path(f.path).name for f in result.findings} == {f"good{i}.py" for i in range(8)}
@@ -80,7 +82,7 @@ def test_recursion_beyond_the_limit_is_that_files_error(tmp_path, monkeypatch):
         return real_model(module, path, *rest)
 
     monkeypatch.setattr(engine, "SemanticModel", model)
-    result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=1)
+    result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=1, extend_select=["PREVIEW"])
     assert [(Path(e.path).name, e.message.split(":")[0]) for e in result.errors] == [("endless.py", "not scanned")]
     assert "nested too deeply" in result.errors[0].message
     assert {Path(f.path).name for f in result.findings} == {"good0.py", "good1.py"}
@@ -98,7 +100,7 @@ def test_a_crash_outside_the_rules_is_that_files_internal_error(tmp_path, monkey
         return real_model(module, path, *rest)
 
     monkeypatch.setattr(engine, "SemanticModel", model)
-    code, out, _ = run_cli(["scan", str(tmp_path), "--no-config", "-j", "1", "--format", "json"], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path), "--no-config", "-j", "1", "--format", "json"], capsys)
     data = json.loads(out)
     assert code == 2  # the tool's own bug
     assert [Path(e["path"]).name for e in data["errors"]] == ["boom.py"]
@@ -137,7 +139,7 @@ def test_a_rules_crash_keeps_the_other_files_and_rules(tmp_path, capsys):
     src.mkdir()
     _good_files(src, 2)
     (src / "bad.py").write_text(SYNC_IN_LOOP)
-    code, out, _ = run_cli(["scan", str(src), "--no-config", "-j", "1", "--rules-dir", str(rules_dir),
+    code, out, _ = run_cli(["scan", *PREVIEW, str(src), "--no-config", "-j", "1", "--rules-dir", str(rules_dir),
                             "--format", "json"], capsys)
     data = json.loads(out)
     assert code == 2
@@ -151,7 +153,7 @@ def test_undecodable_and_nul_files_are_errors_at_their_position(tmp_path):
     _good_files(tmp_path, 1)
     (tmp_path / "latin.py").write_bytes(b"x = '\xff\xfe'\n")
     (tmp_path / "nul.py").write_bytes(b"x = 1\ny = \x002\n")
-    result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=1)
+    result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=1, extend_select=["PREVIEW"])
     messages = {Path(e.path).name: e.message for e in result.errors}
     assert set(messages) == {"latin.py", "nul.py"}
     assert messages["nul.py"].startswith("syntax error at 2:5: source contains a NUL byte")
@@ -160,7 +162,7 @@ def test_undecodable_and_nul_files_are_errors_at_their_position(tmp_path):
 
 def test_every_file_failed_is_not_all_checks_passed(tmp_path, capsys):
     (tmp_path / "a.py").write_text("def (:\n")
-    code, out, _ = run_cli(["scan", str(tmp_path), "--no-config"], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path), "--no-config"], capsys)
     assert code == 1
     assert "All checks passed" not in out
     assert "No findings in 0 files scanned" in out and "1 file could not be scanned" in out
@@ -171,7 +173,7 @@ def test_the_same_file_named_twice_is_scanned_once(tmp_path):
     (tmp_path / "alias.py").symlink_to(tmp_path / "train.py")
     paths = [str(tmp_path / "train.py"), str(tmp_path / "sub" / ".." / "train.py"), str(tmp_path)]
     (tmp_path / "sub").mkdir()
-    result = scan_paths(paths, config=engine.Config(), jobs=1)
+    result = scan_paths(paths, config=engine.Config(), jobs=1, extend_select=["PREVIEW"])
     assert result.files_scanned == 1
     assert len({(f.line, f.code) for f in result.findings}) == len(result.findings)
 
@@ -194,7 +196,7 @@ def test_a_fifo_is_reported_and_never_opened(tmp_path):
 def test_a_device_named_explicitly_is_reported(tmp_path):
     if not os.path.exists(os.devnull) or not stat.S_ISCHR(os.stat(os.devnull).st_mode):
         pytest.skip("no character device to name")
-    result = scan_paths([os.devnull], config=engine.Config(), jobs=1)
+    result = scan_paths([os.devnull], config=engine.Config(), jobs=1, extend_select=["PREVIEW"])
     assert [e.message for e in result.errors] == ["not scanned: it is a character device, not a regular file"]
 
 
@@ -208,7 +210,7 @@ def test_a_device_named_explicitly_is_reported(tmp_path):
 ])
 def test_unknown_codes_on_the_command_line_are_usage_errors(tmp_path, capsys, option, value, hint):
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
-    code, out, err = run_cli(["scan", str(tmp_path), "--no-config", option, value], capsys)
+    code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path), "--no-config", option, value], capsys)
     assert code == 2 and out == ""
     assert f"in {option}" in err and "unknown rule code or prefix" in err and len(err.splitlines()) == 1
     assert (hint in err) if hint else "did you mean" not in err
@@ -217,7 +219,8 @@ def test_unknown_codes_on_the_command_line_are_usage_errors(tmp_path, capsys, op
 def test_known_prefixes_and_all_still_select(tmp_path, capsys):
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
     for select in ("JAX3", "JAX", "ALL", "jax301"):
-        code, _, err = run_cli(["scan", str(tmp_path), "--no-config", "--select", select], capsys)
+        code, _, err = run_cli(["scan", str(tmp_path), "--no-config", "--select", select,
+                                   "--extend-select", "PREVIEW"], capsys)
         assert code == 1, (select, err)
 
 
@@ -228,7 +231,7 @@ def test_known_prefixes_and_all_still_select(tmp_path, capsys):
 def test_unknown_codes_in_pyproject_are_usage_errors(tmp_path, capsys, section):
     (tmp_path / "pyproject.toml").write_text(f"[tool.jaxopt-audit]\n{section}\n")
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
-    code, out, err = run_cli(["scan", str(tmp_path)], capsys)
+    code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path)], capsys)
     assert code == 2 and out == ""
     assert "unknown rule code or prefix" in err and "pyproject.toml" in err and len(err.splitlines()) == 1
 
@@ -244,7 +247,7 @@ def test_unknown_codes_in_pyproject_are_usage_errors(tmp_path, capsys, section):
 def test_malformed_pyproject_is_one_line(tmp_path, capsys, text, expected):
     (tmp_path / "pyproject.toml").write_bytes(text)
     (tmp_path / "a.py").write_text("x = 1\n")
-    code, out, err = run_cli(["scan", str(tmp_path)], capsys)
+    code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path)], capsys)
     assert code == 2 and out == ""
     assert expected in err and len(err.strip().splitlines()) == 1
 
@@ -254,7 +257,7 @@ def test_a_rules_module_that_exits_is_an_error(tmp_path, capsys):
     rules_dir.mkdir()
     (rules_dir / "quits.py").write_text("import sys\nsys.exit(0)\n")
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
-    code, out, err = run_cli(["scan", str(tmp_path / "a.py"), "--no-config", "--rules-dir", str(rules_dir)],
+    code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path / "a.py"), "--no-config", "--rules-dir", str(rules_dir)],
                              capsys)
     assert code == 2 and out == ""
     assert "quits.py: called sys.exit(0) while being imported" in err
@@ -269,7 +272,7 @@ def test_scan_o_writes_through_a_symlink(tmp_path, capsys):
     target.chmod(0o640)
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    code, _, _ = run_cli(["scan", str(tmp_path / "a.py"), "--no-config", "--format", "json", "-o", str(link)],
+    code, _, _ = run_cli(["scan", *PREVIEW, str(tmp_path / "a.py"), "--no-config", "--format", "json", "-o", str(link)],
                          capsys)
     assert code == 1
     assert link.is_symlink() and os.readlink(link) == str(target)
@@ -279,14 +282,14 @@ def test_scan_o_writes_through_a_symlink(tmp_path, capsys):
 
 def test_scan_o_writes_into_a_device_and_a_fifo_without_replacing_them(tmp_path, capsys):
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
-    code, _, _ = run_cli(["scan", str(tmp_path / "a.py"), "--no-config", "-o", os.devnull], capsys)
+    code, _, _ = run_cli(["scan", *PREVIEW, str(tmp_path / "a.py"), "--no-config", "-o", os.devnull], capsys)
     assert code == 1 and stat.S_ISCHR(os.stat(os.devnull).st_mode)
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
     reader.start()
-    code, _, _ = run_cli(["scan", str(tmp_path / "a.py"), "--no-config", "--format", "json", "-o", str(fifo)],
+    code, _, _ = run_cli(["scan", *PREVIEW, str(tmp_path / "a.py"), "--no-config", "--format", "json", "-o", str(fifo)],
                          capsys)
     reader.join(timeout=30)
     assert code == 1 and stat.S_ISFIFO(fifo.stat().st_mode)
@@ -305,7 +308,7 @@ def test_scan_o_bad_paths_are_usage_errors_before_the_scan(tmp_path, capsys, mon
     (tmp_path / "a.py").write_text(SYNC_IN_LOOP)
     monkeypatch.setattr("jaxopt_audit.commands.scan.scan_paths",
                         lambda *a, **k: pytest.fail("scanned before checking -o"))
-    code, out, err = run_cli(["scan", str(tmp_path), "--no-config", "-o", where.format(tmp=tmp_path)], capsys)
+    code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path), "--no-config", "-o", where.format(tmp=tmp_path)], capsys)
     assert code == 2 and out == ""
     assert expected in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
@@ -423,7 +426,7 @@ def test_the_tools_own_bug_asks_for_a_report(tmp_path, capsys, monkeypatch):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("jaxopt_audit.commands.scan.scan_paths", broken)
-    code, _, err = run_cli(["scan", str(tmp_path), "--no-config"], capsys)
+    code, _, err = run_cli(["scan", *PREVIEW, str(tmp_path), "--no-config"], capsys)
     assert code == 2
     assert "Traceback" in err and "internal error" in err and "please report it" in err
 

@@ -13,6 +13,8 @@ from jaxopt_audit.cli import main
 from jaxopt_audit.static.engine import scan_paths
 from jaxopt_audit.static.notebooks import neutralise
 
+PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
+
 STEP = "import jax\n\nstep = jax.jit(lambda w: w * 0.9)\n"
 LOOP = "for i in range(100):\n    w = step(w)\n    print(float(w.sum()))\n"
 
@@ -31,7 +33,7 @@ def notebook(tmp_path, cells, name="nb.ipynb", outputs=None):
 
 
 def scan_json(paths, capsys, *extra):
-    code = main(["scan", *map(str, paths), "--format", "json", "--no-cache", *extra])
+    code = main(["scan", *PREVIEW, *map(str, paths), "--format", "json", "--no-cache", *extra])
     out, _ = capsys.readouterr()
     return code, json.loads(out)
 
@@ -50,7 +52,7 @@ def test_directory_scan_finds_notebooks_and_text_says_the_cell(tmp_path, capsys)
     (tmp_path / "sub").mkdir()
     notebook(tmp_path / "sub", [("code", STEP + "w = 1.0\n" + LOOP)])
     (tmp_path / "plain.py").write_text(STEP + "w = 1.0\n" + LOOP)
-    assert main(["scan", str(tmp_path), "--format", "concise"]) == 1
+    assert main(["scan", *PREVIEW, str(tmp_path), "--format", "concise"]) == 1
     out = capsys.readouterr().out
     assert f"{tmp_path / 'sub' / 'nb.ipynb'}:cell 1:7:11: JAX301" in out
     assert f"{tmp_path / 'plain.py'}:7:11: JAX301" in out

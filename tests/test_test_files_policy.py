@@ -12,6 +12,8 @@ import pytest
 from jaxopt_audit.cli import main
 from jaxopt_audit.static.config import TEST_FILES, is_test_file
 
+PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
+
 # A per-step host sync (JAX301), a reused key (JAX501) and a removed API (JAX601).
 SOURCE = textwrap.dedent("""\
     import jax
@@ -52,7 +54,7 @@ def _scan(tmp_path, capsys, *args, pyproject=""):
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        main(["scan", ".", "--format", "json", *args])
+        main(["scan", *PREVIEW, ".", "--format", "json", *args])
     finally:
         os.chdir(cwd)
     data = json.loads(capsys.readouterr().out)

@@ -105,8 +105,8 @@ def render_terminal(result, console: Console, concise: bool = False, quiet: bool
 
 def render_rule_table(rules, console: Console) -> None:
     table = Table(show_edge=False)
-    for column in ("code", "name", "severity", "summary"):
+    for column in ("code", "name", "severity", "default", "summary"):
         table.add_column(column)
     for r in rules:
-        table.add_row(r.CODE, r.NAME, f"[{STYLES[r.SEVERITY]}]{r.SEVERITY}[/]", r.SUMMARY)
+        table.add_row(r.CODE, r.NAME, f"[{STYLES[r.SEVERITY]}]{r.SEVERITY}[/]", r.tier(), r.SUMMARY)
     console.print(table)

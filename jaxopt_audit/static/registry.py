@@ -80,18 +80,27 @@ def load_rules(rules_dirs: Iterable[str] = ()) -> list[type[Rule]]:
 
 def select_rules(rules: list[type[Rule]], select: Iterable[str] | None,
                  ignore: Iterable[str] = (), extend_select: Iterable[str] = ()) -> list[type[Rule]]:
-    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`); ignore wins over select. `select=None` is the
-    default set: every rule but the opt-in ones (`Rule.DEFAULT = False`), which a prefix does not
-    turn on: only their exact code or `ALL` does. `extend_select` adds to the selection."""
+    """Codes or prefixes (`JAX3`, `JAX301`, `ALL`, `PREVIEW`); ignore wins over select.
+    `select=None` is the default set: the rules whose tier is "on". A prefix does not turn on an
+    opt-in or preview rule: only its exact code or `ALL` does. `PREVIEW` (in select or
+    extend-select) is a mode: the default set gains the preview rules and prefixes match them.
+    `extend_select` adds to the selection."""
     ignore = list(ignore)
     extend = list(extend_select)
 
+    # PREVIEW is a mode, as ruff's --preview: the default set gains the preview rules, and
+    # prefixes (`JAX3`) match them too
+    preview = "PREVIEW" in (list(select or []) + extend)
+
+    def on(rule: type[Rule]) -> bool:
+        return rule.tier() == "on" or (preview and rule.tier() == "preview")
+
     def matches(rule: type[Rule], patterns: list[str]) -> bool:
-        return any(p == "ALL" or p == rule.CODE or (rule.DEFAULT and rule.CODE.startswith(p))
+        return any(p == "ALL" or p == rule.CODE or (on(rule) and p != "PREVIEW" and rule.CODE.startswith(p))
                    for p in patterns)
 
     def selected(rule: type[Rule]) -> bool:
-        base = rule.DEFAULT if select is None else matches(rule, list(select))
+        base = on(rule) if select is None or list(select) == ["PREVIEW"] else matches(rule, list(select))
         return base or matches(rule, extend)
 
     return [r for r in rules if selected(r) and not any(r.CODE.startswith(p) for p in ignore)]
@@ -102,7 +111,7 @@ def check_patterns(rules: list[type[Rule]], patterns: Iterable[str], origin: str
     would otherwise select nothing and report a clean run."""
     codes = [r.CODE for r in rules]
     for pattern in patterns:
-        if pattern == "ALL" or (pattern and any(code.startswith(pattern) for code in codes)):
+        if pattern in ("ALL", "PREVIEW") or (pattern and any(code.startswith(pattern) for code in codes)):
             continue
         close = difflib.get_close_matches(pattern.upper(), codes, n=1, cutoff=0.5)
         hint = f"did you mean {close[0]}? " if close else ""

@@ -105,6 +105,10 @@ class Rule:
     # False: an opt-in rule, run only when selected by its exact code (or ALL), e.g. advice that
     # is right but not worth everyone's default output (README "What `scan .` reports by default")
     DEFAULT: ClassVar[bool] = True
+    # True: a preview rule, off by default: a heuristic whose judged precision on held-out real
+    # repositories is below the bar for default output (docs/rules.md, "Preview"). The selector
+    # `PREVIEW` turns all of them on: `--extend-select PREVIEW`.
+    PREVIEW: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -115,6 +119,11 @@ class Rule:
         """The automatic fix for one of this rule's reports (a codemod, static/fixes.py), or None.
         Rules that fix override this; the engine asks only for reports it keeps."""
         return None
+
+    @classmethod
+    def tier(cls) -> str:
+        """"on" (default output), "preview" (with `PREVIEW`) or "opt-in" (by exact code or ALL)."""
+        return "preview" if cls.PREVIEW else "on" if cls.DEFAULT else "opt-in"
 
     # ---------------------------------------------------------------- documentation
     @classmethod
