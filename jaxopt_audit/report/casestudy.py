@@ -113,7 +113,7 @@ def findings_at_report_time(pipeline: str, module: str) -> tuple[list[dict[str, 
         spec = None
     if spec is None or not spec.origin:
         return None, f"the source of {module} is not available here"
-    result = scan_paths([spec.origin], jobs=1)
+    result = scan_paths([spec.origin], jobs=1, extend_select=["PREVIEW"])  # as the bench harness
     return [{"code": f.code, "name": f.name, "line": f.line, "severity": f.severity, "message": f.message}
             for f in result.findings], ""
 
@@ -233,7 +233,7 @@ def _problem(run: Run, findings: dict[int, tuple[list[dict[str, Any]] | None, st
     elif not found:
         lines.append("`jaxopt-audit scan` reports no findings on it.")
     else:
-        lines.append(f"`jaxopt-audit scan` reports {len(found)} finding(s) on it:")
+        lines.append(f"`jaxopt-audit scan --extend-select PREVIEW` reports {len(found)} finding(s) on it:")
         lines.append("")
         lines.append(md.table(["line", "rule", "severity", "what"],
                               [[f["line"], f"{f['code']} {f.get('name', '')}".strip(), f.get("severity", ""),

@@ -137,7 +137,9 @@ def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[dict[str, Any
     except ImportError as exc:
         return None, f"scanner unavailable ({exc})"
     try:
-        result = scan_paths([path], jobs=1)
+        # preview rules too: the stages are the cases the headline rules are about, and the
+        # measurements beside them show whether each finding mattered
+        result = scan_paths([path], jobs=1, extend_select=["PREVIEW"])
     except Exception as exc:  # the scanner's own failure must not lose the measurements
         return None, f"scanner failed: {type(exc).__name__}: {exc}"
     findings = [{"code": f.code, "name": f.name, "line": f.line, "severity": f.severity,
