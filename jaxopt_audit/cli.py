@@ -101,7 +101,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", default=None, metavar="DIR", help="capture an XProf trace into DIR")
     p.add_argument("--repeats", type=int, default=None, help="steady-state repeats (default: adaptive)")
     p.add_argument("--budget", type=float, default=None, help="seconds of steady-state timing per stage")
-    p.set_defaults(func=_lazy("runtime.bench.harness:bench_command", needs=("jax", "numpy")))
+    p.set_defaults(func=_lazy("commands.bench:bench_command", needs=("jax", "numpy")))
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
@@ -110,7 +110,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="bench JSON files of one pipeline (e.g. CPU and GPU), or `run --json` files of "
                         "versions of your program, oldest first (before.json after.json)")
     p.add_argument("-o", "--output", default=None, help="markdown file (default: reports/<pipeline>.md)")
-    p.set_defaults(func=_lazy("report.casestudy:report_command", needs=("matplotlib",)))
+    p.set_defaults(func=_lazy("commands.report:report_command", needs=("matplotlib",)))
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:

@@ -305,15 +305,18 @@ def test_bench_all_writes_one_file_per_pipeline(pipelines: Path, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     import importlib
 
-    from jaxopt_audit.runtime.bench import harness as bench
+    from jaxopt_audit.commands import bench as command
+    from jaxopt_audit.runtime.bench import harness
 
-    monkeypatch.setattr(bench, "PIPELINE_NAMES", ("tinypipe", "tinypipe_broken"))
+    for module in (command, harness):  # `all` is read by the command, a name resolved by the harness
+        monkeypatch.setattr(module, "PIPELINE_NAMES", ("tinypipe", "tinypipe_broken"))
+
     def load(name: str):  # what load_pipeline does for a built-in, for the test's packages
         pipeline = importlib.import_module(name).PIPELINE
         object.__setattr__(pipeline, "package", name)
         return pipeline
 
-    monkeypatch.setattr(bench, "load_pipeline", load)
+    monkeypatch.setattr(harness, "load_pipeline", load)
     status, _, err = _bench(capsys, "all", "--repeats", "1", "--out", str(tmp_path))
     assert status == 1, err  # the broken stage fails the run, after everything was measured
     written = sorted(p.name for p in tmp_path.glob("*.json"))

@@ -347,7 +347,7 @@ def test_check_output_file_read_only_directory(tmp_path):
 @pytest.fixture
 def no_benchmark(monkeypatch):
     pytest.importorskip("jax")
-    from jaxopt_audit.runtime.bench import harness as bench
+    from jaxopt_audit.commands import bench
 
     monkeypatch.setattr(bench, "run_pipeline", lambda *a, **k: pytest.fail("measured before checking paths"))
 

@@ -12,18 +12,14 @@ The report is rebuilt from the JSON alone when bench recorded the findings (it d
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..exit_codes import OK as EXIT_OK  # noqa: E402
-from ..exit_codes import USAGE as EXIT_ERROR  # noqa: E402
 from ..exit_codes import UsageError  # noqa: E402
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
 from . import markdown as md
@@ -104,7 +100,7 @@ def rule_names() -> dict[str, str]:
 def findings_at_report_time(pipeline: str, module: str) -> tuple[list[dict[str, Any]] | None, str]:
     """Scan a built-in stage file now, for results written without findings."""
     try:
-        from jaxopt_audit.static.engine import scan_paths
+        from jaxopt_audit.static.engine import scan_for_report
     except ImportError:
         return None, "the static scanner is unavailable"
     try:
@@ -113,9 +109,8 @@ def findings_at_report_time(pipeline: str, module: str) -> tuple[list[dict[str, 
         spec = None
     if spec is None or not spec.origin:
         return None, f"the source of {module} is not available here"
-    result = scan_paths([spec.origin], jobs=1, extend_select=["PREVIEW"])  # as the bench harness
-    return [{"code": f.code, "name": f.name, "line": f.line, "severity": f.severity, "message": f.message}
-            for f in result.findings], ""
+    result = scan_for_report([spec.origin])
+    return sorted((f.as_brief() for f in result.findings), key=lambda f: (f["line"], f["code"])), ""
 
 
 def stage_findings(run: Run) -> dict[int, tuple[list[dict[str, Any]] | None, str]]:
@@ -423,18 +418,3 @@ def write_report(result_paths: Sequence[str], output: str | None = None) -> tupl
     text = render(runs, {k: p.name for k, p in plot_paths.items()}, md_path.name)
     write_text_atomic(md_path, text)
     return md_path, list(plot_paths.values())
-
-
-def report_command(args: argparse.Namespace) -> int:
-    """Entry point of `jaxopt-audit report` (options are defined in cli.py)."""
-    try:
-        md_path, pngs = write_report(args.results, args.output)
-    except ReportError as exc:
-        print(f"jaxopt-audit report: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:  # the checked path changed under us, or the disk is full
-        print(f"jaxopt-audit report: cannot write {exc.filename or 'the report'}: {exc.strerror or exc}; "
-              "choose a writable path with -o", file=sys.stderr)
-        return EXIT_ERROR
-    print(f"jaxopt-audit report: wrote {md_path} and {', '.join(str(p) for p in pngs)}", file=sys.stderr)
-    return EXIT_OK

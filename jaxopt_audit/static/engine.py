@@ -287,6 +287,13 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     return result
 
 
+def scan_for_report(paths: list[str]) -> ScanResult:
+    """The scan that `run`, `bench` and `report` put beside their measurements: one process, every
+    rule a measurement can confirm or refute (the preview rules too), and the test-file policy off
+    (the user chose these files, whatever their folder)."""
+    return scan_paths(paths, jobs=1, include_tests=True, extend_select=["PREVIEW"])
+
+
 def _scan_project(result: ScanResult, files: list[str], cfg: Config, chosen: list[type[Rule]], run,
                   cache_dir: str | None, progress) -> None:
     """The project-wide pass (project.py). Each file is scanned once and summarised from its model;

@@ -168,17 +168,14 @@ def _transfers(instrument: Instrument) -> Iterable[Finding]:
 def confirm_with_scan(findings: list[Finding], paths: list[str]) -> tuple[list[Finding], str]:
     """Mark findings the static scan also reports; returns (findings, scan status)."""
     try:
-        from jaxopt_audit.static.engine import scan_paths
+        from jaxopt_audit.static.engine import scan_for_report
     except ImportError:
         return findings, "unavailable (jaxopt_audit.static.engine is not installed)"
     targets = sorted({os.path.abspath(p) for p in paths if os.path.isfile(p)})
     if not targets:
         return findings, "skipped (no source files to scan)"
     try:
-        # the program the user ran is checked whatever its folder (the scan's test-file policy
-        # would otherwise keep a script under tests/ to JAX6xx); preview rules too, since the
-        # run's measurements decide which of their findings stand
-        result = scan_paths(targets, include_tests=True, extend_select=["PREVIEW"])
+        result = scan_for_report(targets)
     except Exception as exc:  # the scan is a cross-check: its failure must not lose the report
         return findings, f"failed ({type(exc).__name__}: {exc})"
     static: dict[tuple[str, str], list[tuple[int, int]]] = {}

@@ -1,0 +1,195 @@
+"""`jaxopt-audit bench`: arguments, progress, the results table and the JSON files.
+
+The measuring itself is runtime/bench/harness.py (`run_pipeline`); this module only turns the
+command line into its calls and its results into output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..exit_codes import FINDINGS as EXIT_FAILED  # noqa: E402
+from ..exit_codes import OK as EXIT_OK  # noqa: E402
+from ..exit_codes import USAGE as EXIT_USAGE  # noqa: E402
+from ..exit_codes import UsageError
+from ..fileio import OutputPathError, check_output_dir, check_output_file, write_json_atomic
+from ..runtime.bench.harness import BenchOptions, resolve_pipeline, run_pipeline, select_stages
+from ..runtime.bench.pipeline import PIPELINE_NAMES, Pipeline, load_pipeline
+from ..units import quantity, seconds, speedup
+
+
+def results_table(results: dict[str, Any]) -> Any:
+    """A rich Table of one pipeline's results."""
+    from rich.table import Table
+
+    table = Table(title=f"{results['pipeline']} ({results['size']}) on {results['platform']}: {results['device']}",
+                  caption=f"* measured on a prefix and extrapolated · JAX {results['jax_version']}")
+    for column in ("stage", "rules", "compile", "time/run", "spread", "x stage0", "x prev",
+                   results["throughput_unit"], "compiles/call", "transfers/call", "valid", "findings"):
+        table.add_column(column, justify="left" if column in ("stage", "rules") else "right",
+                         no_wrap=column in ("stage", "time/run"))
+    for v in results["variants"]:
+        if "error" in v:
+            table.add_row(f"{v['stage']} {v['name']}", ",".join(v["addresses"]),
+                          f"[red]error: {v['error']}[/red]", *([""] * 9))
+            continue
+        star = "*" if v["extrapolated"] else ""
+        validation = v["validation"]
+        findings = v.get("findings")
+        table.add_row(
+            f"{v['stage']} {v['name']}", ",".join(v["addresses"]) or "—",
+            seconds(v["compile_s"]), seconds(v["steady_s"]["median"]) + star,
+            f"{v['steady_s']['spread']:.0%}" if v["steady_s"].get("spread") is not None else "—",
+            speedup(v["speedup_vs_stage0"]), speedup(v["speedup_vs_previous"]),
+            quantity(v["throughput"]["value"]),
+            f"{v['compiles_per_call']:g}",
+            "?" if v["host_transfers_per_call"] is None else str(v["host_transfers_per_call"]),
+            ("[green]ok[/green]" if validation["ok"] else "[red]FAIL[/red]"),
+            "—" if findings is None else str(len(findings)),
+        )
+    return table
+
+
+def _stdout_console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    # a file or a pipe has no terminal width to respect: do not squeeze the table into 80 columns
+    return console if console.is_terminal else Console(width=170)
+
+
+def list_pipelines(fmt: str) -> int:
+    from rich.table import Table
+
+    rows = []
+    for name in PIPELINE_NAMES:
+        try:
+            pipeline = load_pipeline(name)
+            rows.append({"name": name, "title": pipeline.title, "sizes": list(pipeline.sizes),
+                         "throughput_unit": pipeline.throughput_unit,
+                         "stages": [{"index": i, "module": s.module, "addresses": list(s.addresses),
+                                     "changes_math": s.changes_math,
+                                     "full_size_prefix": s.full_size_prefix}
+                                    for i, s in enumerate(pipeline.stages)]})
+        except Exception as exc:  # a pipeline still being written must not hide the others
+            rows.append({"name": name, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    table = Table(title="reference pipelines")
+    for column in ("pipeline", "stages (rules addressed)", "sizes", "throughput"):
+        table.add_column(column)
+    for row in rows:
+        if "error" in row:
+            table.add_row(row["name"], f"[red]unavailable: {row['error']}[/red]", "", "")
+            continue
+        stages = "\n".join(f"{s['index']} {s['module']}" + (f" ({', '.join(s['addresses'])})" if s["addresses"] else "")
+                           for s in row["stages"])
+        table.add_row(f"{row['name']}\n[dim]{row['title']}[/dim]", stages, ", ".join(row["sizes"]),
+                      row["throughput_unit"])
+    _stdout_console().print(table)
+    return EXIT_OK
+
+
+class _ProgressView:
+    """A rich progress bar on stderr, refreshed only between calls (never inside a measured window)."""
+
+    def __init__(self, pipeline: Pipeline, n_stages: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[phase]}"), TimeElapsedColumn(),
+                                 console=self.console, auto_refresh=False, transient=False)
+        self.task = self.progress.add_task(pipeline.name, total=n_stages, phase="")
+
+    def __enter__(self) -> _ProgressView:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "stage":
+            self.progress.update(self.task, phase=f"{info['module']}: starting")
+        elif kind == "progress":
+            total = info["total"]
+            count = f" {info['done']}/{total}" if total else (f" {info['done']}" if info["done"] else "")
+            self.progress.update(self.task, phase=f"{info['module']}: {info['phase']}{count}")
+        elif kind in ("validate", "reference"):
+            self.progress.update(self.task, phase=f"{info.get('module', info.get('stage'))}: {kind}")
+        elif kind == "trace":
+            self.progress.console.print(info["trace"]["text"], highlight=False, markup=False)
+        elif kind == "done":
+            variant = info["variant"]
+            if "error" in variant:
+                self.progress.console.print(f"[red]{variant['name']}: {variant['error']}[/red]")
+            self.progress.advance(self.task)
+        self.progress.refresh()
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """Entry point of `jaxopt-audit bench` (options are defined in cli.py)."""
+    try:
+        if args.list:
+            return list_pipelines(args.format)
+        if not args.pipeline:
+            raise UsageError("bench needs a pipeline name, `all`, or --list; "
+                             f"pipelines: {', '.join(PIPELINE_NAMES)}")
+        if args.repeats is not None and args.repeats < 1:
+            raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+        if args.budget is not None and args.budget < 0:
+            raise UsageError(f"--budget must be a number of seconds >= 0, got {args.budget}")
+        names = list(PIPELINE_NAMES) if args.pipeline == "all" else [args.pipeline]
+        # Output paths before any measuring: a bad --out must not cost the whole benchmark.
+        if args.out:
+            (check_output_dir if len(names) > 1 else check_output_file)(args.out, "--out")
+        if args.trace:
+            check_output_dir(args.trace, "--trace")
+        pipelines = [resolve_pipeline(name) for name in names]
+        options = BenchOptions(size=args.size, repeats=args.repeats, budget_s=args.budget,
+                               trace_dir=Path(args.trace) if args.trace else None)
+        if len(pipelines) > 1 and args.stages:
+            raise UsageError("--stages selects stages of one pipeline; drop it with `bench all`")
+        selections = [(p, select_stages(p, args.stages)) for p in pipelines]
+        for pipeline, _ in selections:
+            if options.size not in pipeline.sizes:
+                raise UsageError(f"--size {options.size!r}: {pipeline.name} has sizes {', '.join(pipeline.sizes)}")
+    except (UsageError, OutputPathError) as exc:
+        print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    all_results: list[dict[str, Any]] = []
+    failed = False
+    for pipeline, stages in selections:
+        try:
+            with _ProgressView(pipeline, len(stages)) as view:
+                results = run_pipeline(pipeline, stages, options, on_event=view)
+        except UsageError as exc:
+            print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        all_results.append(results)
+        failed |= any("error" in v or not v["validation"]["ok"] for v in results["variants"])
+        if args.out:
+            out = Path(args.out)
+            if len(selections) > 1:  # `bench all --out DIR`: one file per pipeline
+                out = out / f"{pipeline.name}-{options.size}-{results['platform']}.json"
+            write_json_atomic(out, results)
+            print(f"jaxopt-audit bench: wrote {out}", file=sys.stderr)
+        if args.format == "table":
+            _stdout_console().print(results_table(results))
+    if args.format == "json" and not args.out:
+        payload: Any = all_results[0] if len(all_results) == 1 else all_results
+        print(json.dumps(payload, indent=2, allow_nan=False))
+    if options.trace_dir is not None:
+        from ..runtime.trace import open_command
+
+        print(f"jaxopt-audit bench: traces in {options.trace_dir}; open them with: "
+              f"{open_command(options.trace_dir)}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
