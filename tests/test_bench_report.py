@@ -183,7 +183,9 @@ def test_bench_measures_what_each_stage_does(small_results: Path) -> None:
     assert v1["h2d_transfers_per_call"] == steps + 1  # each batch, and w0 once
     assert v2["h2d_transfers_per_call"] == 2 and v2["d2h_transfers_per_call"] == 0
     assert all(v["compiles_per_call"] == 0 for v in (v0, v1, v2))
-    assert v1["compile"]["compiles"] >= 1 and v2["compile"]["compiles"] >= 1
+    assert v1["compile"]["compiles"] == 1  # the jitted step, once
+    # the jitted scan, plus what JAX itself compiles around it (a count that moves between versions)
+    assert v2["compile"]["compiles"] >= 1 and v2["compile"]["backend_compile_s"] > 0
     assert v2["throughput"]["unit"] == "steps/s"
     assert v2["throughput"]["value"] == pytest.approx(steps / v2["steady_s"]["median"])
     assert v2["break_even"] is None or v2["break_even"]["unit"] == "steps"
