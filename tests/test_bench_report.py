@@ -192,6 +192,16 @@ def test_bench_measures_what_each_stage_does(small_results: Path) -> None:
     assert not any(v["extrapolated"] for v in (v0, v1, v2))
 
 
+def test_a_fresh_result_reads_back_typed(small_results: Path) -> None:
+    from jaxopt_audit.results import BenchResult
+
+    data = json.loads(small_results.read_text())
+    result = BenchResult.from_json(data)
+    assert result.to_json() == data and "pipeline_path" not in data  # a bundled pipeline: its name
+    assert [v.stage for v in result.measured()] == [0, 1, 2]
+    assert result.stage(2).break_even is None or result.stage(2).break_even.versus == "stage1_jit"
+
+
 def test_bench_records_findings_per_stage(small_results: Path) -> None:
     variants = json.loads(small_results.read_text())["variants"]
     for v in variants:

@@ -17,39 +17,37 @@ from ..exit_codes import OK as EXIT_OK  # noqa: E402
 from ..exit_codes import USAGE as EXIT_USAGE  # noqa: E402
 from ..exit_codes import UsageError
 from ..fileio import OutputPathError, check_output_dir, check_output_file, write_json_atomic
+from ..results import BenchResult
 from ..runtime.bench.harness import BenchOptions, resolve_pipeline, run_pipeline, select_stages
 from ..runtime.bench.pipeline import PIPELINE_NAMES, Pipeline, load_pipeline
 from ..units import quantity, seconds, speedup
 
 
-def results_table(results: dict[str, Any]) -> Any:
+def results_table(results: BenchResult) -> Any:
     """A rich Table of one pipeline's results."""
     from rich.table import Table
 
-    table = Table(title=f"{results['pipeline']} ({results['size']}) on {results['platform']}: {results['device']}",
-                  caption=f"* measured on a prefix and extrapolated · JAX {results['jax_version']}")
+    table = Table(title=f"{results.pipeline} ({results.size}) on {results.platform}: {results.device}",
+                  caption=f"* measured on a prefix and extrapolated · JAX {results.jax_version}")
     for column in ("stage", "rules", "compile", "time/run", "spread", "x stage0", "x prev",
-                   results["throughput_unit"], "compiles/call", "transfers/call", "valid", "findings"):
+                   results.throughput_unit, "compiles/call", "transfers/call", "valid", "findings"):
         table.add_column(column, justify="left" if column in ("stage", "rules") else "right",
                          no_wrap=column in ("stage", "time/run"))
-    for v in results["variants"]:
-        if "error" in v:
-            table.add_row(f"{v['stage']} {v['name']}", ",".join(v["addresses"]),
-                          f"[red]error: {v['error']}[/red]", *([""] * 9))
+    for v in results.variants:
+        if not v.measured:
+            table.add_row(f"{v.stage} {v.name}", ",".join(v.addresses), f"[red]error: {v.error}[/red]", *([""] * 9))
             continue
-        star = "*" if v["extrapolated"] else ""
-        validation = v["validation"]
-        findings = v.get("findings")
+        assert v.steady_s is not None and v.throughput is not None and v.compiles_per_call is not None
         table.add_row(
-            f"{v['stage']} {v['name']}", ",".join(v["addresses"]) or "—",
-            seconds(v["compile_s"]), seconds(v["steady_s"]["median"]) + star,
-            f"{v['steady_s']['spread']:.0%}" if v["steady_s"].get("spread") is not None else "—",
-            speedup(v["speedup_vs_stage0"]), speedup(v["speedup_vs_previous"]),
-            quantity(v["throughput"]["value"]),
-            f"{v['compiles_per_call']:g}",
-            "?" if v["host_transfers_per_call"] is None else str(v["host_transfers_per_call"]),
-            ("[green]ok[/green]" if validation["ok"] else "[red]FAIL[/red]"),
-            "—" if findings is None else str(len(findings)),
+            f"{v.stage} {v.name}", ",".join(v.addresses) or "—",
+            seconds(v.compile_s), seconds(v.steady_s.median) + ("*" if v.extrapolated else ""),
+            "—" if v.steady_s.spread is None else f"{v.steady_s.spread:.0%}",
+            speedup(v.speedup_vs_stage0), speedup(v.speedup_vs_previous),
+            quantity(v.throughput.value),
+            f"{v.compiles_per_call:g}",
+            "?" if v.host_transfers_per_call is None else str(v.host_transfers_per_call),
+            "[green]ok[/green]" if v.valid else "[red]FAIL[/red]",
+            "—" if v.findings is None else str(len(v.findings)),
         )
     return table
 
@@ -128,8 +126,8 @@ class _ProgressView:
             self.progress.console.print(info["trace"]["text"], highlight=False, markup=False)
         elif kind == "done":
             variant = info["variant"]
-            if "error" in variant:
-                self.progress.console.print(f"[red]{variant['name']}: {variant['error']}[/red]")
+            if variant.failed:
+                self.progress.console.print(f"[red]{variant.name}: {variant.error}[/red]")
             self.progress.advance(self.task)
         self.progress.refresh()
 
@@ -165,7 +163,7 @@ def bench_command(args: argparse.Namespace) -> int:
         print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    all_results: list[dict[str, Any]] = []
+    all_results: list[BenchResult] = []
     failed = False
     for pipeline, stages in selections:
         try:
@@ -175,17 +173,17 @@ def bench_command(args: argparse.Namespace) -> int:
             print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
             return EXIT_USAGE
         all_results.append(results)
-        failed |= any("error" in v or not v["validation"]["ok"] for v in results["variants"])
+        failed |= any(not v.valid for v in results.variants)
         if args.out:
             out = Path(args.out)
             if len(selections) > 1:  # `bench all --out DIR`: one file per pipeline
-                out = out / f"{pipeline.name}-{options.size}-{results['platform']}.json"
-            write_json_atomic(out, results)
+                out = out / f"{pipeline.name}-{options.size}-{results.platform}.json"
+            write_json_atomic(out, results.to_json())
             print(f"jaxopt-audit bench: wrote {out}", file=sys.stderr)
         if args.format == "table":
             _stdout_console().print(results_table(results))
     if args.format == "json" and not args.out:
-        payload: Any = all_results[0] if len(all_results) == 1 else all_results
+        payload: Any = all_results[0].to_json() if len(all_results) == 1 else [r.to_json() for r in all_results]
         print(json.dumps(payload, indent=2, allow_nan=False))
     if options.trace_dir is not None:
         from ..runtime.trace import open_command

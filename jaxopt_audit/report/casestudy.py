@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..exit_codes import UsageError  # noqa: E402
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
+from ..results import BenchResult, CompileTimes, StageFinding, StageResult
 from . import markdown as md
 from .results_check import results_problem
 
@@ -37,18 +37,18 @@ class Run:
     """One results file."""
 
     path: Path
-    data: dict[str, Any]
+    result: BenchResult
 
     @property
     def label(self) -> str:
-        return f"{self.data['platform'].upper()}: {self.data['device']}"
+        return self.result.label
 
     @property
-    def variants(self) -> list[dict[str, Any]]:
-        return self.data["variants"]
+    def variants(self) -> list[StageResult]:
+        return self.result.variants
 
-    def measured(self) -> list[dict[str, Any]]:
-        return [v for v in self.variants if "error" not in v]
+    def measured(self) -> list[StageResult]:
+        return self.result.measured()
 
 
 def load_runs(paths: Sequence[str]) -> list[Run]:
@@ -77,8 +77,8 @@ def load_runs(paths: Sequence[str]) -> list[Run]:
         if problem is not None:
             raise ReportError(f"{path} is not a bench result jaxopt-audit can render ({problem}); pass a "
                               "file written by `jaxopt-audit bench PIPELINE --out FILE`")
-        runs.append(Run(path, data))
-    pipelines = sorted({r.data["pipeline"] for r in runs})
+        runs.append(Run(path, BenchResult.from_json(data)))
+    pipelines = sorted({r.result.pipeline for r in runs})
     if len(pipelines) > 1:
         raise ReportError(f"the results are of different pipelines ({', '.join(pipelines)}); "
                           "write one report per pipeline")
@@ -97,7 +97,7 @@ def rule_names() -> dict[str, str]:
         return {}
 
 
-def findings_at_report_time(pipeline: str, module: str) -> tuple[list[dict[str, Any]] | None, str]:
+def findings_at_report_time(pipeline: str, module: str) -> tuple[list[StageFinding] | None, str]:
     """Scan a built-in stage file now, for results written without findings."""
     try:
         from jaxopt_audit.static.engine import scan_for_report
@@ -110,24 +110,25 @@ def findings_at_report_time(pipeline: str, module: str) -> tuple[list[dict[str, 
     if spec is None or not spec.origin:
         return None, f"the source of {module} is not available here"
     result = scan_for_report([spec.origin])
-    return sorted((f.as_brief() for f in result.findings), key=lambda f: (f["line"], f["code"])), ""
+    return StageFinding.sorted(result.findings), ""
 
 
-def stage_findings(run: Run) -> dict[int, tuple[list[dict[str, Any]] | None, str]]:
-    out = {}
+Findings = dict[int, tuple[list[StageFinding] | None, str]]  # stage -> (findings or None, why not)
+
+
+def stage_findings(run: Run) -> Findings:
+    out: Findings = {}
     for variant in run.variants:
-        findings = variant.get("findings")
-        if findings is None:
-            note = variant.get("findings_note", "")
-            findings, why = findings_at_report_time(run.data["pipeline"], variant["name"])
-            out[variant["stage"]] = (findings, why or note)
+        if variant.findings is None:
+            findings, why = findings_at_report_time(run.result.pipeline, variant.name)
+            out[variant.stage] = (findings, why or variant.findings_note)
         else:
-            out[variant["stage"]] = (findings, "")
+            out[variant.stage] = (variant.findings, "")
     return out
 
 
-def _codes(findings: list[dict[str, Any]] | None) -> Counter[str]:
-    return Counter(f["code"] for f in findings or [])
+def _codes(findings: list[StageFinding] | None) -> Counter[str]:
+    return Counter(f.code for f in findings or [])
 
 
 def _code_list(codes: Counter[str], names: dict[str, str]) -> str:
@@ -146,33 +147,31 @@ def _paragraph(text: str) -> str:
 
 
 def _results_table(run: Run) -> str:
-    unit = run.data.get("throughput_unit", "")
     rows = []
     for v in run.variants:
-        if "error" in v:
-            rows.append([v["stage"], f"`{v['name']}`", ", ".join(v["addresses"]) or "—",
-                         f"failed: {v['error']}"] + [""] * 10)
+        if not v.measured:
+            rows.append([v.stage, f"`{v.name}`", ", ".join(v.addresses) or "—", f"failed: {v.error}"] + [""] * 10)
             continue
-        star = "\\*" if v.get("extrapolated") else ""
-        break_even = v.get("break_even")
-        if break_even is None:
-            be = "—" if v.get("speedup_vs_previous") is None or v["stage"] == 0 else "never"
-        elif break_even["value"] == 0:
+        assert v.steady_s is not None and v.throughput is not None
+        star = "\\*" if v.extrapolated else ""
+        if v.break_even is None:
+            be = "—" if v.speedup_vs_previous is None or v.stage == 0 else "never"
+        elif v.break_even.value == 0:
             be = "immediate"
         else:
-            be = f"{md.quantity(break_even['value'])} {break_even['unit']}"
+            be = f"{md.quantity(v.break_even.value)} {v.break_even.unit}"
         rows.append([
-            v["stage"], f"`{v['name']}`", ", ".join(v["addresses"]) or "—",
-            md.seconds(v["steady_s"]["median"]) + star, md.percent(v["steady_s"].get("spread")),
-            md.speedup(v.get("speedup_vs_previous")), md.speedup(v.get("speedup_vs_stage0")),
-            md.quantity(v["throughput"]["value"]), md.seconds(v["compile_s"]),
-            md.seconds(v.get("first_call_s")), be, md.count(v["compiles_per_call"]),
-            md.count(v["host_transfers_per_call"]),
-            "ok" if v["validation"]["ok"] else "**FAIL**",
+            v.stage, f"`{v.name}`", ", ".join(v.addresses) or "—",
+            md.seconds(v.steady_s.median) + star, md.percent(v.steady_s.spread),
+            md.speedup(v.speedup_vs_previous), md.speedup(v.speedup_vs_stage0),
+            md.quantity(v.throughput.value), md.seconds(v.compile_s),
+            md.seconds(v.first_call_s), be, md.count(v.compiles_per_call),
+            md.count(v.host_transfers_per_call),
+            "ok" if v.valid else "**FAIL**",
         ])
     headers = ["#", "stage", "rules", "time / run", "spread", "speedup", "cumulative",
-               f"throughput ({unit})", "compile", "first call", "break-even", "compiles / call",
-               "transfers / call", "valid"]
+               f"throughput ({run.result.throughput_unit})", "compile", "first call", "break-even",
+               "compiles / call", "transfers / call", "valid"]
     return md.table(headers, rows, "rllrrrrrrrrrrc")
 
 
@@ -180,7 +179,7 @@ def _side_by_side(runs: list[Run]) -> str:
     stages: dict[int, str] = {}
     for run in runs:
         for v in run.variants:
-            stages.setdefault(v["stage"], v["name"])
+            stages.setdefault(v.stage, v.name)
     headers = ["#", "stage"]
     for run in runs:
         headers += [f"time: {run.label}", f"cumulative: {run.label}"]
@@ -188,10 +187,9 @@ def _side_by_side(runs: list[Run]) -> str:
     for stage, name in sorted(stages.items()):
         row: list[object] = [stage, f"`{name}`"]
         for run in runs:
-            v = next((x for x in run.measured() if x["stage"] == stage), None)
+            v = next((x for x in run.measured() if x.stage == stage), None)
             row += ["—", "—"] if v is None else [
-                md.seconds(v["steady_s"]["median"]) + ("\\*" if v.get("extrapolated") else ""),
-                md.speedup(v.get("speedup_vs_stage0"))]
+                md.seconds(v.median_s) + ("\\*" if v.extrapolated else ""), md.speedup(v.speedup_vs_stage0)]
         rows.append(row)
     return md.table(headers, rows, "rl" + "rr" * len(runs))
 
@@ -200,28 +198,29 @@ def _summary(runs: list[Run]) -> list[str]:
     lines = []
     for run in runs:
         measured = run.measured()
-        first = next((v for v in measured if v["stage"] == 0), None)
+        first = next((v for v in measured if v.stage == 0), None)
         last = measured[-1] if measured else None
         if first is None or last is None or last is first:
             lines.append(f"- **{run.label}**: not enough measured stages to compare.")
             continue
-        unit = run.data.get("throughput_unit", "")
-        failed = [v["name"] for v in run.variants if "error" in v or not v["validation"]["ok"]]
+        assert first.throughput is not None and last.throughput is not None
+        failed = [v.name for v in run.variants if not v.valid]
         lines.append(
-            f"- **{run.label}**, `{run.data['size']}` workload: the last stage (`{last['name']}`) takes "
-            f"{md.seconds(last['steady_s']['median'])} per run against {md.seconds(first['steady_s']['median'])} "
-            f"for the original, **{md.speedup(last.get('speedup_vs_stage0'))} faster** "
-            f"({md.quantity(first['throughput']['value'])} → {md.quantity(last['throughput']['value'])} {unit}). "
+            f"- **{run.label}**, `{run.result.size}` workload: the last stage (`{last.name}`) takes "
+            f"{md.seconds(last.median_s)} per run against {md.seconds(first.median_s)} "
+            f"for the original, **{md.speedup(last.speedup_vs_stage0)} faster** "
+            f"({md.quantity(first.throughput.value)} → {md.quantity(last.throughput.value)} "
+            f"{run.result.throughput_unit}). "
             + ("Every stage passed validation." if not failed else
                f"**Not valid or failed: {', '.join(failed)}.**"))
     return lines
 
 
-def _problem(run: Run, findings: dict[int, tuple[list[dict[str, Any]] | None, str]]) -> list[str]:
-    stage0 = next((v for v in run.variants if v["stage"] == 0), None)
+def _problem(run: Run, findings: Findings) -> list[str]:
+    stage0 = run.result.stage(0)
     if stage0 is None:
         return ["Stage 0 was not part of these results."]
-    lines = [f"The original code is `{stage0['name']}.py`: {stage0.get('title', '')}".rstrip(": "), ""]
+    lines = [f"The original code is `{stage0.name}.py`: {stage0.title or ''}".rstrip(": "), ""]
     found, why = findings.get(0, (None, "not recorded"))
     if found is None:
         lines.append(f"_Static findings unavailable: {why}._")
@@ -231,23 +230,22 @@ def _problem(run: Run, findings: dict[int, tuple[list[dict[str, Any]] | None, st
         lines.append(f"`jaxopt-audit scan --extend-select PREVIEW` reports {len(found)} finding(s) on it:")
         lines.append("")
         lines.append(md.table(["line", "rule", "severity", "what"],
-                              [[f["line"], f"{f['code']} {f.get('name', '')}".strip(), f.get("severity", ""),
-                                f.get("message", "")] for f in found], "rlll"))
+                              [[f.line, f"{f.code} {f.name}".strip(), f.severity, f.message] for f in found],
+                              "rlll"))
     return lines
 
 
-def _stage_sections(runs: list[Run], findings: dict[int, tuple[list[dict[str, Any]] | None, str]],
-                    names: dict[str, str]) -> list[str]:
+def _stage_sections(runs: list[Run], findings: Findings, names: dict[str, str]) -> list[str]:
     base = runs[0]
     lines: list[str] = []
     previous_codes: Counter[str] | None = None
     for v in base.variants:
-        stage = v["stage"]
-        lines += [f"### Stage {stage}: `{v['name']}`", "", _paragraph(v.get("title", "")), ""]
-        if v["addresses"]:
-            lines.append(f"- **Addresses:** {_code_list(Counter(v['addresses']), names)}")
-        if v.get("changes_math"):
-            lines.append(f"- **Changes the math:** {v.get('math_note') or 'yes'}")
+        stage = v.stage
+        lines += [f"### Stage {stage}: `{v.name}`", "", _paragraph(v.title or ""), ""]
+        if v.addresses:
+            lines.append(f"- **Addresses:** {_code_list(Counter(v.addresses), names)}")
+        if v.changes_math:
+            lines.append(f"- **Changes the math:** {v.math_note or 'yes'}")
         found, why = findings.get(stage, (None, ""))
         if found is None:
             lines.append(f"- **Scanner findings:** unavailable ({why})")
@@ -261,46 +259,52 @@ def _stage_sections(runs: list[Run], findings: dict[int, tuple[list[dict[str, An
                              + (f"; new: {_code_list(added, names)}" if added else ""))
             previous_codes = codes
         for run in runs:
-            r = next((x for x in run.variants if x["stage"] == stage), None)
+            r = run.result.stage(stage)
             prefix = f"{run.label}: " if len(runs) > 1 else ""
             if r is None:
                 continue
-            if "error" in r:
-                lines.append(f"- **{prefix}failed:** {r['error']}")
+            if not r.measured:
+                lines.append(f"- **{prefix}failed:** {r.error}")
                 continue
-            compile_parts = r.get("compile") or {}
-            extrapolated = (f", measured on {md.share(r['prefix_fraction'])} of the work and extrapolated"
-                            if r.get("extrapolated") else "")
-            lines.append(
-                f"- **{prefix}Measured:** {md.seconds(r['steady_s']['median'])} per run "
-                f"(min {md.seconds(r['steady_s']['min'])}, max {md.seconds(r['steady_s']['max'])}, "
-                f"{r['steady_s']['repeats']} runs{extrapolated}); {md.speedup(r.get('speedup_vs_previous'))} "
-                f"vs the previous stage, {md.speedup(r.get('speedup_vs_stage0'))} vs stage 0; compilation "
-                f"{md.seconds(r['compile_s'])} (trace {md.seconds(compile_parts.get('trace_s'))}, lower "
-                f"{md.seconds(compile_parts.get('lower_s'))}, "
-                f"XLA {md.seconds(compile_parts.get('backend_compile_s'))}, "
-                f"{compile_parts.get('compiles', '?')} programs); {md.count(r['compiles_per_call'])} compilations "
-                f"and {md.count(r['host_transfers_per_call'])} host transfers per steady-state run "
-                f"({md.count(r.get('h2d_transfers_per_call'))} to the device, "
-                f"{md.count(r.get('d2h_transfers_per_call'))} back).")
-            if r.get("recompiled"):
-                lines.append(f"  Recompiles in steady state: {', '.join(r['recompiled'])}.")
-            validation = r["validation"]
-            lines.append(
-                f"- **{prefix}Validation:** {validation['metric']} = {md.quantity(validation['value'])} "
-                f"(tolerance {md.quantity(validation['tolerance'])}): "
-                f"{'ok' if validation['ok'] else '**FAILED**'}"
-                + (f"; {validation['detail']}" if validation.get("detail") else ""))
-            if r.get("flops_per_s"):
-                bound = "at least " if (r.get("cost") or {}).get("lower_bound") else ""
-                lines.append(f"- **{prefix}Achieved:** {bound}{md.quantity(r['flops_per_s'])}FLOP/s, "
-                             f"{bound}{md.quantity(r.get('bytes_per_s'))}B/s (XLA cost analysis).")
-            trace = r.get("trace")
-            if trace:
-                top = trace["summary"]["top_ops"][:5]
-                ops = ", ".join(f"`{op['name']}` {md.seconds(op['total_s'])}" for op in top) or "none"
-                lines.append(f"- **{prefix}Trace:** `{trace['path']}`; top XLA ops: {ops}.")
+            lines += _measured_lines(r, prefix)
         lines.append("")
+    return lines
+
+
+def _measured_lines(r: StageResult, prefix: str) -> list[str]:
+    assert r.steady_s is not None and r.validation is not None
+    compile_parts = r.compile or CompileTimes()
+    extrapolated = (f", measured on {md.share(r.prefix_fraction)} of the work and extrapolated"
+                    if r.extrapolated else "")
+    lines = [
+        f"- **{prefix}Measured:** {md.seconds(r.steady_s.median)} per run "
+        f"(min {md.seconds(r.steady_s.min)}, max {md.seconds(r.steady_s.max)}, "
+        f"{r.steady_s.repeats} runs{extrapolated}); {md.speedup(r.speedup_vs_previous)} "
+        f"vs the previous stage, {md.speedup(r.speedup_vs_stage0)} vs stage 0; compilation "
+        f"{md.seconds(r.compile_s)} (trace {md.seconds(compile_parts.trace_s)}, lower "
+        f"{md.seconds(compile_parts.lower_s)}, "
+        f"XLA {md.seconds(compile_parts.backend_compile_s)}, "
+        f"{'?' if compile_parts.compiles is None else compile_parts.compiles} programs); "
+        f"{md.count(r.compiles_per_call)} compilations "
+        f"and {md.count(r.host_transfers_per_call)} host transfers per steady-state run "
+        f"({md.count(r.h2d_transfers_per_call)} to the device, "
+        f"{md.count(r.d2h_transfers_per_call)} back)."]
+    if r.recompiled:
+        lines.append(f"  Recompiles in steady state: {', '.join(r.recompiled)}.")
+    validation = r.validation
+    lines.append(
+        f"- **{prefix}Validation:** {validation.metric} = {md.quantity(validation.value)} "
+        f"(tolerance {md.quantity(validation.tolerance)}): "
+        f"{'ok' if validation.ok else '**FAILED**'}"
+        + (f"; {validation.detail}" if validation.detail else ""))
+    if r.flops_per_s:
+        bound = "at least " if (r.cost or {}).get("lower_bound") else ""
+        lines.append(f"- **{prefix}Achieved:** {bound}{md.quantity(r.flops_per_s)}FLOP/s, "
+                     f"{bound}{md.quantity(r.bytes_per_s)}B/s (XLA cost analysis).")
+    if r.trace:
+        top = r.trace["summary"]["top_ops"][:5]
+        ops = ", ".join(f"`{op['name']}` {md.seconds(op['total_s'])}" for op in top) or "none"
+        lines.append(f"- **{prefix}Trace:** `{r.trace['path']}`; top XLA ops: {ops}.")
     return lines
 
 
@@ -308,26 +312,26 @@ def _validation_table(runs: list[Run]) -> str:
     rows = []
     for run in runs:
         for v in run.variants:
-            if "error" in v:
-                rows.append([run.label, f"`{v['name']}`", "—", "—", "—", "failed", v["error"]])
+            if not v.measured or v.validation is None:
+                rows.append([run.label, f"`{v.name}`", "—", "—", "—", "failed", v.error or ""])
                 continue
-            val = v["validation"]
-            rows.append([run.label, f"`{v['name']}`", val["metric"], md.quantity(val["value"]),
-                         md.quantity(val["tolerance"]), "ok" if val["ok"] else "**FAIL**", val.get("detail", "")])
+            val = v.validation
+            rows.append([run.label, f"`{v.name}`", val.metric, md.quantity(val.value),
+                         md.quantity(val.tolerance), "ok" if val.ok else "**FAIL**", val.detail])
     return md.table(["run", "stage", "metric", "value", "tolerance", "result", "detail"], rows, "lllrrcl")
 
 
 def _machines(runs: list[Run]) -> list[str]:
     lines = []
     for run in runs:
-        m = run.data.get("machine", {})
+        result, m = run.result, run.result.machine
         lines.append(
-            f"- **{run.label}** (`{run.path.name}`, {run.data.get('created', 'date unknown')}): "
-            f"{m.get('platform', run.data['platform'])} device `{m.get('device', run.data['device'])}`"
+            f"- **{run.label}** (`{run.path.name}`, {result.created or 'date unknown'}): "
+            f"{m.get('platform', result.platform)} device `{m.get('device', result.device)}`"
             f" ×{m.get('device_count', 1)}; CPU {m.get('cpu_model', '?')} ({m.get('cpu_count', '?')} cores); "
-            f"JAX {run.data['jax_version']}, jaxlib {m.get('jaxlib_version', '?')}; Python "
+            f"JAX {result.jax_version}, jaxlib {m.get('jaxlib_version', '?')}; Python "
             f"{m.get('python_version', '?')}; {m.get('os', '')}. Harness overhead "
-            f"{md.seconds(run.data.get('harness_overhead_s'))} per timed call.")
+            f"{md.seconds(result.harness_overhead_s)} per timed call.")
     return lines
 
 
@@ -348,8 +352,8 @@ once, so with `scan`/`fori_loop` they are lower bounds."""
 
 
 def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None = None) -> str:
-    base = runs[0].data
-    output_name = output_name or f"{base['pipeline']}.md"
+    base = runs[0].result
+    output_name = output_name or f"{base.pipeline}.md"
     names = rule_names()
     findings = stage_findings(runs[0])
     for run in runs[1:]:  # findings are per file: any run that recorded them fills gaps
@@ -358,20 +362,20 @@ def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None 
                 findings[stage] = (found, why)
     for f_list, _ in findings.values():
         for f in f_list or []:
-            names.setdefault(f["code"], f.get("name", ""))
+            names.setdefault(f.code, f.name)
 
     sources = ", ".join(f"`{r.path.name}`" for r in runs)
-    out = [f"# {base.get('title', base['pipeline'])}", "",
-           f"_Pipeline `{base['pipeline']}`, generated by `jaxopt-audit report` from {sources}._", ""]
-    if base.get("description"):
-        out += [base["description"], ""]
+    out = [f"# {base.title or base.pipeline}", "",
+           f"_Pipeline `{base.pipeline}`, generated by `jaxopt-audit report` from {sources}._", ""]
+    if base.description:
+        out += [base.description, ""]
     out += ["## Summary", "", *_summary(runs), ""]
     out += ["## The problem", "", *_problem(runs[0], findings), ""]
     for run in runs:
         heading = f"## Results: {run.label}" if len(runs) > 1 else "## Results"
-        out += [heading, "", f"Workload `{run.data['size']}`; times are per run of the whole workload "
+        out += [heading, "", f"Workload `{run.result.size}`; times are per run of the whole workload "
                 f"(median of synchronised calls).", "", _results_table(run), ""]
-        if any(v.get("extrapolated") for v in run.variants):
+        if any(v.extrapolated for v in run.variants):
             out += ["\\* measured on a prefix of the work and extrapolated linearly.", ""]
     if len(runs) > 1:
         out += ["## Side by side", "", _side_by_side(runs), ""]
@@ -385,8 +389,8 @@ def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None 
     out += ["## How this was measured", "", METHOD, ""]
     out += ["## Reproduce", "", "```sh"]
     for run in runs:  # each bench writes the very file the report command below reads
-        source = run.data.get("pipeline_path") or base["pipeline"]
-        out.append(f"jaxopt-audit bench {source} --size {run.data['size']} --out {run.path.name}")
+        source = run.result.pipeline_path or base.pipeline
+        out.append(f"jaxopt-audit bench {source} --size {run.result.size} --out {run.path.name}")
     out.append(f"jaxopt-audit report {' '.join(r.path.name for r in runs)} -o {output_name}")
     out += ["```", ""]
     return "\n".join(out)
@@ -400,7 +404,7 @@ def write_report(result_paths: Sequence[str], output: str | None = None) -> tupl
     if own is not None:
         return run_study.write_study(own, output)
     runs = load_runs(result_paths)
-    pipeline = runs[0].data["pipeline"]
+    pipeline = runs[0].result.pipeline
     md_path = Path(output) if output else Path("reports") / f"{pipeline}.md"
     # before rendering and plotting: the markdown and its two PNGs must all be writable
     try:
@@ -411,8 +415,8 @@ def write_report(result_paths: Sequence[str], output: str | None = None) -> tupl
         raise ReportError(str(exc)) from None
     labels = [r.label for r in runs]
     plot_paths = {
-        "time": plots.time_plot([r.data for r in runs], labels, md_path.with_name(f"{md_path.stem}-time.png")),
-        "throughput": plots.throughput_plot([r.data for r in runs], labels,
+        "time": plots.time_plot([r.result for r in runs], labels, md_path.with_name(f"{md_path.stem}-time.png")),
+        "throughput": plots.throughput_plot([r.result for r in runs], labels,
                                             md_path.with_name(f"{md_path.stem}-throughput.png")),
     }
     text = render(runs, {k: p.name for k, p in plot_paths.items()}, md_path.name)

@@ -17,40 +17,45 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from ..results import BenchResult, StageResult  # noqa: E402
 
-def _stage_labels(runs: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
+
+def _stage_labels(runs: Sequence[BenchResult]) -> list[tuple[int, str]]:
     seen: dict[int, str] = {}
     for run in runs:
-        for variant in run["variants"]:
-            seen.setdefault(variant["stage"], variant["name"])
+        for variant in run.variants:
+            seen.setdefault(variant.stage, variant.name)
     return sorted(seen.items())
 
 
-def _value(run: dict[str, Any], stage: int, key: str) -> tuple[float | None, bool, tuple[float, float] | None]:
+def _measured(run: BenchResult, stage: int) -> StageResult | None:
+    variant = run.stage(stage)
+    return variant if variant is not None and variant.measured else None
+
+
+def _value(run: BenchResult, stage: int, key: str) -> tuple[float | None, bool, tuple[float, float] | None]:
     """(median, extrapolated, (low, high) of the measured spread) of one stage."""
-    for variant in run["variants"]:
-        if variant["stage"] == stage and "error" not in variant:
-            steady = variant["steady_s"]
-            median, low, high = steady["median"], steady.get("min"), steady.get("max")
-            spread = (low, high) if low and high and steady.get("repeats", 1) > 1 else None
-            if key == "time":
-                return median, bool(variant.get("extrapolated")), spread
-            value = variant["throughput"]["value"]
-            if value is None or spread is None or not median:
-                return value, bool(variant.get("extrapolated")), None
-            # throughput is work / time: the slowest call gives the lowest throughput
-            return value, bool(variant.get("extrapolated")), (value * median / high, value * median / low)
-    return None, False, None
+    variant = _measured(run, stage)
+    if variant is None or variant.steady_s is None:
+        return None, False, None
+    steady = variant.steady_s
+    median, low, high = steady.median, steady.min, steady.max
+    spread = (low, high) if low and high and steady.repeats > 1 else None
+    if key == "time":
+        return median, variant.extrapolated, spread
+    value = variant.throughput.value if variant.throughput is not None else None
+    if value is None or spread is None or not median:
+        return value, variant.extrapolated, None
+    # throughput is work / time: the slowest call gives the lowest throughput
+    return value, variant.extrapolated, (value * median / high, value * median / low)
 
 
-def _speedup(run: dict[str, Any], stage: int) -> float | None:
-    for variant in run["variants"]:
-        if variant["stage"] == stage and "error" not in variant:
-            return variant.get("speedup_vs_stage0")
-    return None
+def _speedup(run: BenchResult, stage: int) -> float | None:
+    variant = _measured(run, stage)
+    return None if variant is None else variant.speedup_vs_stage0
 
 
-def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabel: str, title: str,
+def _bars(runs: Sequence[BenchResult], labels: Sequence[str], key: str, ylabel: str, title: str,
           path: Path) -> Path:
     stages = _stage_labels(runs)
     width = 0.8 / max(len(runs), 1)
@@ -98,7 +103,7 @@ def _bars(runs: Sequence[dict[str, Any]], labels: Sequence[str], key: str, ylabe
     if len(runs) > 1:
         ax.legend(fontsize=8)
     notes = ["error bars: fastest to slowest measured call"]
-    if any(v.get("extrapolated") for run in runs for v in run["variants"]):
+    if any(v.extrapolated for run in runs for v in run.variants):
         notes.append("hatched: measured on a prefix, extrapolated")
     ax.text(0.99, 0.98, "; ".join(notes), transform=ax.transAxes, ha="right", va="top", fontsize=7)
     return _save(fig, path)
@@ -144,18 +149,18 @@ def _short(value: float, key: str) -> str:
     return _three_digits(value)
 
 
-def time_plot(runs: Sequence[dict[str, Any]], labels: Sequence[str], path: Path) -> Path:
+def time_plot(runs: Sequence[BenchResult], labels: Sequence[str], path: Path) -> Path:
     """Steady-state time of the whole workload per stage, log scale."""
-    pipeline = runs[0]["pipeline"]
     return _bars(runs, labels, "time", "time per run (median, log scale)",
-                 f"{pipeline}: time per stage ({runs[0]['size']} workload)", path)
+                 f"{runs[0].pipeline}: time per stage ({runs[0].size} workload)", path)
 
 
-def throughput_plot(runs: Sequence[dict[str, Any]], labels: Sequence[str], path: Path) -> Path:
+def throughput_plot(runs: Sequence[BenchResult], labels: Sequence[str], path: Path) -> Path:
     """Throughput per stage in the pipeline's unit, log scale."""
-    unit = runs[0].get("throughput_unit") or runs[0]["variants"][0]["throughput"]["unit"]
+    measured = [v.throughput.unit for v in runs[0].variants if v.throughput is not None]
+    unit = runs[0].throughput_unit or (measured[0] if measured else "")
     return _bars(runs, labels, "throughput", f"{unit} (log scale)",
-                 f"{runs[0]['pipeline']}: throughput per stage", path)
+                 f"{runs[0].pipeline}: throughput per stage", path)
 
 
 def run_split_plot(runs: Sequence[tuple[str, float, float, float]], path: Path) -> Path:

@@ -47,11 +47,6 @@ class Finding(NamedTuple):
         return (self.path, self.cell or 0, self.line, self.column, self.code, self.end_line,
                 self.end_column, self.message)
 
-    def as_brief(self) -> dict:
-        """What a bench result keeps of a finding on a stage file (the file is the stage's)."""
-        return {"code": self.code, "name": self.name, "line": self.line, "severity": self.severity,
-                "message": self.message}
-
     def as_dict(self) -> dict:
         data = {"path": self.path, "line": self.line, "column": self.column,
                 "end_line": self.end_line, "end_column": self.end_column, "code": self.code,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.util
-import math
 import os
 import re
 import sys
@@ -29,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from ...exit_codes import UsageError  # noqa: E402,F401  (re-exported: bench's callers catch it here)
-from .pipeline import PIPELINE_NAMES, Pipeline, Stage, Validation, load_pipeline
+from ...results import BenchResult, BreakEven, Check, CompileTimes, StageFinding, StageResult, Throughput, Times
+from .pipeline import PIPELINE_NAMES, Pipeline, Stage, load_pipeline
 
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
 TRACE_STEPS = 2
-BENCH_SCHEMA_VERSION = 1
 
 
 # ---------------------------------------------------------------- loading
@@ -120,7 +119,7 @@ def stage_title(pipeline: Pipeline, stage: Stage) -> str:
     return doc.splitlines()[0].strip() if doc else stage.module
 
 
-def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[dict[str, Any]] | None, str]:
+def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[StageFinding] | None, str]:
     """The static scanner's findings on the stage's file, or None and why not."""
     path = getattr(pipeline.stage_module(stage), "__file__", None)
     if not path:
@@ -133,8 +132,7 @@ def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[dict[str, Any
         result = scan_for_report([path])
     except Exception as exc:  # the scanner's own failure must not lose the measurements
         return None, f"scanner failed: {type(exc).__name__}: {exc}"
-    findings = sorted((f.as_brief() for f in result.findings), key=lambda f: (f["line"], f["code"]))
-    return findings, ""
+    return StageFinding.sorted(result.findings), ""
 
 
 # ---------------------------------------------------------------- running
@@ -156,30 +154,13 @@ class _References:
     outputs: dict[float | None, Any] = field(default_factory=dict)
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no NaN/inf: they become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def _validation_json(validation: Validation) -> dict[str, Any]:
-    return _finite({"ok": bool(validation.ok), "metric": validation.metric,
-                    "value": float(validation.value), "tolerance": float(validation.tolerance),
-                    "detail": validation.detail})
-
-
 def _work_unit_name(throughput_unit: str) -> str:
     return throughput_unit[:-2] if throughput_unit.endswith("/s") else throughput_unit
 
 
 def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: BenchOptions,
                  on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Measure the stages and return the results object (docs/design.md's bench JSON, plus extras)."""
+    """Measure the stages and return their result (jaxopt_audit/results.py; its JSON is docs/design.md's)."""
     import jax
 
     from .machine import machine_info
@@ -223,15 +204,13 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
         references.outputs[key] = jax.block_until_ready(run0(stage_workload))
         return references.outputs[key]
 
-    variants: list[dict[str, Any]] = []
+    variants: list[StageResult] = []
     for position, (index, stage) in enumerate(stages):
         emit("stage", index=index, module=stage.module, position=position, total=len(stages))
-        variant: dict[str, Any] = {
-            "name": stage.module, "stage": index, "addresses": list(stage.addresses),
-            "changes_math": stage.changes_math, "math_note": stage.math_note,
-        }
+        variant = StageResult(name=stage.module, stage=index, addresses=list(stage.addresses),
+                              changes_math=stage.changes_math, math_note=stage.math_note)
         try:
-            variant["title"] = stage_title(pipeline, stage)
+            variant.title = stage_title(pipeline, stage)
             key, stage_workload = workload_for(stage)
             units = float(pipeline.work_units(stage_workload))
             scale = full_units / units if key is not None else 1.0
@@ -244,99 +223,89 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
             emit("validate", module=stage.module)
             validation = pipeline.validate(reference_for(key, stage_workload), m.outputs,
                                            stage_workload, stage)
-            steady = m.steady.to_json()
-            scaled = {k: (v * scale if k in {"median", "min", "max", "mean", "stdev"} else v)
-                      for k, v in steady.items()}
-            variant.update({
-                "compile_s": m.compile_s,
-                "first_call_s": m.first_call_s,
-                "startup_s": m.startup_s,
-                "compile": m.to_json()["compile"],
-                "steady_s": scaled,
-                "extrapolated": key is not None,
-                "prefix_fraction": None if key is None else units / full_units,
-                "measured_steady_s": steady if key is not None else None,
-                "throughput": {"value": full_units / scaled["median"] if scaled["median"] > 0 else None,
-                               "unit": pipeline.throughput_unit},
-                "work_units": full_units,
-                "compiles_per_call": m.compiles_per_call,
-                "recompiled": sorted(set(m.recompiled)),
-                "host_transfers_per_call": m.transfers_per_call,
-                "h2d_transfers_per_call": None if m.transfers is None else m.transfers.h2d,
-                "d2h_transfers_per_call": None if m.transfers is None else m.transfers.d2h,
-                "cost": None if m.cost is None else m.cost.to_json(),
-                "cost_note": m.cost_note,
-                "flops_per_s": m.flops_per_s,
-                "bytes_per_s": m.bytes_per_s,
-                "validation": _validation_json(validation),
-            })
+            steady = Times(**m.steady.to_json())
+            scaled = steady.scaled(scale)
+            variant.compile_s = m.compile_s
+            variant.first_call_s = m.first_call_s
+            variant.startup_s = m.startup_s
+            variant.compile = CompileTimes(**m.to_json()["compile"])
+            variant.steady_s = scaled
+            variant.extrapolated = key is not None
+            variant.prefix_fraction = None if key is None else units / full_units
+            variant.measured_steady_s = steady if key is not None else None
+            variant.throughput = Throughput(full_units / scaled.median if scaled.median > 0 else None,
+                                            pipeline.throughput_unit)
+            variant.work_units = full_units
+            variant.compiles_per_call = m.compiles_per_call
+            variant.recompiled = sorted(set(m.recompiled))
+            variant.host_transfers_per_call = m.transfers_per_call
+            variant.h2d_transfers_per_call = None if m.transfers is None else m.transfers.h2d
+            variant.d2h_transfers_per_call = None if m.transfers is None else m.transfers.d2h
+            variant.cost = None if m.cost is None else m.cost.to_json()
+            variant.cost_note = m.cost_note
+            variant.flops_per_s = m.flops_per_s
+            variant.bytes_per_s = m.bytes_per_s
+            variant.validation = Check(bool(validation.ok), validation.metric, float(validation.value),
+                                       float(validation.tolerance), validation.detail)
             if options.trace_dir is not None:
-                variant["trace"] = _trace_stage(pipeline, stage, stage_workload, options.trace_dir)
-                emit("trace", module=stage.module, trace=variant["trace"])
+                variant.trace = _trace_stage(pipeline, stage, stage_workload, options.trace_dir)
+                emit("trace", module=stage.module, trace=variant.trace)
             del m  # outputs of later stages are not kept; stage 0's live on as the reference
         except UsageError:
             raise
         except Exception as exc:  # one broken stage must not lose the others' measurements
-            variant["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            variant["traceback"] = traceback.format_exc(limit=8)
+            variant = StageResult(name=variant.name, stage=index, addresses=variant.addresses,
+                                  changes_math=variant.changes_math, math_note=variant.math_note,
+                                  title=variant.title, error=f"{type(exc).__name__}: {exc}".splitlines()[0],
+                                  traceback=traceback.format_exc(limit=8))
         if options.scan:
             findings, why = stage_findings(pipeline, stage)
-            variant["findings"] = findings
-            if why:
-                variant["findings_note"] = why
-        variants.append(_finite(variant))
-        emit("done", module=stage.module, variant=variants[-1])
+            variant.findings = findings
+            variant.findings_note = why
+        variants.append(variant)
+        emit("done", module=stage.module, variant=variant)
 
     _add_comparisons(variants, _work_unit_name(pipeline.throughput_unit))
-    return {
-        "pipeline": pipeline.name,
-        "pipeline_path": pipeline.source or None,  # a user's folder: what `bench` was given
-        "title": pipeline.title,
-        "description": pipeline.description,
-        "size": options.size,
-        "platform": machine.platform,
-        "device": machine.device if machine.platform != "cpu" else f"{machine.cpu_model}, {machine.cpu_count} cores",
-        "jax_version": machine.jax_version,
-        "machine": machine.to_json(),
-        "throughput_unit": pipeline.throughput_unit,
-        "harness_overhead_s": harness_overhead(),
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "schema_version": BENCH_SCHEMA_VERSION,
-        "variants": variants,
-    }
+    return BenchResult(
+        pipeline=pipeline.name,
+        pipeline_path=pipeline.source or None,
+        title=pipeline.title,
+        description=pipeline.description,
+        size=options.size,
+        platform=machine.platform,
+        device=machine.device if machine.platform != "cpu" else f"{machine.cpu_model}, {machine.cpu_count} cores",
+        jax_version=machine.jax_version,
+        machine=machine.to_json(),
+        throughput_unit=pipeline.throughput_unit,
+        harness_overhead_s=harness_overhead(),
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        variants=variants,
+    )
 
 
-def _add_comparisons(variants: list[dict[str, Any]], unit: str) -> None:
+def _add_comparisons(variants: list[StageResult], unit: str) -> None:
     """speedup vs stage 0 and vs the previous measured stage; break-even in work units."""
     from .measure import break_even_calls, ceil_count
 
-    measured = [v for v in variants if "error" not in v]
-    stage0 = next((v for v in measured if v["stage"] == 0), None)
-    previous: dict[str, Any] | None = None
+    stage0 = next((v for v in variants if v.measured and v.stage == 0), None)
+    previous: StageResult | None = None
     for variant in variants:
-        if "error" in variant:
-            variant.update(speedup_vs_stage0=None, speedup_vs_previous=None, break_even=None)
+        if not variant.measured:
             continue
-        median = variant["steady_s"]["median"]
-        base = stage0["steady_s"]["median"] if stage0 else None
-        variant["speedup_vs_stage0"] = base / median if base and median > 0 else None
-        if previous is None:
-            variant["speedup_vs_previous"] = None
-            variant["break_even"] = None
-        else:
-            prev_median = previous["steady_s"]["median"]
-            variant["speedup_vs_previous"] = prev_median / median if median > 0 else None
-            units = variant["work_units"]
+        median = variant.median_s
+        base = stage0.median_s if stage0 else None
+        variant.speedup_vs_stage0 = base / median if base and median > 0 else None
+        if previous is not None:
+            prev_median = previous.median_s
+            variant.speedup_vs_previous = prev_median / median if median > 0 else None
+            assert variant.startup_s is not None and previous.startup_s is not None and variant.work_units
             # calls of run(workload) to pay back the extra start-up; times work units per call
-            calls = break_even_calls(variant["startup_s"], median, previous["startup_s"], prev_median)
-            if calls is None:
-                variant["break_even"] = None
-            else:
-                extra = variant["startup_s"] - previous["startup_s"]
-                saved_per_unit = (prev_median - median) / units
+            calls = break_even_calls(variant.startup_s, median, previous.startup_s, prev_median)
+            if calls is not None:
+                extra = variant.startup_s - previous.startup_s
+                saved_per_unit = (prev_median - median) / variant.work_units
                 value = 0 if calls == 0 else ceil_count(extra / saved_per_unit)
-                variant["break_even"] = {"value": value, "unit": unit, "calls": calls,
-                                         "versus": previous["name"]}
+                variant.break_even = BreakEven(value=value, unit=unit, calls=calls, versus=previous.name)
         previous = variant
 
 
