@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid
 from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator
-from jaxopt_audit.static.model import Function, SemanticModel, Site
 from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
 
 
 class MissingJit(Rule):

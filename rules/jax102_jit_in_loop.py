@@ -6,12 +6,22 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Loop,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    apis,
+    describe,
+    read_names,
+    walk,
+)
 from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import runs_every_step, where
-from jaxopt_audit.static.walk import read_names, walk
 
 # Methods that run once per object: jitting there is the recommended place.
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})

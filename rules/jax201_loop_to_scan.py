@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
 from jaxopt_audit.static.eager import dispatch_loop
 from jaxopt_audit.static.loops import (
     grows_carry,
@@ -16,8 +17,6 @@ from jaxopt_audit.static.loops import (
     step_state,
     wraps_compiled_scan,
 )
-from jaxopt_audit.static.model import SemanticModel
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
 
 class LoopToScan(Rule):

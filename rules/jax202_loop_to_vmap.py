@@ -7,11 +7,22 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Loop,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    describe,
+    read_names,
+    target_names,
+    walk,
+)
 from jaxopt_audit.static.eager import iterates_structure
 from jaxopt_audit.static.loops import carried_names, host_bound_call
-from jaxopt_audit.static.model import Function, Loop, SemanticModel, Site
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.walk import read_names, target_names, walk
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.split",

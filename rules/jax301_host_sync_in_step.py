@@ -7,11 +7,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Site, Valid, apis, describe
 from jaxopt_audit.static.eager import dispatch_loop, drives_steps, walks_device_rows
 from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
-from jaxopt_audit.static.model import SemanticModel, Site
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 
 
 class HostSyncInStep(Rule):

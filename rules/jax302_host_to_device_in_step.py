@@ -6,12 +6,22 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
+from jaxopt_audit.static import (
+    Assignment,
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    apis,
+    describe,
+    names_in,
+    walk,
+)
 from jaxopt_audit.static.host_loops import Statements, over_structure
 from jaxopt_audit.static.loops import host_bound_call, is_numpy_value, iterates_rows
-from jaxopt_audit.static.model import Assignment, Function, SemanticModel, Site
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.walk import names_in, walk
 
 
 class HostToDeviceInStep(Rule):

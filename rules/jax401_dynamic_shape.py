@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.model import Function, SemanticModel
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe
 from jaxopt_audit.static.trace_context import is_traced_value, traced_functions
 
 # Functions whose output size depends on the values; `size=` makes them static.

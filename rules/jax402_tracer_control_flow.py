@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.model import SemanticModel
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.tracers import container_annotation, tracers
 

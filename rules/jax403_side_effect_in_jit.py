@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.model import Assignment, Function, SemanticModel
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})

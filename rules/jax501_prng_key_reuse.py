@@ -6,10 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.model import SemanticModel
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
 from jaxopt_audit.static.prng_keys import KeyAnalysis, Reuse
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
-from jaxopt_audit.static.walk import names_in, walk
 
 
 class PrngKeyReuse(Rule):

@@ -6,12 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, describe, int_value
 from jaxopt_audit.static.fix_codemods import carried_key
 from jaxopt_audit.static.loops import carried_names
-from jaxopt_audit.static.model import Function, SemanticModel, Site
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.step_context import runs_every_step, where
-from jaxopt_audit.static.walk import int_value
 
 KEY_CONSTRUCTORS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
 # Consumers after which a constant key still yields a different key every step.

@@ -7,12 +7,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, canonical, child_fields, dotted, walk
 from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
 from jaxopt_audit.static.fix_codemods import rename_deprecated
-from jaxopt_audit.static.model import SemanticModel
-from jaxopt_audit.static.names import canonical, dotted
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
-from jaxopt_audit.static.walk import child_fields, walk
 
 
 class DeprecatedApi(Rule):

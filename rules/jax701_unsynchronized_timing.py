@@ -7,10 +7,20 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import apis
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    apis,
+    describe,
+    read_names,
+    string_value,
+    walk,
+)
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
-from jaxopt_audit.static.model import Function, SemanticModel
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
 from jaxopt_audit.static.timing import (
     TimedRegion,
     calls_in_order,
@@ -20,7 +30,6 @@ from jaxopt_audit.static.timing import (
     syncing_functions,
     timed_regions,
 )
-from jaxopt_audit.static.walk import read_names, string_value, walk
 
 TIMEIT_RUNNERS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 # Words that say a measurement knowingly includes compilation.

@@ -7,10 +7,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static.model import Function, SemanticModel, Site
-from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid, describe
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    describe,
+    read_names,
+    target_names,
+)
 from jaxopt_audit.static.step_context import enclosing_functions, runs_every_step
-from jaxopt_audit.static.walk import read_names, target_names
 
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
                        "jax.tree_multimap", "jax.tree_util.tree_multimap"})

@@ -35,3 +35,22 @@ def test_code_cites_only_documents_in_the_repository():
                     if outside.search(line):
                         offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_readme_team_rule_runs_as_written(tmp_path, capsys):
+    """The README's team-rule example, copied out as a user would, loads, passes its own examples
+    and reports through `--rules-dir` with nothing but the `jaxopt_audit.static` surface."""
+    from jaxopt_audit.cli import main
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Team rules"):]
+    source = re.search(r"```python\n(# team_rules/no_debug_print.py\n.*?)```", section, re.S).group(1)
+    assert "from jaxopt_audit.static import" in source and "jaxopt_audit.static." not in source
+    (tmp_path / "team_rules").mkdir()
+    (tmp_path / "team_rules" / "no_debug_print.py").write_text(source)
+    (tmp_path / "train.py").write_text("import jax\n\n\n@jax.jit\ndef f(x):\n"
+                                       "    jax.debug.print('{x}', x=x)\n    return x\n")
+    code = main(["scan", str(tmp_path / "train.py"), "--rules-dir", str(tmp_path / "team_rules"),
+                 "--select", "TEAM", "--format", "concise", "--no-cache", "--no-config"])
+    out = capsys.readouterr().out
+    assert code == 1 and "train.py:6:5: TEAM001" in out

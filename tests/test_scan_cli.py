@@ -222,7 +222,7 @@ def test_rule_and_rules_commands(capsys):
 
 def test_custom_rules_dir(tmp_path, capsys):
     write(tmp_path, "myrules/no_print.py", textwrap.dedent('''\
-        from jaxopt_audit.static.rule import Invalid, Report, Rule, Valid
+        from jaxopt_audit.static import Invalid, Report, Rule, Valid
 
         class NoPrint(Rule):
             """

@@ -1,1 +1,15 @@
+"""The static analyzer. This package's top level is the surface a rule imports, bundled or a
+team's own in `--rules-dir` (README, "Team rules"): the rule framework, the semantic model's
+types, the walk helpers and the API name lists. The fact modules (eager, loops, trace_context,
+...) are the model's internals and may change between versions."""
 
+from . import apis
+from .fixes import Fix
+from .model import Assignment, Function, Loop, SemanticModel, Site
+from .names import canonical, dotted
+from .rule import Finding, Invalid, Report, Rule, Valid, describe
+from .walk import child_fields, int_value, names_in, read_names, string_value, target_names, walk
+
+__all__ = ["Assignment", "Finding", "Fix", "Function", "Invalid", "Loop", "Report", "Rule", "SemanticModel",
+           "Site", "Valid", "apis", "canonical", "child_fields", "describe", "dotted", "int_value", "names_in",
+           "read_names", "string_value", "target_names", "walk"]
