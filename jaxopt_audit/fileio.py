@@ -68,23 +68,31 @@ def _check_missing_parent(path: str, option: str) -> None:
     _probe_writable(ancestor, option, path)
 
 
-def check_output_file(path: str | os.PathLike, option: str) -> None:
-    """Raise OutputPathError unless a file can be written at `path` (option names it: `-o`)."""
-    path = os.fspath(path)
-    if not path:
-        raise OutputPathError(f"{option} needs a file name")
+def _existing(path: str, option: str) -> os.stat_result | None:
+    """What is at `path` (through a symlink, to what will actually be written), or None when
+    nothing is and a new file or directory can be created there; else OutputPathError."""
     try:
-        info = os.stat(path)  # follows a symlink to what will actually be written
+        return os.stat(path)
     except FileNotFoundError:
         target = os.path.realpath(path) if os.path.islink(path) else path  # a dangling link
         _check_missing_parent(target, option)
-        return
+        return None
     except NotADirectoryError:
         ancestor, _ = _nearest_existing(path)
         raise OutputPathError(f"cannot write {option} {path}: {ancestor} is a file, not a directory; "
                               "choose another path") from None
     except OSError as exc:
         raise OutputPathError(f"cannot write {option} {path}: {_why(exc)}; choose another path") from None
+
+
+def check_output_file(path: str | os.PathLike, option: str) -> None:
+    """Raise OutputPathError unless a file can be written at `path` (option names it: `-o`)."""
+    path = os.fspath(path)
+    if not path:
+        raise OutputPathError(f"{option} needs a file name")
+    info = _existing(path, option)
+    if info is None:
+        return
     if stat.S_ISDIR(info.st_mode):
         raise OutputPathError(f"cannot write {option} {path}: it is a directory; name a file "
                               "(inside it, or elsewhere)")
@@ -105,18 +113,9 @@ def check_output_dir(path: str | os.PathLike, option: str) -> None:
     path = os.fspath(path)
     if not path:
         raise OutputPathError(f"{option} needs a directory name")
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        target = os.path.realpath(path) if os.path.islink(path) else path
-        _check_missing_parent(target, option)
+    info = _existing(path, option)
+    if info is None:
         return
-    except NotADirectoryError:
-        ancestor, _ = _nearest_existing(path)
-        raise OutputPathError(f"cannot write {option} {path}: {ancestor} is a file, not a directory; "
-                              "choose another path") from None
-    except OSError as exc:
-        raise OutputPathError(f"cannot write {option} {path}: {_why(exc)}; choose another path") from None
     if not stat.S_ISDIR(info.st_mode):
         raise OutputPathError(f"cannot write {option} {path}: it exists and is not a directory; "
                               f"{option} needs a directory (it will be created if missing)")

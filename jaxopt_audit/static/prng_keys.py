@@ -31,6 +31,7 @@ import libcst as cst
 from . import apis
 from .loops import carried_names
 from .model import Function, Loop, SemanticModel
+from .trace_context import binding_scope
 from .walk import children, int_value, read_names, target_names
 
 # jax.random functions that consume their key argument (the first one, or `key=`).
@@ -530,12 +531,7 @@ def _captured(name: str, fn: Function) -> bool:
     """Bound in an enclosing scope and never in `fn` itself."""
     if name in fn.params or fn.bindings(name) or name in fn.global_names or name in fn.nonlocal_names:
         return False
-    current = fn.parent
-    while current is not None:
-        if name in current.params or current.bindings(name):
-            return True
-        current = current.parent
-    return False
+    return fn.parent is not None and binding_scope(name, fn.parent) is not None
 
 
 class KeyAnalysis:
