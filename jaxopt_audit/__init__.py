@@ -11,4 +11,4 @@ _here = _os.path.dirname(_os.path.abspath(__file__))
 _checkout = _os.path.dirname(_here)
 if not _os.path.isdir(_os.path.join(_here, "rules")) and _os.path.isfile(
         _os.path.join(_checkout, "rules", "__init__.py")):
-    __path__.append(_checkout)  # type: ignore[name-defined]  # noqa: F821
+    __path__.append(_checkout)  # noqa: F821

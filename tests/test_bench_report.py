@@ -199,7 +199,8 @@ def test_a_fresh_result_reads_back_typed(small_results: Path) -> None:
     result = BenchResult.from_json(data)
     assert result.to_json() == data and "pipeline_path" not in data  # a bundled pipeline: its name
     assert [v.stage for v in result.measured()] == [0, 1, 2]
-    assert result.stage(2).break_even is None or result.stage(2).break_even.versus == "stage1_jit"
+    scan = result.stage(2)
+    assert scan is not None and (scan.break_even is None or scan.break_even.versus == "stage1_jit")
 
 
 def test_bench_records_findings_per_stage(small_results: Path) -> None:

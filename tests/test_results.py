@@ -18,7 +18,8 @@ def test_committed_results_round_trip(path: Path) -> None:
     data = json.loads(path.read_text())
     result = BenchResult.from_json(data)
     assert result.to_json() == data
-    assert result.stage(0) is not None and result.stage(0).speedup_vs_stage0 == pytest.approx(1.0)
+    stage0 = result.stage(0)
+    assert stage0 is not None and stage0.speedup_vs_stage0 == pytest.approx(1.0)
     assert all(v.measured and v.valid for v in result.variants)
 
 

@@ -334,15 +334,16 @@ def test_instruments_are_removed_after_the_run(tmp_path: Path) -> None:
     import jax.numpy as jnp
     import numpy as np
 
-    array_type = type(jnp.zeros(()))
+    array_type: Any = type(jnp.zeros(()))  # ArrayImpl: its private hooks are what `run` patches
+    config: Any = jax.config
     before = (jax.jit, jax.device_put, jax.device_get, jax.block_until_ready, jnp.asarray, np.asarray,
               array_type.__float__, array_type.block_until_ready, array_type._value,
-              jax.config.jax_explain_cache_misses, sys.getswitchinterval())
+              config.jax_explain_cache_misses, sys.getswitchinterval())
     status, _ = audit(tmp_path, str(SCRIPTS / "jit_in_loop.py"))
     assert status == 0
     after = (jax.jit, jax.device_put, jax.device_get, jax.block_until_ready, jnp.asarray, np.asarray,
              array_type.__float__, array_type.block_until_ready, array_type._value,
-             jax.config.jax_explain_cache_misses, sys.getswitchinterval())
+             config.jax_explain_cache_misses, sys.getswitchinterval())
     assert after == before
 
 

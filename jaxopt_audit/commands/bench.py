@@ -63,7 +63,7 @@ def _stdout_console() -> Any:
 def list_pipelines(fmt: str) -> int:
     from rich.table import Table
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in PIPELINE_NAMES:
         try:
             pipeline = load_pipeline(name)

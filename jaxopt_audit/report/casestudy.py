@@ -187,9 +187,10 @@ def _side_by_side(runs: list[Run]) -> str:
     for stage, name in sorted(stages.items()):
         row: list[object] = [stage, f"`{name}`"]
         for run in runs:
-            v = next((x for x in run.measured() if x.stage == stage), None)
-            row += ["—", "—"] if v is None else [
-                md.seconds(v.median_s) + ("\\*" if v.extrapolated else ""), md.speedup(v.speedup_vs_stage0)]
+            found = next((x for x in run.measured() if x.stage == stage), None)
+            row += ["—", "—"] if found is None else [
+                md.seconds(found.median_s) + ("\\*" if found.extrapolated else ""),
+                md.speedup(found.speedup_vs_stage0)]
         rows.append(row)
     return md.table(headers, rows, "rl" + "rr" * len(runs))
 
@@ -275,7 +276,7 @@ def _measured_lines(r: StageResult, prefix: str) -> list[str]:
     assert r.steady_s is not None and r.validation is not None
     compile_parts = r.compile or CompileTimes()
     extrapolated = (f", measured on {md.share(r.prefix_fraction)} of the work and extrapolated"
-                    if r.extrapolated else "")
+                    if r.extrapolated and r.prefix_fraction is not None else "")
     lines = [
         f"- **{prefix}Measured:** {md.seconds(r.steady_s.median)} per run "
         f"(min {md.seconds(r.steady_s.min)}, max {md.seconds(r.steady_s.max)}, "

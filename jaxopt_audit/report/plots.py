@@ -63,15 +63,22 @@ def _bars(runs: Sequence[BenchResult], labels: Sequence[str], key: str, ylabel: 
     positions = np.arange(len(stages))
     all_values: list[float] = []
     for r, (run, label) in enumerate(zip(runs, labels, strict=False)):
-        values, hatches, speedups, errors = [], [], [], [[], []]
+        values: list[float] = []
+        hatches: list[str] = []
+        speedups: list[float | None] = []
+        errors: list[list[float]] = [[], []]
         for stage, _ in stages:
             value, extrapolated, spread = _value(run, stage, key)
             values.append(np.nan if value is None else value)
             hatches.append("//" if extrapolated else "")
             speedups.append(_speedup(run, stage) if stage else None)
-            low, high = spread if spread is not None and value is not None else (value, value)
-            errors[0].append(0.0 if value is None else max(value - low, 0.0))
-            errors[1].append(0.0 if value is None else max(high - value, 0.0))
+            if value is None:
+                errors[0].append(0.0)
+                errors[1].append(0.0)
+                continue
+            low, high = spread if spread is not None else (value, value)
+            errors[0].append(max(value - low, 0.0))
+            errors[1].append(max(high - value, 0.0))
         offsets = positions - 0.4 + width * (r + 0.5)
         bars = ax.bar(offsets, values, width, label=label, yerr=errors, capsize=3,
                       error_kw={"elinewidth": 0.8, "ecolor": "#333333"})

@@ -16,7 +16,7 @@ _VARIANT = {"name": str, "stage": int, "addresses": list}
 _MEASURED = {"compile_s": _NUMBER, "steady_s": dict, "throughput": dict, "validation": dict,
              "compiles_per_call": _NUMBER + (type(None),),
              "host_transfers_per_call": _NUMBER + (type(None),)}
-_NESTED = {"steady_s": {"median": _NUMBER}, "throughput": {"value": _NUMBER},
+_NESTED: dict[str, dict[str, Any]] = {"steady_s": {"median": _NUMBER}, "throughput": {"value": _NUMBER},
            "validation": {"ok": bool, "metric": str, "value": _NUMBER + (type(None),),
                           "tolerance": _NUMBER + (type(None),)}}
 

@@ -104,7 +104,7 @@ def _summary(runs: list[RunResult]) -> list[str]:
 
 
 def _table(runs: list[RunResult]) -> str:
-    def row(name: str, values: list[object]) -> list[object]:
+    def row(name: str, values: Sequence[object]) -> list[object]:
         return [name, *values]
 
     rows = [

@@ -117,7 +117,7 @@ class HostReads:
             if original is not None:
                 self._patch(impl, name, self._reading(original, via))
         value = impl.__dict__.get("_value")
-        if isinstance(value, property):
+        if isinstance(value, property) and value.fget is not None:
             self._patch(impl, "_value", property(self._reading(value.fget, "host read")))
         self.original_block = impl.__dict__["block_until_ready"]
         self._patch(impl, "block_until_ready", self._syncing(self.original_block))
@@ -170,7 +170,7 @@ class HostReads:
         @functools.wraps(original)
         def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
             local = hooks._local  # inlined as in `read`: NumPy conversions are hot too
-            if type(obj) is not impl or getattr(local, "depth", 0):
+            if type(obj) is not impl or getattr(local, "depth", False):
                 return original(obj, *args, **kwargs)
             local.depth = 1
             try:

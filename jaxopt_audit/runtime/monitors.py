@@ -66,10 +66,9 @@ TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-_DURATION_KINDS = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
-
 Direction = Literal["h2d", "d2h"]
 CompileKind = Literal["trace", "lower", "compile"]
+_DURATION_KINDS: dict[str, CompileKind] = {TRACE_EVENT: "trace", LOWER_EVENT: "lower", COMPILE_EVENT: "compile"}
 
 
 class ReadOnce:
@@ -184,11 +183,11 @@ class _CompileListeners:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)
 
-    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+    def _on_duration(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
         kind = _DURATION_KINDS.get(event)
         if kind is None or not (self._active or self._callbacks):
             return
-        record = CompileEvent(kind, str(kwargs.get("fun_name", "?")), float(duration))  # type: ignore[arg-type]
+        record = CompileEvent(kind, str(kwargs.get("fun_name", "?")), float(duration_secs))
         for callback in tuple(self._callbacks):
             callback(record)
         with self._lock:
@@ -407,7 +406,7 @@ class _TransferSink:
             self._sites = Counter()
             self._read_arrays = ReadOnce()
             self._log = _StderrLog(self._on_guard_line)
-            self._saved_guard = jax.config.jax_transfer_guard_host_to_device
+            self._saved_guard = jax.config.jax_transfer_guard_host_to_device  # type: ignore[attr-defined]
             jax.config.update("jax_transfer_guard_host_to_device", "log_explicit")
             self._h2d_observable = self._probe_h2d_log()
             self._install_d2h_hooks()

@@ -159,7 +159,7 @@ def _work_unit_name(throughput_unit: str) -> str:
 
 
 def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: BenchOptions,
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> BenchResult:
     """Measure the stages and return their result (jaxopt_audit/results.py; its JSON is docs/design.md's)."""
     import jax
 

@@ -234,7 +234,7 @@ def measure(fn: Callable[..., Any], *args: Any, name: str | None = None,
     """
     if repeats is not None and repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    label = name or getattr(fn, "__name__", repr(fn))
+    label: str = name or getattr(fn, "__name__", None) or repr(fn)
 
     def progress(phase: str, done: int, total: int | None) -> None:
         if on_progress is not None:

@@ -63,9 +63,10 @@ import threading
 import time
 import types
 import weakref
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, NamedTuple
 
 import jax
@@ -240,7 +241,7 @@ class RecordingJit:
         self._instrument = instrument
         self._static_positions = static_positions
         self._static_names = static_names
-        functools.update_wrapper(self, jitted)  # type: ignore[arg-type]
+        functools.update_wrapper(self, jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         instrument = self._instrument
@@ -278,7 +279,7 @@ class Instrument:
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0
-        self.compile_s_by_kind: Counter[str] = Counter()
+        self.compile_s_by_kind: dict[str, float] = defaultdict(float)
         self.eager: dict[Any, EagerRecord] = {}  # code object -> record
         self.eager_ops = 0
         self.eager_op_s = 0.0  # inside eager ops, their compilation excluded
@@ -296,7 +297,7 @@ class Instrument:
         self._restore: list[Callable[[], None]] = []
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
-        self._original_block = ArrayImpl.block_until_ready
+        self._original_block = ArrayImpl.block_until_ready  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ install / uninstall
 
@@ -356,8 +357,8 @@ class Instrument:
         target = inspect.unwrap(fun.func if isinstance(fun, functools.partial) else fun)
         code = getattr(target, "__code__", None)
         name = getattr(target, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
-        path = code.co_filename if code else "<unknown>"
-        line = code.co_firstlineno if code else 0
+        path: str = code.co_filename if code else "<unknown>"
+        line: int = code.co_firstlineno if code else 0
         site = self.user_files.caller_site(3)
         if code is not None and not self.user_files.is_user(code.co_filename):
             # jit applied by a library (equinox's filter_jit jits its own wrapper, named after the
@@ -368,11 +369,12 @@ class Instrument:
                 path, line = found.co_filename, found.co_firstlineno
             elif site is not None:
                 path, line = site
+        name = str(name)
         key = (path, line, name)
         record = self.functions.get(key)
         positions, names, positional = _static_arguments(fun, options)
         if record is None:
-            jax_name = getattr(fun, "__name__", None) or getattr(target, "__name__", name)
+            jax_name = str(getattr(fun, "__name__", None) or getattr(target, "__name__", name))
             record = self.functions[key] = FunctionRecord(name, path, line, jax_name, positional)
         if site is not None:
             record.jit_sites[site] += 1
@@ -382,7 +384,7 @@ class Instrument:
         """The code of the user's function `name`, looked up in the globals of the user's frames."""
         if not name:
             return None
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             if self.user_files.is_user(frame.f_code.co_filename):
                 found = frame.f_globals.get(name)
@@ -536,7 +538,7 @@ class Instrument:
                 record.recompiles.append(Recompile(miss.reason, miss.arguments, miss.kinds, site))
 
     def _install_cache_miss_capture(self) -> None:
-        already = bool(jax.config.jax_explain_cache_misses)
+        already = bool(jax.config.jax_explain_cache_misses)  # type: ignore[attr-defined]
         jax.config.update("jax_explain_cache_misses", True)
         self._restore.append(lambda: jax.config.update("jax_explain_cache_misses", already))
         miss_logger = logging.getLogger(CACHE_MISS_LOGGER)
@@ -568,7 +570,7 @@ class Instrument:
     def wait(self, outputs: Any) -> None:
         """Block until `outputs` are computed, without counting it as the program's sync."""
         for leaf in jax.tree_util.tree_leaves(outputs):
-            if type(leaf) is ArrayImpl and not leaf.is_deleted():
+            if type(leaf) is ArrayImpl and not leaf.is_deleted():  # type: ignore[attr-defined]
                 self._original_block(leaf)
 
     # ------------------------------------------------------------ host reads and syncs
@@ -684,7 +686,7 @@ class Instrument:
         """Count one eager op for the user functions on the stack (innermost first)."""
         self.eager_ops += 1
         self._last_transfer = None  # an op between two reads: separate occurrences
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         is_user = self.user_files.is_user
         chain: list[EagerRecord] = []
         site: Site | None = None

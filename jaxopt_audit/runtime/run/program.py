@@ -14,6 +14,7 @@ import runpy
 import sys
 import traceback
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
 from types import TracebackType
 
 
@@ -80,7 +81,7 @@ def check(program: Program) -> None:
                                   "name and the working directory")
 
 
-def _module_spec(name: str):  # type: ignore[no-untyped-def]
+def _module_spec(name: str) -> ModuleSpec | None:
     import importlib.util
 
     added = os.getcwd() not in sys.path
