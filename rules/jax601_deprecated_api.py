@@ -153,7 +153,10 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
         elif t is cst.If and _is_version_check(node.test):
             continue  # `if hasattr(jax, "typeof"): ... else: jax.core.get_aval(x)`: handled on purpose
         elif (t is cst.Try or t is cst.TryStar) and _catches_missing_api(node):
-            stack.extend(reversed([n for n in (*node.handlers, node.orelse, node.finalbody) if n is not None]))
+            # version-compatibility code: the body tries one spelling and the handlers hold the
+            # other (old first and new as the fallback, or the reverse); only else/finally run
+            # whatever the JAX version
+            stack.extend(reversed([n for n in (node.orelse, node.finalbody) if n is not None]))
             continue
         pushed: list[cst.CSTNode] = []
         for name in child_fields(t):

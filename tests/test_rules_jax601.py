@@ -243,6 +243,38 @@ def test_quiet_on_version_compatibility_code():
     """) == []
 
 
+def test_quiet_on_the_old_api_as_the_fallback_of_the_new_one():
+    # the new spelling is tried first; the handler runs only on a JAX old enough to lack it,
+    # where the old spelling exists
+    assert _findings("""
+        import jax
+        from jax.extend import core as jex_core
+
+        try:
+            from jax import enable_x64
+        except ImportError:
+            from jax.experimental import enable_x64
+
+        def opaque_state():
+            try:
+                get_state = jex_core.get_opaque_trace_state
+            except AttributeError:
+                get_state = jax.core.get_opaque_trace_state
+            return get_state(convention="mine")
+    """) == []
+    # what runs after the fallback, whichever branch was taken, is checked as usual
+    assert [line for line, _, _ in _findings("""
+        import jax
+
+        try:
+            from jax import enable_x64
+        except ImportError:
+            enable_x64 = None
+        finally:
+            leaves = jax.tree_leaves({"a": 1})
+    """)] == [8]
+
+
 def test_seed_001_preprocessing_key_and_planned_pmap():
     found = _findings("""
         import jax
