@@ -197,13 +197,14 @@ round shows it clears the bar. Turn all of them on with `--extend-select PREVIEW
 
 The speed rules (JAX1xx, JAX2xx, JAX3xx, JAX7xx) are all preview: whether a loop is a hot
 training loop, a host value is fetched every step, or a timed call is asynchronous depends on
-what runs where, which reading one file cannot show. In the last held-out round (seven public
-research and tutorial repositories, findings sampled per rule and judged by reading the code)
-none of their sampled findings was a problem worth a change: setup and evaluation loops read as
-step loops, helpers that are already traced from a jitted caller, configuration sweeps that build
-a new function on purpose, timing around synchronous file I/O. JAX501 (prng-key-reuse) was right
-about half the time (keys reused on purpose for identical draws, shape-only draws). JAX502 and
-JAX702 were right in fewer than one sampled finding in five on the first real-code trial.
+what runs where, which reading one file cannot show. In the last two held-out rounds (16 public
+research, library and tutorial repositories; README, "How precise it is today") 3 of their 60
+sampled findings were worth a change. The others: setup, evaluation, decoding and visualisation
+loops read as step loops, host reads that the loop needs (an action for a host environment, an early-stop
+flag), helpers already traced from a jitted caller, configuration sweeps that build a new
+function on purpose, tutorials written step by step. JAX501 (prng-key-reuse) was right about
+half the time (14 of 29: keys reused on purpose so two networks start equal, draws in distant
+notebook cells). JAX502 and JAX702 were right in fewer than one sampled finding in five.
 
 `jaxopt-audit run` measures what these rules guess at (compilations, transfers, time per jitted
 function), and `bench` and `run` scan with the preview rules on, so a finding stands beside the
