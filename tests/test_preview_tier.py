@@ -61,3 +61,14 @@ def test_preview_from_pyproject(tmp_path, monkeypatch, capsys):
         """))
     assert main(["scan", ".", "--no-cache", "--format", "concise"]) == 1
     assert "JAX301" in capsys.readouterr().out
+
+
+def test_the_full_output_says_how_to_see_the_preview_rules(tmp_path, monkeypatch, capsys):
+    (tmp_path / "train.py").write_text(SOURCE)
+    monkeypatch.chdir(tmp_path)
+    main(["scan", ".", "--no-cache"])
+    assert "--extend-select PREVIEW" in capsys.readouterr().out
+    main(["scan", ".", "--no-cache", "--extend-select", "PREVIEW"])
+    assert "--extend-select PREVIEW" not in capsys.readouterr().out
+    main(["scan", ".", "--no-cache", "--format", "concise"])  # machine-friendly formats stay as they were
+    assert "PREVIEW" not in capsys.readouterr().out

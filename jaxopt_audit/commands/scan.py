@@ -119,8 +119,18 @@ def _render(args: argparse.Namespace, fmt: str, result) -> None:
             render_statistics(result, console)
         else:
             render_terminal(result, console, concise=fmt == "concise", quiet=getattr(args, "quiet", False))
+            if fmt == "full" and not getattr(args, "quiet", False) and _preview_off(result):
+                console.print("[dim]The speed and key-reuse rules are preview, off by default: "
+                              "`--extend-select PREVIEW` shows their findings as leads to check "
+                              "(`jaxopt-audit run` measures them).[/]", highlight=False)
         if args.output:
             write_text_atomic(args.output, console.export_text())
+
+
+def _preview_off(result) -> bool:
+    """No preview rule ran, though the installed rules have some (a hint says how to see them)."""
+    return not any(rule.tier() == "preview" for rule in result.rules) and any(
+        rule.tier() == "preview" for rule in load_rules())
 
 
 def _exit_status(args: argparse.Namespace, result) -> int:
