@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 import libcst as cst
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
 LoopNode = cst.For | cst.While
+Comprehension = cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp
 
 
 @dataclass(eq=False)
@@ -49,11 +50,14 @@ class Loop:
         return False
 
 
+N = TypeVar("N", bound=cst.CSTNode)
+
+
 @dataclass(eq=False)
-class Site:
+class Site(Generic[N]):
     """A node together with where it sits: function, innermost loop, periodic guard."""
 
-    node: cst.CSTNode
+    node: N
     function: Function
     loop: Loop | None
     guarded: bool  # under an `if` testing a counter of the innermost loop (runs every k steps)
@@ -64,7 +68,7 @@ class Site:
 class Assignment:
     targets: tuple[str, ...]
     value: cst.BaseExpression | None  # None: bound by a loop target, `with ... as`, etc.
-    site: Site
+    site: Site[cst.CSTNode]
     attribute_target: str | None = None  # `self.name = value`
     augmented: bool = False
     seq: int = 0  # walk order, taken after the value was walked: uses in the value come before
@@ -80,14 +84,14 @@ class Function:
     params: list[str]
     param_annotations: dict[str, str | None]
     decorators: list[cst.Decorator]
-    calls: list[Site] = field(default_factory=list)
+    calls: list[Site[cst.Call]] = field(default_factory=list)
     assignments: list[Assignment] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
-    tests: list[Site] = field(default_factory=list)  # If/While tests, IfExp tests, BooleanOperation, not
-    subscripts: list[Site] = field(default_factory=list)
-    fstrings: list[Site] = field(default_factory=list)
-    comprehensions: list[Site] = field(default_factory=list)  # list/set/dict comps, generator expressions
-    operations: list[Site] = field(default_factory=list)  # binary operators and comparisons
+    tests: list[Site[cst.BaseExpression]] = field(default_factory=list)  # If/While tests, IfExp tests, BooleanOperation, not
+    subscripts: list[Site[cst.Subscript]] = field(default_factory=list)
+    fstrings: list[Site[cst.FormattedString]] = field(default_factory=list)
+    comprehensions: list[Site[Comprehension]] = field(default_factory=list)  # list/set/dict comps, generator expressions
+    operations: list[Site[cst.BinaryOperation | cst.Comparison]] = field(default_factory=list)  # binary operators and comparisons
     returns: list[cst.BaseExpression] = field(default_factory=list)
     nested: dict[str, Function] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
@@ -109,7 +113,7 @@ class Function:
     uses_scan: bool = False
     contains_step_loop: bool = False
     per_step: bool = False
-    step_call_sites: list[Site] = field(default_factory=list)
+    step_call_sites: list[Site[cst.Call]] = field(default_factory=list)
     _binding_index: dict[str, list[Assignment]] | None = field(default=None, repr=False)
     _indexed_count: int = field(default=0, repr=False)
 
@@ -222,73 +226,86 @@ class _Builder:
             self.seq += 1
             model.name_seq[id(node)] = self.seq
             return
+        # dispatch on the exact type (isinstance on libcst's ABCs dominated a walk); cast() tells
+        # the type checker what the identity test established
         if t is cst.Call:
-            fn.calls.append(Site(node, fn, loop, guarded, in_test))
+            fn.calls.append(Site(cast(cst.Call, node), fn, loop, guarded, in_test))
         elif t is cst.FunctionDef:
-            self._function_def(node, fn, loop, guarded)
+            self._function_def(cast(cst.FunctionDef, node), fn, loop, guarded)
             return
         elif t is cst.Lambda:
-            inner = self.function(node, "<lambda>", fn, None)
-            model.lambdas[node] = inner
-            inner.returns.append(node.body)
-            self.visit(node.body, inner, None, False)
+            lam = cast(cst.Lambda, node)
+            inner = self.function(lam, "<lambda>", fn, None)
+            model.lambdas[lam] = inner
+            inner.returns.append(lam.body)
+            self.visit(lam.body, inner, None, False)
             return
         elif t is cst.ClassDef:
-            self._class_def(node, fn, loop, guarded)
+            self._class_def(cast(cst.ClassDef, node), fn, loop, guarded)
             return
         elif t is cst.For or t is cst.While:
-            self._loop(node, fn, loop, guarded)
+            self._loop(cast(LoopNode, node), fn, loop, guarded)
             return
         elif t is cst.If:
-            self._if(node, fn, loop, guarded)
+            self._if(cast(cst.If, node), fn, loop, guarded)
             return
         elif t is cst.IfExp:
-            fn.tests.append(Site(node, fn, loop, guarded, True))
-        elif t is cst.BooleanOperation or (t is cst.UnaryOperation and type(node.operator) is cst.Not):
-            fn.tests.append(Site(node, fn, loop, guarded, in_test))
+            fn.tests.append(Site(cast(cst.IfExp, node), fn, loop, guarded, True))
+        elif t is cst.BooleanOperation or (t is cst.UnaryOperation
+                                           and type(cast(cst.UnaryOperation, node).operator) is cst.Not):
+            fn.tests.append(Site(cast(cst.BaseExpression, node), fn, loop, guarded, in_test))
         elif t is cst.Subscript:
-            fn.subscripts.append(Site(node, fn, loop, guarded, in_test))
+            fn.subscripts.append(Site(cast(cst.Subscript, node), fn, loop, guarded, in_test))
         elif t is cst.BinaryOperation or t is cst.Comparison:
-            fn.operations.append(Site(node, fn, loop, guarded, in_test))
+            fn.operations.append(Site(cast("cst.BinaryOperation | cst.Comparison", node), fn, loop, guarded,
+                                      in_test))
         elif t is cst.FormattedString:
-            fn.fstrings.append(Site(node, fn, loop, guarded, in_test))
+            fn.fstrings.append(Site(cast(cst.FormattedString, node), fn, loop, guarded, in_test))
         elif t is cst.Assign:
-            self.visit(node.value, fn, loop, guarded, in_test)
-            for target in node.targets:
-                self._bind(fn, target.target, node.value, loop, guarded)
+            assign = cast(cst.Assign, node)
+            self.visit(assign.value, fn, loop, guarded, in_test)
+            for target in assign.targets:
+                self._bind(fn, target.target, assign.value, loop, guarded)
             return
         elif t is cst.AnnAssign:
-            if node.value is not None:
-                self.visit(node.value, fn, loop, guarded, in_test)
-            self._bind(fn, node.target, node.value, loop, guarded)
+            annotated = cast(cst.AnnAssign, node)
+            if annotated.value is not None:
+                self.visit(annotated.value, fn, loop, guarded, in_test)
+            self._bind(fn, annotated.target, annotated.value, loop, guarded)
             return
         elif t is cst.AugAssign:
-            self.visit(node.value, fn, loop, guarded, in_test)
-            self._bind(fn, node.target, node.value, loop, guarded, augmented=True)
+            aug = cast(cst.AugAssign, node)
+            self.visit(aug.value, fn, loop, guarded, in_test)
+            self._bind(fn, aug.target, aug.value, loop, guarded, augmented=True)
             return
         elif t is cst.NamedExpr:
-            self.visit(node.value, fn, loop, guarded, in_test)
-            self._bind(fn, node.target, node.value, loop, guarded)
+            named = cast(cst.NamedExpr, node)
+            self.visit(named.value, fn, loop, guarded, in_test)
+            self._bind(fn, named.target, named.value, loop, guarded)
             return
         elif t is cst.Return:
-            if node.value is not None:
-                fn.returns.append(node.value)
+            value = cast(cst.Return, node).value
+            if value is not None:
+                fn.returns.append(value)
         elif t is cst.Import or t is cst.ImportFrom:
-            model.imports.add_import(node, model.package)
+            model.imports.add_import(cast("cst.Import | cst.ImportFrom", node), model.package)
             return
         elif t is cst.Global:
-            fn.global_names.update(n.name.value for n in node.names)
+            fn.global_names.update(n.name.value for n in cast(cst.Global, node).names)
         elif t is cst.Nonlocal:
-            fn.nonlocal_names.update(n.name.value for n in node.names)
-        elif t is cst.WithItem and node.asname is not None:
-            self.visit(node.item, fn, loop, guarded, in_test)
-            for name in target_names(node.asname.name):
-                self._assignment(fn, (name,), node.item, Site(node, fn, loop, guarded))
+            fn.nonlocal_names.update(n.name.value for n in cast(cst.Nonlocal, node).names)
+        elif t is cst.WithItem and cast(cst.WithItem, node).asname is not None:
+            item = cast(cst.WithItem, node)
+            self.visit(item.item, fn, loop, guarded, in_test)
+            assert item.asname is not None
+            for name in target_names(item.asname.name):
+                self._assignment(fn, (name,), item.item, Site(item, fn, loop, guarded))
             return
         elif t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
-            fn.comprehensions.append(Site(node, fn, loop, guarded, in_test))
+            comprehension = cast(Comprehension, node)
+            fn.comprehensions.append(Site(comprehension, fn, loop, guarded, in_test))
             # comprehension variables are bound from the iterated value
-            comp = node.for_in
+            comp: cst.CompFor | None = comprehension.for_in
             while comp is not None:
                 for name in target_names(comp.target):
                     self._assignment(fn, (name,), None, Site(comp, fn, loop, guarded))
