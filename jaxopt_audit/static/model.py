@@ -87,11 +87,14 @@ class Function:
     calls: list[Site[cst.Call]] = field(default_factory=list)
     assignments: list[Assignment] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
-    tests: list[Site[cst.BaseExpression]] = field(default_factory=list)  # If/While tests, IfExp tests, BooleanOperation, not
+    # If/While tests, IfExp tests, BooleanOperation, not
+    tests: list[Site[cst.BaseExpression]] = field(default_factory=list)
     subscripts: list[Site[cst.Subscript]] = field(default_factory=list)
     fstrings: list[Site[cst.FormattedString]] = field(default_factory=list)
-    comprehensions: list[Site[Comprehension]] = field(default_factory=list)  # list/set/dict comps, generator expressions
-    operations: list[Site[cst.BinaryOperation | cst.Comparison]] = field(default_factory=list)  # binary operators and comparisons
+    # list/set/dict comprehensions, generator expressions
+    comprehensions: list[Site[Comprehension]] = field(default_factory=list)
+    # binary operators and comparisons
+    operations: list[Site[cst.BinaryOperation | cst.Comparison]] = field(default_factory=list)
     returns: list[cst.BaseExpression] = field(default_factory=list)
     nested: dict[str, Function] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
