@@ -1,5 +1,6 @@
 """Reading notebook files into their cells: Jupyter `.ipynb` (nbformat 3 and 4) and MyST markdown
-notebooks (```{code-cell} fences). Only cell sources are read; outputs are never looked at.
+notebooks (```{code-cell} fences). Cell sources are read, and of a code cell's saved outputs
+only what they show as text (printed text, error names), never images or other data.
 
 A leaf module with no analysis in it, shared by the scanner (static/notebooks.py) and the
 terminal renderer (code frames show the cell's own text).
@@ -27,6 +28,10 @@ class Cell(NamedTuple):
     kind: str  # "code", "markdown", "raw"
     source: str
     first_line: int = 1  # MyST: the file line of the cell's first source line
+    # what the cell's saved outputs show (.ipynb code cells): printed and plain text, and the names
+    # of the exceptions it raised when last run
+    shown_text: str = ""
+    shown_errors: tuple[str, ...] = ()
 
 
 def is_ipynb(path: str) -> bool:
@@ -72,8 +77,32 @@ def ipynb_cells(data: bytes | str) -> list[Cell]:
             source = _joined(raw.get(key, ""))
         except NotebookError as exc:
             raise NotebookError(f"not a valid notebook: cell {number}: {exc}") from None
-        cells.append(Cell(number, raw["cell_type"], source))
+        shown_text, shown_errors = _shown(raw.get("outputs")) if raw["cell_type"] == "code" else ("", ())
+        cells.append(Cell(number, raw["cell_type"], source, shown_text=shown_text, shown_errors=shown_errors))
     return cells
+
+
+def _shown(outputs) -> tuple[str, tuple[str, ...]]:
+    """The text a code cell's saved outputs show and the exception names among them; anything
+    malformed there is ignored (outputs never stop a scan)."""
+    if not isinstance(outputs, list):
+        return "", ()
+    texts: list[str] = []
+    errors: list[str] = []
+    for output in outputs:
+        if not isinstance(output, dict):
+            continue
+        if output.get("output_type") == "error" and isinstance(output.get("ename"), str):
+            errors.append(output["ename"])
+        data = output.get("data")
+        for text in (output.get("text"), data.get("text/plain") if isinstance(data, dict) else None):
+            if text is None:
+                continue
+            try:
+                texts.append(_joined(text))
+            except NotebookError:
+                continue
+    return "".join(texts), tuple(errors)
 
 
 def myst_cells(text: str) -> list[Cell]:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
 from jaxopt_audit.static.trace_context import is_traced_value, traced_functions
 
 # Functions whose output size depends on the values; `size=` makes them static.
@@ -125,6 +125,9 @@ class DynamicShape(Rule):
                 return jnp.where(causal, q @ q.swapaxes(-1, -2), -1e9).reshape(-1, seq, seq)
         """),
     ]
+
+    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
+        return not apis.TRACING_ERRORS.isdisjoint(errors)  # the cell failed tracing when last run
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         if model.source is not None and "jax_dynamic_shapes" in model.source:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, apis, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.tracers import container_annotation, tracers
 
@@ -119,6 +119,9 @@ class TracerControlFlow(Rule):
             step = jax.jit(loss, static_argnums=0)
         """),
     ]
+
+    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
+        return not apis.TRACING_ERRORS.isdisjoint(errors)  # the cell failed tracing when last run
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         evidence = ArrayEvidence(model, really_traced(model))

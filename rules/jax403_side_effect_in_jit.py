@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
 from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
+# `print("Running f():")` at the start of a finding's message: the constant text it printed
+_PRINTED_LITERAL = re.compile(r"""`print\((["'])([^"'{}]*)\1\)`""")
 LOGGING_PREFIXES = ("logging.", "absl.logging.")
 # Container methods that store their arguments in the container.
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault",
@@ -143,6 +146,16 @@ class SideEffectInJit(Rule):
                 return loss
         """),
     ]
+
+    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
+        """A print the cell's saved output shows: a tracer where values were expected, or the
+        printed text itself (printed once, at trace time, however often the function ran)."""
+        if not finding.message.startswith("`print("):
+            return False
+        if apis.TRACER_REPR in text:
+            return True
+        literal = _PRINTED_LITERAL.match(finding.message)
+        return literal is not None and literal.group(2).strip() != "" and literal.group(2) in text
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         traced_ids = really_traced(model)

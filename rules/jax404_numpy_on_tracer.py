@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
 from jaxopt_audit.static.trace_context import is_traced_value, traced_functions
 
 # Host libraries that convert their arguments to NumPy arrays or Python floats.
@@ -123,6 +123,9 @@ class NumpyOnTracer(Rule):
                 return jax.tree.map(lambda p: np.asarray(p), params)  # plain Python, not traced
         """),
     ]
+
+    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
+        return not apis.TRACING_ERRORS.isdisjoint(errors)  # the cell failed tracing when last run
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         for fn in traced_functions(model):

@@ -118,11 +118,49 @@ def test_a_cell_that_is_not_python_is_reported_and_the_rest_scanned(tmp_path, ca
     assert any(f["code"] == "JAX301" and f["cell"] == 2 for f in data["findings"])
 
 
-def test_outputs_are_never_read(tmp_path, capsys):
+def test_outputs_are_never_read_as_code(tmp_path, capsys):
     outputs = [{"output_type": "stream", "name": "stdout", "text": ["for i in range(9):\n", " x(\n"] * 20000}]
     path = notebook(tmp_path, [("code", "x = 1\n")], outputs=outputs)
     code, data = scan_json([path], capsys)
     assert code == 0 and data["errors"] == []
+
+
+# A tutorial cell that shows a pitfall on purpose, run and saved with its outputs.
+PITFALLS = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def noisy(x):
+    print("Running noisy")
+    return x * 2
+
+@jax.jit
+def positives(x):
+    return x[x > 0]
+
+noisy(jnp.ones(3))
+positives(jnp.ones(3))
+"""
+
+
+def test_a_cell_whose_saved_outputs_show_the_pitfall_is_a_demonstration(tmp_path, capsys):
+    shown = [{"output_type": "stream", "name": "stdout", "text": ["Running noisy\n"]},
+             {"output_type": "error", "ename": "NonConcreteBooleanIndexError", "evalue": "...", "traceback": []}]
+    ran = notebook(tmp_path, [("code", PITFALLS)], name="ran.ipynb", outputs=shown)
+    fresh = notebook(tmp_path, [("code", PITFALLS)], name="fresh.ipynb")
+    other = notebook(tmp_path, [("code", PITFALLS)], name="other.ipynb",
+                     outputs=[{"output_type": "stream", "name": "stdout", "text": "loss 0.3\n"},
+                              {"output_type": "error", "ename": "KeyError", "evalue": "'w'", "traceback": []}])
+    code, data = scan_json([ran, fresh, other], capsys)
+    found = {(f["path"].rsplit("/", 1)[-1], f["code"]) for f in data["findings"]}
+    # outputs that do not show the mistake change nothing; outputs that show it silence it
+    assert found == {("fresh.ipynb", "JAX403"), ("fresh.ipynb", "JAX401"),
+                     ("other.ipynb", "JAX403"), ("other.ipynb", "JAX401")}
+    mangled = notebook(tmp_path, [("code", PITFALLS)], name="mangled.ipynb",
+                       outputs=[{"output_type": "stream", "text": 7}, "not an output", {"data": []}])
+    code, data = scan_json([mangled], capsys)
+    assert data["errors"] == [] and len(data["findings"]) == 2  # malformed outputs never stop a scan
 
 
 def test_sarif_and_github_point_at_the_notebook_and_name_the_cell(tmp_path, capsys):

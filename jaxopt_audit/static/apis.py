@@ -150,3 +150,12 @@ HOST_IO_FUNCTIONS = frozenset({
 })
 HOST_IO_HINTS = ("save", "checkpoint", "write", "load", "read", "download", "upload", "render",
                  "send", "recv", "log_", "wandb", "tensorboard", "summary", "flush", "dump")
+
+# The errors tracing raises on the mistakes JAX401/402/404 find: a notebook cell whose saved
+# outputs show one of them demonstrates the mistake on purpose (Rule.shown_in_outputs).
+TRACING_ERRORS = frozenset({
+    "ConcretizationTypeError", "NonConcreteBooleanIndexError", "TracerBoolConversionError",
+    "TracerArrayConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
+})
+# How a tracer prints (`Traced<ShapedArray(float32[3])>with<DynamicJaxprTrace...>`).
+TRACER_REPR = "Traced<"

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..notebook_format import NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
+from ..notebook_format import Cell, NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
 
 # Cell magics whose body is Python that runs (the first line is the magic, the rest is code).
 PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit", "px"})
@@ -40,6 +40,8 @@ class Program(NamedTuple):
     # lines are the file's own lines (MyST).
     origin: list[tuple[int, int]] | None
     problems: list[str]  # cells that could not be read as Python, already blanked
+    # .ipynb: cell number -> the cell it is (its saved outputs included)
+    cells: dict[int, Cell] | None = None
 
 
 def is_notebook(path: str) -> bool:
@@ -104,14 +106,16 @@ def ipynb_program(data: bytes | str) -> Program:
     parts: list[str] = []
     origin: list[tuple[int, int]] = []
     problems: list[str] = []
+    cells: dict[int, Cell] = {}
     for cell in ipynb_cells(data):
         if cell.kind != "code" or not cell.source.strip():
             continue
+        cells[cell.number] = cell
         text = _cell_program(cell.source.rstrip("\n"), cell.number, problems)
         count = text.count("\n") + 1
         parts.append(text + "\n")
         origin.extend((cell.number, line) for line in range(1, count + 1))
-    return Program("".join(parts), origin, problems)
+    return Program("".join(parts), origin, problems, cells)
 
 
 def myst_program(text: str) -> Program:
@@ -163,9 +167,15 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
         error = ScanError(path, "; ".join(program.problems))
     findings = result.findings
     if origin:
+        by_code = {rule.CODE: rule for rule in rules}
         mapped = []
         for f in findings:
             cell, line = locate(origin, f.line)
+            shown = program.cells.get(cell) if program.cells else None
+            rule = by_code.get(f.code)
+            if shown is not None and rule is not None and \
+                    rule.shown_in_outputs(f, shown.shown_text, shown.shown_errors):
+                continue  # the cell's saved outputs already show it happen: a demonstration
             end_cell, end_line = locate(origin, f.end_line)
             end_column = f.end_column
             if end_cell != cell:  # never spans cells in practice; clamp to the cell

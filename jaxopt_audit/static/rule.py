@@ -115,6 +115,12 @@ class Rule:
     def check(self, model: SemanticModel) -> Iterable[Report]:
         raise NotImplementedError
 
+    def shown_in_outputs(self, finding: Finding, text: str, errors: tuple[str, ...]) -> bool:
+        """A notebook cell's saved outputs (printed text, exception names) already show what
+        `finding` predicts: the author ran it and saw it, as a tutorial demonstrating a pitfall
+        does. Such a finding is dropped. Rules whose effect an output can show override this."""
+        return False
+
     def fix(self, model: SemanticModel, report: Report) -> Fix | None:
         """The automatic fix for one of this rule's reports (a codemod, static/fixes.py), or None.
         Rules that fix override this; the engine asks only for reports it keeps."""
