@@ -58,7 +58,7 @@ def _source_digest(paths: tuple[str, ...]) -> str:
 def tool_digest(rule_files: Iterable[str]) -> str:
     """The tool's own code and the rules in use, so a changed analysis never reuses old results."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    own = []
+    own: list[str] = []
     for directory, dirs, files in os.walk(package):
         dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "reference_pipelines"))
         own.extend(os.path.join(directory, f) for f in sorted(files) if f.endswith(".py"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,7 +24,7 @@ class Discovery(NamedTuple):
     errors: list[tuple[str, str]]  # (path, message)
 
 
-def _excluded(path: str, patterns: list[str]) -> bool:
+def _excluded(path: str, patterns: Sequence[str]) -> bool:
     posix = Path(path).as_posix()
     name = os.path.basename(posix)
     for pattern in patterns:
@@ -35,7 +36,7 @@ def _excluded(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def discover(paths: list[str], exclude: list[str], include: list[str] = ()) -> Discovery:
+def discover(paths: list[str], exclude: list[str], include: Sequence[str] = ()) -> Discovery:
     """Files in a stable order; unreadable directories and missing paths become errors.
     `include`: globs of further files to scan (`docs/**/*.md` for MyST notebooks)."""
     files: list[str] = []

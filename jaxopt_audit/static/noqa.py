@@ -27,6 +27,6 @@ def suppressed(code: str, line_text: str) -> bool:
     codes = noqa_codes(line_text)
     if codes is False:
         return False
-    if codes is ALL:
+    if codes is None or codes is True:  # ALL (None): a bare `# noqa`
         return True
     return any(code.startswith(c) for c in codes)

@@ -80,9 +80,8 @@ def neutralise(source: str) -> str:
             value = "None" if magic.group("assign") else "pass"
             out.append(f"{magic.group('indent')}{magic.group('assign') or ''}{value}  # {magic.group('magic')}")
             continued = line.rstrip().endswith("\\")
-        elif _HELP.match(line):
-            indent = _HELP.match(line).group("indent")
-            out.append(f"{indent}pass  # {line.strip()}")
+        elif help_line := _HELP.match(line):
+            out.append(f"{help_line.group('indent')}pass  # {line.strip()}")
         else:
             out.append(line)
     return "\n".join(out)

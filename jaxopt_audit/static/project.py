@@ -236,7 +236,7 @@ class SummaryStore:
         if self.file is not None:
             try:
                 with open(self.file, encoding="utf-8") as handle:
-                    self.entries = {k: tuple(v) for k, v in json.load(handle).items()}  # type: ignore[misc]
+                    self.entries = {k: tuple(v) for k, v in json.load(handle).items()}
             except (OSError, ValueError, AttributeError):
                 self.entries = {}  # missing or damaged: rebuilt by this scan
 

@@ -78,7 +78,7 @@ class Example:
 
     def expected(self) -> list[tuple[int, str]]:
         """(line, code) pairs marked with `# <- CODE` in the example."""
-        out = []
+        out: list[tuple[int, str]] = []
         for number, line in enumerate(self.source.splitlines(), start=1):
             match = _MARK.search(line)
             if match:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -75,11 +76,11 @@ def names_in(node: cst.CSTNode) -> Iterator[str]:
         current = stack.pop()
         t = type(current)
         if t is cst.Name:
-            yield current.value
+            yield cast(cst.Name, current).value
         elif t is cst.Attribute:
-            stack.append(current.value)
+            stack.append(cast(cst.Attribute, current).value)
         elif t is cst.Arg:
-            stack.append(current.value)
+            stack.append(cast(cst.Arg, current).value)
         else:
             stack.extend(children(current))
 
@@ -113,10 +114,10 @@ def string_value(node: cst.CSTNode) -> str | None:
         return value if isinstance(value, str) else None
     if isinstance(node, cst.ConcatenatedString):
         try:
-            value = node.evaluated_value
+            joined = node.evaluated_value
         except Exception:  # noqa: BLE001
             return None
-        return value if isinstance(value, str) else None
+        return joined if isinstance(joined, str) else None
     return None
 
 
