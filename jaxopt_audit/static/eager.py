@@ -127,8 +127,8 @@ def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cs
         elif func.attr.value in apis.HOST_METHODS and model.is_array(base, fn):
             yield call
     if not strict:
-        for site in fn.tests:
-            node = site.node
+        for test in fn.tests:
+            node = test.node
             if isinstance(node, (cst.If, cst.While)) and any(
                     type(n) is cst.Call and model.is_array(n, fn) for n in walk(node.test)):
                 yield node.test  # a Python branch on a device value: a sync
@@ -222,9 +222,10 @@ def _structure_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Func
     if name is not None and STRUCTURE_NAMES.search(name):
         return True  # `for w, b in params`, `enumerate(slice_shape[:-1])`: layers, dimensions
     if isinstance(expr, cst.Name):
-        bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
-        if bindings and len(bindings) == len(fn.bindings(expr.value)):
-            return all(len(a.targets) <= 2 and _structure_iterable(model, a.value, fn, depth + 1) for a in bindings)
+        bindings = fn.bindings(expr.value)
+        if bindings and all(a.value is not None for a in bindings):
+            return all(len(a.targets) <= 2 and a.value is not None
+                       and _structure_iterable(model, a.value, fn, depth + 1) for a in bindings)
     return False
 
 

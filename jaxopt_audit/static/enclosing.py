@@ -16,7 +16,7 @@ from .walk import children
 def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode] | None:
     """The `If`/`While`/`For`/`Try`/`ExceptHandler`/`With` nodes around `target` in `fn`'s own
     body, outermost first; None when `target` is not in it (nested defs are not entered)."""
-    body = fn.node if fn.is_module else fn.node.body
+    body = fn.body
     path: list[cst.CSTNode] = []
 
     def search(node: cst.CSTNode) -> bool:

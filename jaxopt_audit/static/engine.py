@@ -31,7 +31,7 @@ from .model import SemanticModel
 from .noqa import suppressed
 from .project import ImportedView, ModuleSummary, Project, SummaryStore, summarise_model
 from .registry import check_patterns, load_rules, select_rules
-from .rule import Finding, Rule
+from .rule import Finding, Report, Rule
 
 
 class ScanError(NamedTuple):
@@ -117,7 +117,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
             summaries.append(summarise_model(model))
         except Exception:  # noqa: BLE001 - no summary: callers of this module stay unknown (silent)
             pass
-    raw: list[tuple[Rule, object]] = []
+    raw: list[tuple[Rule, Report]] = []
     internal: ScanError | None = None
     for rule in rules:
         try:

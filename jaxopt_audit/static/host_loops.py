@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeGuard, cast
+
 import libcst as cst
 
 from .loops import literal_trip_count
@@ -71,7 +73,7 @@ class Statements:
 
     def _index(self) -> None:
         self._errors = set()
-        body = self.fn.node if self.fn.is_module else self.fn.node.body
+        body = self.fn.body
         skip: set[int] = set()
         for n in walk(body):
             if isinstance(n, (cst.Lambda, cst.FunctionDef)):  # their names are another scope's
@@ -82,7 +84,7 @@ class Statements:
                     skip.update(id(m) for m in walk(t) if isinstance(m, cst.Name))
             elif _is_wait(n):
                 self._waits.add(id(n))
-                synced = n.func.value if not n.args else n.args[0].value
+                synced = n.args[0].value if n.args else cast(cst.Attribute, n.func).value
                 if isinstance(synced, cst.Name):  # `x.block_until_ready()`, `jax.block_until_ready(x)`
                     skip.add(id(synced))
                     self._synced.add(synced.value)
@@ -105,7 +107,7 @@ class Statements:
     def on_error_path(self, node: cst.CSTNode) -> bool:
         if self._errors is None:
             self._index()
-        return id(node) in self._errors
+        return id(node) in (self._errors or ())
 
     def only_synced(self, name: str) -> bool:
         """`c, d = f(a, b); c.block_until_ready()`: the name is bound and waited for, never
@@ -131,6 +133,6 @@ class Statements:
         return id(call) in self._discarded and id(call) in self._waits
 
 
-def _is_wait(node: cst.CSTNode) -> bool:
+def _is_wait(node: cst.CSTNode) -> TypeGuard[cst.Call]:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
         and node.func.attr.value == "block_until_ready"

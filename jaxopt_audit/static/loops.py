@@ -62,7 +62,8 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     state = set()
     for name in carried_names(model, loop):
         bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
-        if bindings and all(_fills_by_index(a.value, name, loop) for a in bindings):
+        values = [a.value for a in bindings if a.value is not None]
+        if values and all(_fills_by_index(value, name, loop) for value in values):
             continue
         if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in _KEY_SPLITS
                             for a in bindings):
@@ -163,8 +164,9 @@ def literal_trip_count(loop: Loop, resolve) -> int | None:
     if isinstance(it, (cst.Tuple, cst.List)):
         return len(it.elements)
     if isinstance(it, cst.Call) and resolve(it.func) == "builtins.range":
-        values = [int_value(a.value) for a in it.args]
-        if values and all(v is not None for v in values):
+        found = [int_value(a.value) for a in it.args]
+        values = [v for v in found if v is not None]
+        if values and len(values) == len(found):
             start, stop, step = (0, values[0], 1) if len(values) == 1 else (
                 values[0], values[1], values[2] if len(values) > 2 else 1)
             if step:

@@ -125,6 +125,12 @@ class Function:
         return isinstance(self.node, cst.Module)
 
     @property
+    def body(self) -> cst.CSTNode:
+        """What runs when it is called: the statements of a def, a lambda's expression, a module."""
+        node = self.node
+        return node if isinstance(node, cst.Module) else node.body
+
+    @property
     def jitted(self) -> bool:
         """Compiled somewhere: by a decorator, `f = jax.jit(f)`, or `g = jax.jit(f)`."""
         return bool(self.jit_sites)

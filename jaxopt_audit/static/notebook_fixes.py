@@ -29,8 +29,10 @@ def _serialiser(document, text: str) -> Callable[[object], str] | None:
                 dumped = json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
                 for tail in ("\n", ""):
                     if dumped + tail == text:
-                        return lambda doc, i=indent, s=sort_keys, a=ensure_ascii, t=tail: \
-                            json.dumps(doc, indent=i, sort_keys=s, ensure_ascii=a) + t
+                        def dump(doc: object, i: int | None = indent, s: bool = sort_keys, a: bool = ensure_ascii,
+                                 t: str = tail) -> str:
+                            return json.dumps(doc, indent=i, sort_keys=s, ensure_ascii=a) + t
+                        return dump
     return None
 
 

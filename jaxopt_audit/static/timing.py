@@ -38,7 +38,7 @@ class TimedRegion:
 def calls_in_order(fn: Function, fstrings: bool = False) -> list:
     """`fn`'s own calls in evaluation order: arguments and receivers before the call; with
     `fstrings`, the f-string fields too, each right after the value it formats."""
-    body = fn.node if fn.is_module else fn.node.body
+    body = fn.body
     out: list = []
 
     def visit(node: cst.CSTNode) -> None:
@@ -72,7 +72,7 @@ def _timer_bindings(model: SemanticModel, fn: Function) -> dict[str, list[cst.Ca
 
 
 def _subtractions(fn: Function) -> list[cst.BinaryOperation]:
-    body = fn.node if fn.is_module else fn.node.body
+    body = fn.body
     out = []
     stack: list[cst.CSTNode] = [body]
     while stack:

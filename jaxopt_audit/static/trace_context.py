@@ -167,9 +167,10 @@ class ArrayEvidence:
             facts = tracers(self.model)
             return (id(fn) in self.traced_ids and facts.is_param(fn, name)
                     and name not in facts.type_tested(fn) and name in self._array_operands(fn))
-        if not bindings or any(a.value is None or a.augmented or len(a.targets) != 1 for a in bindings):
+        values = [a.value for a in bindings if a.value is not None and not a.augmented and len(a.targets) == 1]
+        if not bindings or len(values) != len(bindings):
             return False
-        return all(self.expr(a.value, fn, depth + 1) for a in bindings)
+        return all(self.expr(value, fn, depth + 1) for value in values)
 
     def expr(self, expr: cst.BaseExpression, fn: Function, depth: int = 0) -> bool:
         if depth > 6:
@@ -197,7 +198,7 @@ class ArrayEvidence:
         if cached is not None:
             return cached
         found: set[str] = set()
-        body = fn.node.body if not fn.is_module else fn.node
+        body = fn.body
         for node in _walk_own(body):
             if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Modulo):
                 for side in (node.left, node.right):
