@@ -337,8 +337,7 @@ def _closes_over_configuration(model: SemanticModel, target: Function | None, si
     that reads the configuration: a different program per configuration, compiled once each."""
     if target is None or target.is_module or site.loop is None:
         return False
-    body = target.node.body
-    read = read_names(body) - set(target.params)
+    read = read_names(target.body) - set(target.params)
     varying = _varying_names(site) & read
     if not varying:
         return False

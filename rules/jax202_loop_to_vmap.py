@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -196,7 +197,7 @@ class LoopToVmap(Rule):
                                             "stacked items runs them in one call")
 
     def _independent_call(self, model: SemanticModel, fn: Function, loop: Loop) -> Site | None:
-        node: cst.For = loop.node
+        node = cast(cst.For, loop.node)  # for-loops only reach here
         iterable = node.iter
         if _iterates_structure_or_files(model, iterable) or iterates_structure(model, loop):
             return None
@@ -286,11 +287,11 @@ def _call_results(fn: Function, loop: Loop) -> set[str]:
 def _independent_items(model: SemanticModel, fn: Function, loop: Loop, items: set[str]) -> bool:
     """The loop runs over replicates or settings, not over structure: PRNG keys or seeds turned
     into keys, a literal grid of numbers, the rows of JAX arrays, or variables named so."""
-    node: cst.For = loop.node
-    iterable = node.iter
+    iterable = cast(cst.For, loop.node).iter  # for-loops only reach here
     zipped = isinstance(iterable, cst.Call) and model.resolve(iterable.func) in ("builtins.enumerate",
                                                                                  "builtins.zip")
-    sources = [a.value for a in iterable.args if a.keyword is None] if zipped else [iterable]
+    sources = [a.value for a in iterable.args if a.keyword is None] \
+        if isinstance(iterable, cst.Call) and zipped else [iterable]
     if sources and all(_is_grid(model, fn, s) or _is_key_batch(model, fn, s) or _is_jax_array(model, fn, s)
                        for s in sources):
         return True

@@ -155,16 +155,17 @@ class HostSyncInStep(Rule):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
                 if found is not None and not statements.on_error_path(site.node):
                     yield Report(site.node, self._message(model, site, found))
-            for site in fn.fstrings:
-                if per_step(site) and any(
+            for fstring in fn.fstrings:
+                if per_step(fstring) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
-                        for part in site.node.parts):
-                    if not _inside_printed_call(model, site, fn.calls) and not statements.on_error_path(site.node):
-                        yield Report(site.node, self._message(model, site, "an f-string of an array"))
-            for site in fn.tests:
-                node = site.node
+                        for part in fstring.node.parts):
+                    if not _inside_printed_call(model, fstring, fn.calls) \
+                            and not statements.on_error_path(fstring.node):
+                        yield Report(fstring.node, self._message(model, fstring, "an f-string of an array"))
+            for test_site in fn.tests:
+                node = test_site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
-                if test is None or not per_step(site):
+                if test is None or not per_step(test_site):
                     continue
                 for operand in _operands(test):
                     if _reduces_to_bool(model, operand, fn):
@@ -172,7 +173,7 @@ class HostSyncInStep(Rule):
                     if model.is_array(operand, fn) and not model.is_container(operand, fn) \
                             and _computed_on_device(model, operand, fn):
                         yield Report(operand, self._message(
-                            model, site, f"the condition `{describe(operand)}` (implicit bool())"))
+                            model, test_site, f"the condition `{describe(operand)}` (implicit bool())"))
 
     def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
                    statements: Statements) -> str | None:

@@ -240,7 +240,7 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         elif a.value is None and isinstance(node, cst.For):
             it = node.iter
             if isinstance(it, cst.Call) and (target := model.callee(it, fn).function) is not None \
-                    and any(isinstance(n, cst.Yield) for n in walk(target.node.body)):
+                    and any(isinstance(n, cst.Yield) for n in walk(target.body)):
                 return True  # `for batch in data_loader(x, y, order)`: this module's generator
             if iterates_rows(model, it, fn) and not model.is_array(it, fn):
                 return True  # rows of NumPy arrays held in memory
@@ -314,7 +314,8 @@ def _numpy_origin(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         if target is not None and _numpy_function(model, target):
             continue
         return None
-    return f"`{describe(bindings[0].value)}`"
+    first = bindings[0].value
+    return f"`{describe(first)}`" if first is not None else None
 
 
 def _numpy_function(model: SemanticModel, fn: Function) -> bool:

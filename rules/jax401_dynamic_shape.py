@@ -151,8 +151,8 @@ class DynamicShape(Rule):
                         yield Report(node, f"`{describe(node)}` slices with a traced bound, so its length depends "
                                            "on the values; use `jax.lax.dynamic_slice` with a static size")
                         break
-            for site in fn.calls:
-                yield from self._check_call(model, fn, site.node)
+            for call_site in fn.calls:
+                yield from self._check_call(model, fn, call_site.node)
 
     def _check_call(self, model: SemanticModel, fn: Function, call: cst.Call) -> Iterator[Report]:
         q = model.resolve(call.func)
@@ -201,6 +201,6 @@ def _is_boolean(model: SemanticModel, expr: cst.BaseExpression, fn: Function, de
     if isinstance(expr, cst.Call):
         return model.resolve(expr.func) in BOOLEAN_FUNCTIONS and is_traced_value(model, expr, fn)
     if isinstance(expr, cst.Name):
-        bindings = [a for a in fn.bindings(expr.value) if a.value is not None]
-        return bool(bindings) and all(_is_boolean(model, a.value, fn, depth + 1) for a in bindings)
+        values = [a.value for a in fn.bindings(expr.value) if a.value is not None]
+        return bool(values) and all(_is_boolean(model, value, fn, depth + 1) for value in values)
     return False

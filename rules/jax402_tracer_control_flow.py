@@ -158,8 +158,8 @@ class TracerControlFlow(Rule):
                     if is_traced(node.expression, fn) and not model.is_container(node.expression, fn):
                         yield Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
                                            "fails under jit; use `jnp.logical_not`")
-            for site in fn.calls:
-                call = site.node
+            for call_site in fn.calls:
+                call = call_site.node
                 q = model.resolve(call.func)
                 if q == "builtins.bool" and call.args and is_traced(call.args[0].value, fn):
                     yield Report(call, f"`{describe(call)}` needs a concrete value, but its argument is traced "

@@ -188,7 +188,7 @@ def _draws_meet(module, node: cst.Call, previous: cst.Call) -> bool:
     draws meet: in one statement, or their results read together later (`x @ w` of data and
     weights drawn alike). A notebook reusing its global key for unrelated demonstrations, cells
     apart, draws numbers nobody compares. Inside functions every reuse counts."""
-    statements = {}
+    statements: dict[int, set[str]] = {}
     for a in module.assignments:
         if a.value is None:
             continue

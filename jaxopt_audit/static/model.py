@@ -88,7 +88,7 @@ class Function:
     assignments: list[Assignment] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
     # If/While tests, IfExp tests, BooleanOperation, not
-    tests: list[Site[cst.BaseExpression]] = field(default_factory=list)
+    tests: list[Site[cst.BaseExpression | cst.If | cst.While]] = field(default_factory=list)
     subscripts: list[Site[cst.Subscript]] = field(default_factory=list)
     fstrings: list[Site[cst.FormattedString]] = field(default_factory=list)
     # list/set/dict comprehensions, generator expressions
