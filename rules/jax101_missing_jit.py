@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid
 from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator
@@ -149,8 +151,9 @@ class MissingJit(Rule):
     ]
 
     def fix(self, model: SemanticModel, report: Report):
-        target = next((fn for fn in model.functions if not fn.is_module and fn.node.name is report.node), None)
-        if target is None or target.cls is not None:
+        target = next((fn for fn in model.functions
+                       if isinstance(fn.node, cst.FunctionDef) and fn.node.name is report.node), None)
+        if target is None or target.cls is not None or not isinstance(target.node, cst.FunctionDef):
             return None
         return jit_decorator(model, target.node)
 
@@ -177,7 +180,8 @@ class MissingJit(Rule):
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():
             loop_line = model.line_of(site.loop.node) if site.loop is not None else 0
-            yield Report(target.node.name,
+            node = target.node
+            yield Report(node.name if isinstance(node, cst.FunctionDef) else node,
                          f"`{target.qualname}` does JAX array work and is called every step of the loop "
                          f"at line {loop_line} without jit, so each of its operations is dispatched "
                          "one by one from Python")

@@ -209,8 +209,8 @@ class SideEffectInJit(Rule):
         value = assignment.value
         if value is None or not is_traced_value(model, value, fn):
             return
-        declared = fn.global_names | {n for n in fn.nonlocal_names
-                                      if not _same_trace(model, fn, binding_scope(n, fn.parent))}
+        declared = fn.global_names | {n for n in fn.nonlocal_names if fn.parent is not None
+                                      and not _same_trace(model, fn, binding_scope(n, fn.parent))}
         written = [t for t in assignment.targets if t in declared]
         if written:
             kind = "global" if written[0] in fn.global_names else "nonlocal"
@@ -330,8 +330,8 @@ def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Functio
         while cls is None and current.parent is not None:
             current = current.parent
             cls = current.cls
-        values = cls.attribute_values.get(expr.attr.value, []) if cls is not None else []
-        if values and all(_is_container(model, v, owner) for v, owner in values):
+        owned = cls.attribute_values.get(expr.attr.value, []) if cls is not None else []
+        if owned and all(_is_container(model, v, owner) for v, owner in owned):
             return f"self.{expr.attr.value}"
     return None
 

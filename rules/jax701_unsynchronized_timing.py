@@ -199,9 +199,9 @@ class UnsynchronizedTiming(Rule):
             for site in fn.calls:
                 call: cst.Call = site.node
                 if model.resolve(call.func) in TIMEIT_RUNNERS:
-                    pending = _timeit_statement_pending(model, fn, call, syncing)
-                    if pending is not None:
-                        yield Report(call, f"`{describe(call.func)}` times `{pending}` without "
+                    timed = _timeit_statement_pending(model, fn, call, syncing)
+                    if timed is not None:
+                        yield Report(call, f"`{describe(call.func)}` times `{timed}` without "
                                            "`.block_until_ready()`: JAX dispatches asynchronously, so this "
                                            "times the dispatch, not the computation")
 
@@ -263,17 +263,18 @@ def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[s
         isinstance(call.func, cst.Attribute) and bool(read_names(call.func.value) & results))
 
 
-def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.BaseExpression]:
+def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.CSTNode]:
     """Names bound in `fn` to a jit wrapper (`f = jax.jit(g)`); at module level also the
     module's jit-decorated functions."""
-    out: dict[str, cst.BaseExpression] = {}
+    out: dict[str, cst.CSTNode] = {}
     for a in fn.assignments:
         value = a.value
         if isinstance(value, cst.Call) and len(a.targets) == 1:
             q = model.resolve(value.func)
-            inner = model.resolve(value.func.func) if isinstance(value.func, cst.Call) else None
-            if q in apis.JIT_WRAPPERS or (inner == "functools.partial" and value.func.args
-                                          and model.resolve(value.func.args[0].value) in apis.JIT_WRAPPERS):
+            partial = value.func if isinstance(value.func, cst.Call) else None
+            inner = model.resolve(partial.func) if partial is not None else None
+            if q in apis.JIT_WRAPPERS or (partial is not None and inner == "functools.partial" and partial.args
+                                          and model.resolve(partial.args[0].value) in apis.JIT_WRAPPERS):
                 out[a.targets[0]] = value
     if fn.is_module:
         for other in model.functions:
@@ -304,7 +305,7 @@ def _first_jitted_call(model: SemanticModel, fn: Function, region: TimedRegion,
     return None
 
 
-def _small_program(model: SemanticModel, fn: Function, jitted: cst.BaseExpression) -> bool:
+def _small_program(model: SemanticModel, fn: Function, jitted: cst.CSTNode) -> bool:
     """The jitted function is a small one (a lambda, a loop-free def, a library function), so a
     single timed first call is mostly compilation. A whole training run (`make_train(config)`, a
     function that scans or loops) timed end to end is a different, legitimate measurement."""

@@ -184,8 +184,7 @@ class ManualOptimizerUpdate(Rule):
                 term = _comprehension_update(node, fn, gradient_names)
                 if term is None:
                     continue
-                site = Site(node, fn, comp.loop, False)
-                if computes_gradients or runs_every_step(model, site) is not None:
+                if computes_gradients or runs_every_step(model, Site(node, fn, comp.loop, False)) is not None:
                     kind = "dict" if isinstance(node, cst.DictComp) else "list"
                     yield Report(node, self._message(f"a {kind} comprehension applying `{describe(term)}`"))
 
@@ -283,14 +282,14 @@ def _tree_map_update(model: SemanticModel, call: cst.Call, fn: Function,
     return None
 
 
-def _comprehension_update(node: cst.CSTNode, fn: Function,
+def _comprehension_update(node: cst.ListComp | cst.GeneratorExp | cst.DictComp, fn: Function,
                           gradient_names: set[str]) -> cst.BaseExpression | None:
     """`{k: params[k] - lr * grads[k] for k in params}`, `{k: v - lr * grads[k] for k, v in
     params.items()}`, `[p - lr * g for p, g in zip(params, grads)]`."""
     value = node.value if isinstance(node, cst.DictComp) else node.elt
     elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-    comp_names = set()
-    comp = node.for_in
+    comp_names: set[str] = set()
+    comp: cst.CompFor | None = node.for_in
     while comp is not None:
         comp_names.update(target_names(comp.target))
         comp = comp.inner_for_in

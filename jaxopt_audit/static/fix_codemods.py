@@ -7,6 +7,7 @@ Each returns a Fix or None; None whenever the rewrite cannot be shown to be righ
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import libcst as cst
 
@@ -113,14 +114,15 @@ def carried_key(model, call: cst.Call) -> Fix | None:
     if statement is None:
         return None
     assign = statement.body[0]
-    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+            or not isinstance(assign.targets[0].target, cst.Name):
         return None
     name = assign.targets[0].target.value
     carried = f"{name}_carry"
     split = _split_spelling(model, call)
     if split is None or (model.source is not None and re.search(rf"\b{carried}\b", model.source)):
         return None
-    targets = [cst.AssignTarget(cst.parse_expression(f"{carried}, {name}"))]
+    targets = [cst.AssignTarget(cast(cst.BaseAssignTargetExpression, cst.parse_expression(f"{carried}, {name}")))]
     step = statement.with_changes(body=[assign.with_changes(value=cst.parse_expression(f"{split}({carried})"),
                                                              targets=targets)])
     init = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(carried))], value=call)],

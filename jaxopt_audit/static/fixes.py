@@ -32,7 +32,8 @@ class Fix:
     """What a rule's `fix` hook returns: nodes to replace, and one line saying what changes."""
 
     applicability: str  # SAFE | UNSAFE
-    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode], ...]
+    # the node and what replaces it (a FlattenSentinel: several statements for one)
+    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel], ...]
     description: str
 
 
@@ -81,7 +82,7 @@ def allowed(applicability_: str | None, unsafe: bool) -> bool:
 
 
 class _Replace(cst.CSTTransformer):
-    def __init__(self, mapping: dict[int, cst.CSTNode]) -> None:
+    def __init__(self, mapping: dict[int, cst.CSTNode | cst.FlattenSentinel]) -> None:
         super().__init__()
         self.mapping = mapping
 
@@ -111,7 +112,7 @@ def _one_round(text: str, path: str, rules: list, ignored: Iterable[str], unsafe
     model = SemanticModel(module, path, package, text)
     positions = model.positions
     taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    mapping: dict[int, cst.CSTNode] = {}
+    mapping: dict[int, cst.CSTNode | cst.FlattenSentinel] = {}
     applied: list[Applied] = []
     for rule in rules:
         if rule.CODE not in {code for code, _, _ in wanted}:
