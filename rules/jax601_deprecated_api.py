@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -117,8 +118,9 @@ _LEAVES = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Ima
 
 
 def _node_types(base: type) -> set[type]:
-    out = {base}
-    for sub in base.__subclasses__():
+    out: set[type] = {base}
+    subclasses: list[type] = base.__subclasses__()
+    for sub in subclasses:
         out |= _node_types(sub)
     return out
 
@@ -140,23 +142,26 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
         t = type(node)
         if t in _LEAVES:
             continue
+        # dispatch on the exact type, as the model does; cast() records what the test established
         if t is cst.Attribute:
-            hit = _attribute_use(model, node)
+            attribute = cast(cst.Attribute, node)
+            hit = _attribute_use(model, attribute)
             if hit is not None:
                 found.append(hit)
                 continue
-            if dotted(node) is not None:
+            if dotted(attribute) is not None:
                 continue  # a plain dotted name: its sub-chains were checked with it
         elif t is cst.Import or t is cst.ImportFrom:
-            found.extend(_import_uses(node))
+            found.extend(_import_uses(cast("cst.Import | cst.ImportFrom", node)))
             continue
-        elif t is cst.If and _is_version_check(node.test):
+        elif t is cst.If and _is_version_check(cast(cst.If, node).test):
             continue  # `if hasattr(jax, "typeof"): ... else: jax.core.get_aval(x)`: handled on purpose
-        elif (t is cst.Try or t is cst.TryStar) and _catches_missing_api(node):
+        elif (t is cst.Try or t is cst.TryStar) and _catches_missing_api(cast("cst.Try | cst.TryStar", node)):
+            tried = cast("cst.Try | cst.TryStar", node)
             # version-compatibility code: the body tries one spelling and the handlers hold the
             # other (old first and new as the fallback, or the reverse); only else/finally run
             # whatever the JAX version
-            stack.extend(reversed([n for n in (node.orelse, node.finalbody) if n is not None]))
+            stack.extend(reversed([n for n in (tried.orelse, tried.finalbody) if n is not None]))
             continue
         pushed: list[cst.CSTNode] = []
         for name in child_fields(t):
@@ -181,7 +186,7 @@ def _attribute_use(model: SemanticModel, node: cst.Attribute) -> tuple[cst.CSTNo
     while isinstance(current, cst.Attribute):
         q = model.resolve(current)
         entry = lookup(q) if q is not None else None
-        if entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(current):
+        if q is not None and entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(current):
             return current, entry, q
         current = current.value
     return None

@@ -9,10 +9,11 @@ runs on that statement alone. Results equal the provider's (tests compare them o
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple, cast
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .walk import children
 
@@ -34,8 +35,10 @@ class Positions:
         self._source_lines = source.splitlines() if source is not None else None
         self._parents: dict[int, cst.CSTNode] | None = None
         self._tree: ast.Module | None = None
-        self._whole: object = None  # fallback: the full PositionProvider mapping
-        self._rendered: dict[int, tuple[dict, cst.CSTNode, int, int]] = {}
+        # fallback: the full PositionProvider mapping
+        self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
+        # id(statement) -> its positions rendered alone, the rendered node, its first line, its lines
+        self._rendered: dict[int, tuple[Mapping[cst.CSTNode, CodeRange], cst.CSTNode, int, list[str]]] = {}
         self._indexes: dict[int, dict[int, int]] = {}  # id(module or block) -> see _ast_index
 
     def get(self, node: cst.CSTNode) -> Span | None:
@@ -87,7 +90,7 @@ class Positions:
                 return statement, twin
             body = statement.body
             if depth + 2 < len(path) and path[depth + 1] is body and isinstance(body, cst.IndentedBlock):
-                container, ast_list = body, twin.body
+                container, ast_list = body, twin.body  # type: ignore[attr-defined]  # compound, as in libcst
                 depth += 2
                 continue
             return statement, twin
@@ -112,7 +115,8 @@ class Positions:
         key = id(statement)
         if key not in self._rendered:
             stripped = statement.with_changes(leading_lines=()) if hasattr(statement, "leading_lines") else statement
-            module = cst.Module(body=[stripped], default_indent=self.module.default_indent,
+            module = cst.Module(body=[cast("cst.SimpleStatementLine | cst.BaseCompoundStatement", stripped)],
+                                default_indent=self.module.default_indent,
                                 default_newline=self.module.default_newline)
             mapping = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
             first_line = twin.lineno
