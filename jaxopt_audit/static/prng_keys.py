@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 
@@ -315,36 +316,42 @@ class _FunctionFlow:
         t = type(node)
         if t in _OPAQUE:
             return  # a leaf, or a separate function analysed on its own
+        # dispatch on the exact type, as the model does; cast() records what the test established
         if t is cst.Call:
-            self.expr(node.func, state)
-            for arg in node.args:
+            call = cast(cst.Call, node)
+            self.expr(call.func, state)
+            for arg in call.args:
                 self.expr(arg.value, state)
-            self.call(node, state)
+            self.call(call, state)
             return
         if t is cst.IfExp:
-            self.expr(node.test, state)
+            ifexp = cast(cst.IfExp, node)
+            self.expr(ifexp.test, state)
             body, orelse = state.copy(), state.copy()
-            self.expr(node.body, body)
-            self.expr(node.orelse, orelse)
+            self.expr(ifexp.body, body)
+            self.expr(ifexp.orelse, orelse)
             _replace(state, _merge([body, orelse]))
             return
         if t is cst.BooleanOperation:
-            self.expr(node.left, state)
+            operation = cast(cst.BooleanOperation, node)
+            self.expr(operation.left, state)
             right = state.copy()
-            self.expr(node.right, right)
+            self.expr(operation.right, right)
             _replace(state, _merge([state, right]))
             return
         if t is cst.ListComp or t is cst.SetComp or t is cst.GeneratorExp or t is cst.DictComp:
-            self.comprehension(node, state)
+            self.comprehension(cast("cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp", node), state)
             return
         if t is cst.NamedExpr:
-            self.expr(node.value, state)
-            self.assign(node.target, node.value, state)
+            named = cast(cst.NamedExpr, node)
+            self.expr(named.value, state)
+            self.assign(named.target, named.value, state)
             return
         for child in children(node):
             self.expr(child, state)
 
-    def comprehension(self, node: cst.CSTNode, state: _State) -> None:
+    def comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp,
+                      state: _State) -> None:
         first = node.for_in
         self.expr(first.iter, state)
         frame = _LoopFrame(id(node))

@@ -23,6 +23,9 @@ bodies and flax/equinox module methods (these may run on concrete values).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import libcst as cst
 
 from . import apis
@@ -117,7 +120,8 @@ class Tracers:
                         inner = transformed_function(model, call.args[0].value, fn)
                         if inner is not None:  # jax.jit(jax.grad(loss_fn)): same positions
                             inner.static_params |= model._static_params(inner, list(call.args[1:]))
-                            self._root_jit(inner, q, call.args[0].value.args[0].value)
+                            # transformed_function found a call: `jax.grad(loss_fn)`
+                            self._root_jit(inner, q, cast(cst.Call, call.args[0].value).args[0].value)
                 elif isinstance(call.func, cst.Call) and model.resolve(call.func.func) == "functools.partial" \
                         and call.func.args and call.args:
                     wrapper = model.resolve(call.func.args[0].value)
@@ -213,6 +217,7 @@ class Tracers:
         for arg in call.args:
             if arg.star:
                 break
+            name: str | None
             if arg.keyword is not None:
                 name = arg.keyword.value
             else:
@@ -239,35 +244,41 @@ class Tracers:
         return result
 
     def _expr(self, expr: cst.BaseExpression, fn: Function, depth: int) -> bool:
+        # dispatch on the exact type, as the model does; cast() records what the test established
         t = type(expr)
         if t is cst.Name:
-            return self._name(expr, fn, depth)
+            return self._name(cast(cst.Name, expr), fn, depth)
         if t is cst.Attribute:
-            return expr.attr.value in apis.ARRAY_ATTRIBUTES and self.expr(expr.value, fn, depth + 1)
+            attribute = cast(cst.Attribute, expr)
+            return attribute.attr.value in apis.ARRAY_ATTRIBUTES and self.expr(attribute.value, fn, depth + 1)
         if t is cst.Subscript:
-            base = expr.value
+            base = cast(cst.Subscript, expr).value
             if isinstance(base, cst.Attribute) and base.attr.value == "at":
                 return False  # `x.at[i]` is an update helper, not a value
             return self.expr(base, fn, depth + 1)
         if t is cst.BinaryOperation:
-            return self.expr(expr.left, fn, depth + 1) or self.expr(expr.right, fn, depth + 1)
+            binary = cast(cst.BinaryOperation, expr)
+            return self.expr(binary.left, fn, depth + 1) or self.expr(binary.right, fn, depth + 1)
         if t is cst.UnaryOperation:
-            return not isinstance(expr.operator, cst.Not) and self.expr(expr.expression, fn, depth + 1)
+            unary = cast(cst.UnaryOperation, expr)
+            return not isinstance(unary.operator, cst.Not) and self.expr(unary.expression, fn, depth + 1)
         if t is cst.Comparison:
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            comparison = cast(cst.Comparison, expr)
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in comparison.comparisons):
                 return False
-            return self.expr(expr.left, fn, depth + 1) or any(
-                self.expr(c.comparator, fn, depth + 1) for c in expr.comparisons)
+            return self.expr(comparison.left, fn, depth + 1) or any(
+                self.expr(c.comparator, fn, depth + 1) for c in comparison.comparisons)
         if t is cst.IfExp:
-            return self.expr(expr.body, fn, depth + 1) and self.expr(expr.orelse, fn, depth + 1)
+            ifexp = cast(cst.IfExp, expr)
+            return self.expr(ifexp.body, fn, depth + 1) and self.expr(ifexp.orelse, fn, depth + 1)
         if t is cst.Call:
-            return self._call(expr, fn, depth)
+            return self._call(cast(cst.Call, expr), fn, depth)
         if t in (cst.Tuple, cst.List):  # holds a tracer (storing it leaks it; its truth is static)
             return any(not isinstance(e, cst.StarredElement) and self.expr(e.value, fn, depth + 1)
-                       for e in expr.elements)
+                       for e in cast("cst.Tuple | cst.List", expr).elements)
         if t is cst.Dict:
             return any(isinstance(e, cst.DictElement) and self.expr(e.value, fn, depth + 1)
-                       for e in expr.elements)
+                       for e in cast(cst.Dict, expr).elements)
         return False
 
     def _call(self, call: cst.Call, fn: Function, depth: int) -> bool:
@@ -295,8 +306,9 @@ class Tracers:
             target = callee.function
             return any(self.expr(r, target, depth + 1) for r in target.returns)
         if q is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in ARRAY_METHODS:
-            return self.expr(call.func.value, fn, depth + 1) or _is_at(call.func.value) and \
-                self.expr(call.func.value.value.value, fn, depth + 1)
+            base = call.func.value
+            return self.expr(base, fn, depth + 1) or _is_at(base) and \
+                self.expr(cast(cst.Attribute, cast(cst.Subscript, base).value).value, fn, depth + 1)
         return False
 
     def _name(self, use: cst.Name, fn: Function, depth: int) -> bool:
@@ -445,10 +457,10 @@ _CONTAINERS = ("Tuple", "tuple", "List", "list", "Dict", "dict", "Sequence", "Ma
 def container_annotation(fn: Function, name: str) -> bool:
     """`limit: Tuple[Array, Array]`, `mask: Optional[Array]`: its truth is length or None-ness."""
     annotation = annotation_text(fn, name)
-    return bool(annotation) and annotation.startswith(_CONTAINERS)
+    return annotation is not None and annotation.startswith(_CONTAINERS)
 
 
-def _unknown_static(options: list[cst.Arg]) -> bool:
+def _unknown_static(options: Sequence[cst.Arg]) -> bool:
     """`jit(f, static_argnums=spec)` with a computed spec (or `**options`): which arguments
     are static is unknown here."""
     for arg in options:
