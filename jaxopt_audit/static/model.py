@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import libcst as cst
 
@@ -202,14 +202,18 @@ class _Builder:
         self.seq = 0
         self.class_depth = 0  # inside a class body: its assignments are attributes, not module names
 
-    def _assignment(self, fn: Function, *args, **kwargs) -> Assignment:
+    def _assignment(self, fn: Function, targets: tuple[str, ...], value: cst.BaseExpression | None,
+                    site: Site, **kwargs: Any) -> Assignment:
         self.seq += 1
-        a = Assignment(*args, seq=self.seq, **kwargs)
+        a = Assignment(targets, value, site, seq=self.seq, **kwargs)
         fn.assignments.append(a)
         return a
 
     def function(self, node: FunctionNode, name: str, parent: Function | None,
                  cls: ClassInfo | None) -> Function:
+        params: list[str]
+        annotations: dict[str, str | None]
+        decorators: list[cst.Decorator]
         if isinstance(node, cst.Module):
             params, annotations, decorators = [], {}, []
         else:
@@ -534,7 +538,7 @@ class SemanticModel:
         self.class_of_body: dict[int, ClassInfo] = {}
         self.function_of_def: dict[cst.FunctionDef, Function] = {}
         self.lambdas: dict[cst.Lambda, Function] = {}
-        self._positions = None
+        self._positions: Positions | None = None
         self._module_values_static = False
         self._kind_cache: dict[tuple[int, int, bool], str | None] = {}
         self.name_seq: dict[int, int] = {}
@@ -610,7 +614,7 @@ class SemanticModel:
             return fn
         seq = self.name_seq.get(id(use))
         before = [a for a in defs if seq is not None and a.seq < seq] if scope is owner else defs
-        chosen = self.function_of_def.get(before[-1].site.node) if before else None
+        chosen = self.function_of_def.get(cast(cst.FunctionDef, before[-1].site.node)) if before else None
         return chosen if chosen is not None else fn
 
     def _annotation_of(self, name: str, scope: Function) -> str | None:
@@ -743,61 +747,69 @@ class SemanticModel:
         return result
 
     def _value_kind(self, expr: cst.BaseExpression, scope: Function, depth: int) -> str | None:
+        # dispatch on the exact type (see visit); cast() records what the test established
         t = type(expr)
         if t is cst.Name:
-            name = expr.value
-            return "array" if self.is_array_name(name, scope, expr) else self._object_name(name, scope, depth)
+            name_node = cast(cst.Name, expr)
+            name = name_node.value
+            return "array" if self.is_array_name(name, scope, name_node) else self._object_name(name, scope, depth)
         if t is cst.Attribute:
-            if expr.attr.value in apis.STATIC_ATTRIBUTES:
+            attribute = cast(cst.Attribute, expr)
+            if attribute.attr.value in apis.STATIC_ATTRIBUTES:
                 return None
-            if isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+            if isinstance(attribute.value, cst.Name) and attribute.value.value in ("self", "cls"):
                 return None  # attributes set at construction: static configuration
-            if self._module_values_static and expr.attr.value not in apis.ARRAY_ATTRIBUTES:
+            if self._module_values_static and attribute.attr.value not in apis.ARRAY_ATTRIBUTES:
                 return None  # a field of a traced pytree may be static config (`state.dynamic_scale`)
-            base = self.value_kind(expr.value, scope, depth + 1)
+            base = self.value_kind(attribute.value, scope, depth + 1)
             return "array" if base == "array" else None
         if t is cst.Subscript:
-            base = expr.value
-            if isinstance(base, cst.Attribute) and base.attr.value in apis.STATIC_ATTRIBUTES:
+            subscripted = cast(cst.Subscript, expr).value
+            if isinstance(subscripted, cst.Attribute) and subscripted.attr.value in apis.STATIC_ATTRIBUTES:
                 return None
-            return "array" if self.value_kind(base, scope, depth + 1) == "array" else None
+            return "array" if self.value_kind(subscripted, scope, depth + 1) == "array" else None
         if t is cst.Call:
-            return self._call_kind(expr, scope, depth)
+            return self._call_kind(cast(cst.Call, expr), scope, depth)
         if t is cst.BinaryOperation:
-            if self.value_kind(expr.left, scope, depth + 1) == "array" \
-                    or self.value_kind(expr.right, scope, depth + 1) == "array":
+            binary = cast(cst.BinaryOperation, expr)
+            if self.value_kind(binary.left, scope, depth + 1) == "array" \
+                    or self.value_kind(binary.right, scope, depth + 1) == "array":
                 return "array"
             return None
         if t is cst.UnaryOperation:
-            if type(expr.operator) is cst.Not:
+            unary = cast(cst.UnaryOperation, expr)
+            if type(unary.operator) is cst.Not:
                 return None
-            return self.value_kind(expr.expression, scope, depth + 1)
+            return self.value_kind(unary.expression, scope, depth + 1)
         if t is cst.Comparison:
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            comparison = cast(cst.Comparison, expr)
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in comparison.comparisons):
                 return None
-            if self.value_kind(expr.left, scope, depth + 1) == "array" or any(
-                    self.value_kind(c.comparator, scope, depth + 1) == "array" for c in expr.comparisons):
+            if self.value_kind(comparison.left, scope, depth + 1) == "array" or any(
+                    self.value_kind(c.comparator, scope, depth + 1) == "array" for c in comparison.comparisons):
                 return "array"
             return None
         if t is cst.IfExp:
-            if "array" in (self.value_kind(expr.body, scope, depth + 1),
-                           self.value_kind(expr.orelse, scope, depth + 1)):
+            ifexp = cast(cst.IfExp, expr)
+            if "array" in (self.value_kind(ifexp.body, scope, depth + 1),
+                           self.value_kind(ifexp.orelse, scope, depth + 1)):
                 return "array"
             return None
         if t in (cst.Tuple, cst.List):
-            if any(not isinstance(e, cst.StarredElement) and
-                   self.value_kind(e.value, scope, depth + 1) == "array" for e in expr.elements):
+            if any(not isinstance(e, cst.StarredElement) and self.value_kind(e.value, scope, depth + 1) == "array"
+                   for e in cast("cst.Tuple | cst.List", expr).elements):
                 return "array"
             return None
         if t is cst.Dict:
-            if any(isinstance(e, cst.DictElement) and
-                   self.value_kind(e.value, scope, depth + 1) == "array" for e in expr.elements):
+            if any(isinstance(e, cst.DictElement) and self.value_kind(e.value, scope, depth + 1) == "array"
+                   for e in cast(cst.Dict, expr).elements):
                 return "array"
             return None
         if t is cst.DictComp:
-            return "array" if self.value_kind(expr.value, scope, depth + 1) == "array" else None
+            return "array" if self.value_kind(cast(cst.DictComp, expr).value, scope, depth + 1) == "array" else None
         if t in (cst.ListComp, cst.GeneratorExp):
-            return "array" if self.value_kind(expr.elt, scope, depth + 1) == "array" else None
+            element = cast("cst.ListComp | cst.GeneratorExp", expr).elt
+            return "array" if self.value_kind(element, scope, depth + 1) == "array" else None
         return None
 
     def _value_kind_cached(self, expr: cst.BaseExpression, scope: Function) -> str | None:
@@ -905,9 +917,10 @@ class SemanticModel:
                 "jax.tree_util.tree_leaves"):
             return True
         if isinstance(expr, cst.Name) and depth < 4:
-            bindings = [a for a in scope.bindings(expr.value) if a.value is not None]
-            return bool(bindings) and len(bindings) == len(scope.bindings(expr.value)) and all(
-                len(a.targets) == 1 and self.is_container(a.value, scope, depth + 1) for a in bindings)
+            bindings = scope.bindings(expr.value)
+            return bool(bindings) and all(
+                a.value is not None and len(a.targets) == 1 and self.is_container(a.value, scope, depth + 1)
+                for a in bindings)
         return False
 
     def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
@@ -1150,7 +1163,7 @@ class SemanticModel:
             return None
         if q in apis.TREE_MAPS and call.args:
             mapped = self.function_ref(call.args[0].value, scope)
-            if mapped is not None and mapped.name == "<lambda>" and _only_syncs(mapped.node.body, self):
+            if mapped is not None and isinstance(mapped.node, cst.Lambda) and _only_syncs(mapped.node.body, self):
                 return None  # jax.tree.map(lambda x: x.block_until_ready(), out)
             if mapped is not None and not mapped.does_array_work and not any(
                     self.is_array(a.value, scope) for a in call.args[1:]):
@@ -1206,8 +1219,9 @@ class SemanticModel:
                     for a in fn.assignments:  # loop and comprehension targets iterate over arrays
                         if a.value is None and isinstance(a.site.node, (cst.For, cst.CompFor)):
                             if self._iterates_arrays(a.site.node.iter, fn):
-                                targets = _item_values(a.site.node, a.targets,
-                                                       lambda e, fn=fn: self._iterates_arrays(e, fn))
+                                def iterates_arrays(e: cst.BaseExpression, fn: Function = fn) -> bool:
+                                    return self._iterates_arrays(e, fn)
+                                targets = _item_values(a.site.node, a.targets, iterates_arrays)
                                 if not set(targets) <= fn.array_names:
                                     fn.array_names.update(targets)
                                     self._kind_cache = {}
@@ -1226,15 +1240,15 @@ class SemanticModel:
                     for arg in site.node.args:
                         if arg.star:
                             break
-                        name = arg.keyword.value if arg.keyword is not None else (
+                        param = arg.keyword.value if arg.keyword is not None else (
                             params[position] if position < len(params) else None)
                         if arg.keyword is None:
                             position += 1
-                        if name is None or name in target.static_params or name in target.array_params \
-                                or _host_annotation(target.param_annotations.get(name)):
+                        if param is None or param in target.static_params or param in target.array_params \
+                                or _host_annotation(target.param_annotations.get(param)):
                             continue
                         if self.is_array(arg.value, fn):
-                            target.array_params.add(name)
+                            target.array_params.add(param)
                             self._kind_cache = {}
                             changed = True
             if not changed:
