@@ -160,15 +160,30 @@ def _notebooks_supported() -> bool:
         return bool(discover([folder], []).files)
 
 
+# Saved outputs as notebooks hold them, and as damaged ones might: the scanner reads their text and
+# error names (static/notebooks.py) and must never fail on them.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6)
+_OUTPUT = st.one_of(
+    st.fixed_dictionaries({"output_type": st.just("stream"), "name": st.just("stdout"),
+                           "text": st.one_of(st.text(max_size=40), st.lists(st.text(max_size=20), max_size=3), _JSON)}),
+    st.fixed_dictionaries({"output_type": st.just("error"), "ename": st.one_of(st.text(max_size=30), _JSON),
+                           "evalue": st.text(max_size=20), "traceback": st.lists(st.text(max_size=20), max_size=2)}),
+    st.fixed_dictionaries({"output_type": st.just("execute_result"), "data": _JSON}),
+    _JSON)
+
+
 @st.composite
 def notebook(draw) -> bytes:
     cells = draw(st.lists(st.tuples(st.sampled_from(["code", "markdown", "raw"]),
                                     st.one_of(hypothesmith.from_grammar(), st.text(max_size=40)),
-                                    st.booleans()), max_size=5))
+                                    st.booleans(), st.one_of(st.lists(_OUTPUT, max_size=3), _JSON)), max_size=5))
     nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
           "cells": [{"cell_type": kind, "metadata": {}, "source": text.splitlines(True) if as_lines else text,
-                     **({"outputs": [], "execution_count": None} if kind == "code" else {})}
-                    for kind, text, as_lines in cells]}
+                     **({"outputs": outputs, "execution_count": None} if kind == "code" else {})}
+                    for kind, text, as_lines, outputs in cells]}
     data = json.dumps(nb).encode()
     if draw(st.booleans()):  # a damaged notebook: cut short, or a field of the wrong type
         data = data[:draw(st.integers(0, len(data)))] if draw(st.booleans()) else \
@@ -176,7 +191,9 @@ def notebook(draw) -> bytes:
     return data
 
 
-# Notebooks are scanned once discovery picks up .ipynb files (another change adds them).
+# Notebooks are scanned once discovery picks up .ipynb files (another change adds them). Slow: the
+# grammar-generated cells take half a minute, most of the fast loop's time.
+@pytest.mark.slow
 @pytest.mark.skipif(not _notebooks_supported(), reason="this build does not scan .ipynb notebooks")
 @settings(max_examples=_examples(20))
 @given(data=notebook())
