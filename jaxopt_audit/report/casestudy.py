@@ -116,7 +116,7 @@ def findings_at_report_time(pipeline: str, module: str) -> tuple[list[StageFindi
 Findings = dict[int, tuple[list[StageFinding] | None, str]]  # stage -> (findings or None, why not)
 
 
-def stage_findings(run: Run) -> Findings:
+def findings_by_stage(run: Run) -> Findings:
     out: Findings = {}
     for variant in run.variants:
         if variant.findings is None:
@@ -356,9 +356,9 @@ def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None 
     base = runs[0].result
     output_name = output_name or f"{base.pipeline}.md"
     names = rule_names()
-    findings = stage_findings(runs[0])
+    findings = findings_by_stage(runs[0])
     for run in runs[1:]:  # findings are per file: any run that recorded them fills gaps
-        for stage, (found, why) in stage_findings(run).items():
+        for stage, (found, why) in findings_by_stage(run).items():
             if findings.get(stage, (None, ""))[0] is None and found is not None:
                 findings[stage] = (found, why)
     for f_list, _ in findings.values():

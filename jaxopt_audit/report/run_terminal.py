@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jaxopt_audit.runtime.run.report import Finding, RunReport
+from jaxopt_audit.runtime.run.report import RunReport, RuntimeFinding
 from jaxopt_audit.units import seconds
 
 TOP_FUNCTIONS = 15
@@ -143,7 +143,7 @@ def _transfers_table(report: RunReport) -> Table:
     return table
 
 
-def _impact(finding: Finding) -> tuple[float, int]:
+def _impact(finding: RuntimeFinding) -> tuple[float, int]:
     return (finding.cost_s or 0.0, finding.count)
 
 

@@ -10,10 +10,10 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..modules import NotImportable, import_file
 from .rule import Rule
 
 BUNDLED_PACKAGE = "jaxopt_audit.rules"
@@ -42,14 +42,10 @@ def _load_dir(directory: str) -> list[type[Rule]]:
     for file in sorted(path.glob("*.py")):
         if file.name.startswith("_"):
             continue
-        name = f"jaxopt_audit_user_rules.{file.stem}"
-        spec = importlib.util.spec_from_file_location(name, file)
-        if spec is None or spec.loader is None:
-            raise RuleLoadError(f"{file}: cannot be imported as a rule module")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
         try:
-            spec.loader.exec_module(module)
+            module = import_file(f"jaxopt_audit_user_rules.{file.stem}", file)
+        except NotImportable:
+            raise RuleLoadError(f"{file}: cannot be imported as a rule module") from None
         except SystemExit as exc:  # would otherwise end the scan silently with its status
             raise RuleLoadError(f"{file}: called sys.exit({exc.code!r}) while being imported; a rule "
                                 "module must only define rules") from None

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...exit_codes import UsageError  # noqa: E402,F401  (re-exported: bench's callers catch it here)
+from ...exit_codes import UsageError
+from ...modules import NotImportable, import_file
 from ...results import BenchResult, BreakEven, Check, CompileTimes, StageFinding, StageResult, Throughput, Times
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, load_pipeline
 
@@ -73,15 +74,11 @@ def load_pipeline_folder(folder: str) -> Pipeline:
     # a name of its own, so the folder cannot shadow (or be shadowed by) an installed package
     package = "jaxopt_audit_user_" + re.sub(r"\W", "_", path.name)
     if package not in sys.modules:
-        spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(path)])
-        if spec is None or spec.loader is None:
-            raise UsageError(f"{folder}: cannot be imported as a package")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[package] = module
         try:
-            spec.loader.exec_module(module)
+            import_file(package, init, package_dir=path)
+        except NotImportable:
+            raise UsageError(f"{folder}: cannot be imported as a package") from None
         except Exception as exc:
-            del sys.modules[package]
             raise UsageError(f"{init}: importing it failed ({type(exc).__name__}: {exc}); fix the pipeline "
                              "module") from exc
     pipeline = getattr(sys.modules[package], "PIPELINE", None)

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .instrument import FunctionRecord, Instrument
-from .report import EagerFunctionReport, Finding, eager_functions
+from .report import EagerFunctionReport, RuntimeFinding, eager_functions
 from .sites import display_path
 
 REPEATED = 3
@@ -58,9 +58,9 @@ _FIX_BY_KIND = {
 }
 
 
-def derive_findings(instrument: Instrument, wall_s: float) -> list[Finding]:
+def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFinding]:
     """All runtime findings, sorted (path, line, code)."""
-    findings: list[Finding] = []
+    findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     for eager in eager_functions(instrument, wall_s):
         if eager.calls < REPEATED or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT or eager.nested_in_eager:
@@ -76,10 +76,10 @@ def derive_findings(instrument: Instrument, wall_s: float) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.path, f.line, f.code, f.message))
 
 
-def _missing_jit(eager: EagerFunctionReport) -> Finding:
+def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
     where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
     compiled = f", {eager.compiles} eager compilations ({eager.compile_s:.3g} s)" if eager.compiles else ""
-    return Finding(
+    return RuntimeFinding(
         "JAX101", RULE_NAMES["JAX101"], eager.path, eager.line,
         f"{eager.name} is not jitted and ran {eager.ops_per_call:.0f} JAX ops one by one per call over "
         f"{eager.calls} calls{where}: {eager.ops} eager ops{compiled}, {eager.wall_share:.0%} of the wall "
@@ -88,10 +88,10 @@ def _missing_jit(eager: EagerFunctionReport) -> Finding:
         eager.calls, round(eager.op_s + eager.compile_s, 6))
 
 
-def _copied_by_eager_ops(eager: EagerFunctionReport) -> Finding:
+def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
     path, _, line = eager.called_from[0].rpartition(":")
     lines = ", ".join(f"{os.path.basename(p)}:{n} x{c}" for p, n, c in eager.h2d_lines[:6])
-    return Finding(
+    return RuntimeFinding(
         "JAX302", RULE_NAMES["JAX302"], path, int(line),
         f"{eager.h2d_transfers} host (NumPy) arrays given to {eager.name} here were copied to the device by "
         f"its eager ops over {eager.calls} calls, {eager.h2d_transfers / eager.calls:.0f} per call ({lines})",
@@ -99,19 +99,19 @@ def _copied_by_eager_ops(eager: EagerFunctionReport) -> Finding:
         f"and jax.jit {eager.name}", eager.h2d_transfers, None)
 
 
-def _jit_rebuilt(record: FunctionRecord) -> Iterable[Finding]:
+def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
     for site, created in record.jit_sites.items():
         if created < REPEATED:
             continue
         compiled = f"; it was compiled {record.compiles} times" if record.compiles > 1 else ""
-        yield Finding(
+        yield RuntimeFinding(
             "JAX102", RULE_NAMES["JAX102"], display_path(site.path), site.line,
             f"jax.jit was applied to {record.name} {created} times at this line: every new wrapper "
             f"starts with an empty cache and is traced again{compiled}",
             _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6))
 
 
-def _recompiling(record: FunctionRecord) -> Iterable[Finding]:
+def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
     recompiles = [r for r in record.recompiles if REDEFINED not in r.kinds]
     if len(recompiles) + 1 < REPEATED:
         return
@@ -128,14 +128,14 @@ def _recompiling(record: FunctionRecord) -> Iterable[Finding]:
     example = recompiles[-1].reason
     fix = "; ".join(_FIX_BY_KIND[k] for k, _ in kinds.most_common() if k in _FIX_BY_KIND) or \
         "keep the arguments' shapes, dtypes and static values the same from call to call"
-    yield Finding(
+    yield RuntimeFinding(
         "JAX103", RULE_NAMES["JAX103"], display_path(path), line,
         f"{record.name} was compiled {record.compiles} times in {every} because {changed} changed "
         f"({what}); last: {example}",
         fix, record.compiles, round(record.compile_s, 6))
 
 
-def _transfers(instrument: Instrument) -> Iterable[Finding]:
+def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
     for key, count in instrument.transfers.items():
         if instrument.transfer_occurrences[key] < REPEATED:
             continue
@@ -143,7 +143,7 @@ def _transfers(instrument: Instrument) -> Iterable[Finding]:
         of = f" of {', '.join(functions)}'s output" if functions else ""
         path = display_path(key.path)
         if key.direction == "d2h":
-            yield Finding(
+            yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
                 f"{count} device arrays{of} were read on the host here ({key.via}): each read waits "
                 "for the device to finish, so host and device stop overlapping",
@@ -152,12 +152,12 @@ def _transfers(instrument: Instrument) -> Iterable[Finding]:
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
                 continue
-            yield Finding(
+            yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
                 f"{key.via} was called {count} times here: each call waits for the device",
                 "synchronise once after the loop (or only where you read a timer)", count, None)
         elif key.direction == "h2d":
-            yield Finding(
+            yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
                 "transfer per step",
@@ -165,7 +165,7 @@ def _transfers(instrument: Instrument) -> Iterable[Finding]:
                 "on the device", count, None)
 
 
-def confirm_with_scan(findings: list[Finding], paths: list[str]) -> tuple[list[Finding], str]:
+def confirm_with_scan(findings: list[RuntimeFinding], paths: list[str]) -> tuple[list[RuntimeFinding], str]:
     """Mark findings the static scan also reports; returns (findings, scan status)."""
     try:
         from jaxopt_audit.static.engine import scan_for_report

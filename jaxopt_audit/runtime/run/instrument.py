@@ -79,7 +79,7 @@ from jax._src.numpy import array_methods as _array_methods
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
-from .sites import Site, UserFiles
+from .sites import SourceLine, UserFiles
 
 CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
 # JAX raises these loggers' "PERSISTENT COMPILATION CACHE MISS" lines to WARNING when explaining
@@ -122,7 +122,7 @@ class Recompile:
     reason: str
     arguments: tuple[str, ...]
     kinds: tuple[str, ...]
-    site: Site | None  # the call that missed the cache
+    site: SourceLine | None  # the call that missed the cache
 
 
 @dataclass
@@ -144,8 +144,8 @@ class FunctionRecord:
     host_array_args: int = 0  # of which NumPy arrays
     calls_with_host_arrays: int = 0
     d2h_transfers: int = 0  # reads of this function's outputs on the host
-    jit_sites: Counter[Site] = field(default_factory=Counter)  # where wrappers were created
-    call_sites_with_host_arrays: Counter[Site] = field(default_factory=Counter)
+    jit_sites: Counter[SourceLine] = field(default_factory=Counter)  # where wrappers were created
+    call_sites_with_host_arrays: Counter[SourceLine] = field(default_factory=Counter)
     recompiles: list[Recompile] = field(default_factory=list)  # the first MAX_RECOMPILES_KEPT
 
     @property
@@ -182,8 +182,8 @@ class EagerRecord:
     compiles: int = 0  # eager compilations inside them
     compile_s: float = 0.0
     h2d_transfers: int = 0  # NumPy inputs of its eager ops (each one copied to the device)
-    h2d_sites: Counter[Site] = field(default_factory=Counter)  # ... by the line of the op
-    callers: Counter[Site] = field(default_factory=Counter)  # where its calls came from
+    h2d_sites: Counter[SourceLine] = field(default_factory=Counter)  # ... by the line of the op
+    callers: Counter[SourceLine] = field(default_factory=Counter)  # where its calls came from
     caller_codes: set[Any] = field(default_factory=set)
     last_frame: Any = field(default=None, repr=False)  # the frame of its current call
 
@@ -534,7 +534,7 @@ class Instrument:
                     "recompiled without a tracing cache miss (new device, sharding or jit options)",
                     (), ("unknown",), None))
             else:
-                site = Site(miss.call_path, miss.call_line) if miss.call_path and miss.call_line else None
+                site = SourceLine(miss.call_path, miss.call_line) if miss.call_path and miss.call_line else None
                 record.recompiles.append(Recompile(miss.reason, miss.arguments, miss.kinds, site))
 
     def _install_cache_miss_capture(self) -> None:
@@ -689,12 +689,12 @@ class Instrument:
         frame: FrameType | None = sys._getframe(2)
         is_user = self.user_files.is_user
         chain: list[EagerRecord] = []
-        site: Site | None = None
+        site: SourceLine | None = None
         while frame is not None:
             code = frame.f_code
             if is_user(code.co_filename):
                 if site is None:
-                    site = Site(code.co_filename, frame.f_lineno)
+                    site = SourceLine(code.co_filename, frame.f_lineno)
                 record = self.eager.get(code)
                 if record is None:
                     record = self.eager[code] = EagerRecord(code.co_qualname, code.co_filename,
@@ -707,7 +707,7 @@ class Instrument:
                     while caller is not None and not is_user(caller.f_code.co_filename):
                         caller = caller.f_back
                     if caller is not None:
-                        record.callers[Site(caller.f_code.co_filename, caller.f_lineno)] += 1
+                        record.callers[SourceLine(caller.f_code.co_filename, caller.f_lineno)] += 1
                         record.caller_codes.add(caller.f_code)
                 if not chain:
                     record.own_ops += 1

@@ -102,7 +102,7 @@ class TransferReport:
 
 
 @dataclass(frozen=True)
-class Finding:
+class RuntimeFinding:
     code: str
     name: str
     path: str
@@ -130,7 +130,7 @@ class RunReport:
     eager_ops: int = 0
     eager_functions: tuple[EagerFunctionReport, ...] = ()
     split: TimeSplit | None = None
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[RuntimeFinding, ...] = ()
     h2d_total: int | None = None  # every host-to-device transfer jaxlib made (None: not observable)
     scan: str = "skipped"  # "ok", "skipped", or why it could not run
     trace: dict[str, Any] | None = None
@@ -189,7 +189,7 @@ SPLIT_METHODS = (
 
 
 def build_report(instrument: Instrument, argv: list[str], exit_status: int, error: str | None,
-                 wall_s: float, findings: tuple[Finding, ...] = (), scan: str = "skipped",
+                 wall_s: float, findings: tuple[RuntimeFinding, ...] = (), scan: str = "skipped",
                  trace: dict[str, Any] | None = None, h2d_total: int | None = None) -> RunReport:
     """The whole report from the instruments' records and the findings derived from them."""
     modules = (trace or {}).get("xla_by_module") or {}

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jaxopt_audit
 
 
-class Site(NamedTuple):
+class SourceLine(NamedTuple):
     """A line of the user's source."""
 
     path: str
@@ -47,7 +47,7 @@ class UserFiles:
         self._user = tuple(os.path.abspath(p) for p in (*extra_user_paths, pipelines,
                                                          os.path.join(_PACKAGE_DIR, "reference_pipelines")))
         self._cache: dict[str, bool] = {}
-        self._sites: dict[tuple[CodeType, int], Site] = {}  # (code, instruction offset) -> its line
+        self._sites: dict[tuple[CodeType, int], SourceLine] = {}  # (code, instruction offset) -> its line
 
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
@@ -63,7 +63,7 @@ class UserFiles:
             return True
         return not path.startswith(self._library)  # prefixes end with a separator
 
-    def site(self, frame: FrameType | None) -> Site | None:
+    def site(self, frame: FrameType | None) -> SourceLine | None:
         """The innermost user frame at or above `frame`."""
         is_user = self.is_user
         while frame is not None:
@@ -73,12 +73,12 @@ class UserFiles:
                 key = (code, frame.f_lasti)
                 found = self._sites.get(key)
                 if found is None:
-                    found = self._sites[key] = Site(code.co_filename, frame.f_lineno)
+                    found = self._sites[key] = SourceLine(code.co_filename, frame.f_lineno)
                 return found
             frame = frame.f_back
         return None
 
-    def caller_site(self, depth: int = 2) -> Site | None:
+    def caller_site(self, depth: int = 2) -> SourceLine | None:
         """The user's line that led to the current call (skipping `depth` frames of ours)."""
         try:
             frame: FrameType | None = sys._getframe(depth)
