@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid
-from jaxopt_audit.static.eager import dispatch_loop, host_side
 from jaxopt_audit.static.fix_codemods import jit_decorator
+from jaxopt_audit.static.model.eager import dispatch_loop, host_side
 from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 
 
@@ -164,7 +164,7 @@ class MissingJit(Rule):
             if fn.traced:
                 continue
             for site in fn.calls:
-                if site.loop is None or not model.runs_per_step(site):
+                if site.loop is None or not model.dispatched_per_step(site):
                     continue
                 callee = model.callee(site.node, fn)
                 target = callee.function

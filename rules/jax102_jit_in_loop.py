@@ -21,7 +21,7 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.step_context import runs_every_step, where
+from jaxopt_audit.static.model.per_step import where, why_every_step
 
 # Methods that run once per object: jitting there is the recommended place.
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})
@@ -173,7 +173,7 @@ class JitInLoop(Rule):
                 target = _jit_target(model, site.node)
                 if target is None:
                     continue
-                context = runs_every_step(model, site)
+                context = why_every_step(model, site)
                 if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node):
                     continue
                 if _factory_of_varying_values(model, target, site) \
@@ -194,7 +194,7 @@ class JitInLoop(Rule):
             def_site = next((a.site for a in parent.assignments if a.site.node is fn.node), None)
             if def_site is None:
                 continue
-            context = runs_every_step(model, def_site)
+            context = why_every_step(model, def_site)
             if context is None or _under_memo_guard(parent, fn.node, def_site.loop) \
                     or _closes_over_configuration(model, fn, def_site):
                 continue

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
-from jaxopt_audit.static.eager import dispatch_loop
-from jaxopt_audit.static.loops import (
+from jaxopt_audit.static.model.eager import dispatch_loop
+from jaxopt_audit.static.model.loops import (
     grows_carry,
     has_fixed_trip_count,
     host_bound_call,

@@ -22,8 +22,8 @@ from jaxopt_audit.static import (
     target_names,
     walk,
 )
-from jaxopt_audit.static.eager import iterates_structure
-from jaxopt_audit.static.loops import carried_names, host_bound_call
+from jaxopt_audit.static.model.eager import iterates_structure
+from jaxopt_audit.static.model.loops import carried_names, host_bound_call
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.split",

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Site, Valid, apis, describe
-from jaxopt_audit.static.eager import dispatch_loop, drives_steps, walks_device_rows
-from jaxopt_audit.static.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
+from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_device_rows
+from jaxopt_audit.static.model.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 
 
 class HostSyncInStep(Rule):
@@ -137,7 +137,7 @@ class HostSyncInStep(Rule):
             amortised: dict[int, bool] = {}
 
             def per_step(site: Site, amortised: dict[int, bool] = amortised) -> bool:
-                if not model.runs_per_step(site) or over_structure(site.loop, model.resolve):
+                if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve):
                     return False
                 loop = model.step_loop_of(site)
                 if loop is None or _displays(site.function) or not (drives_steps(model, loop) or (

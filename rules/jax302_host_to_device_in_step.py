@@ -20,8 +20,8 @@ from jaxopt_audit.static import (
     names_in,
     walk,
 )
-from jaxopt_audit.static.host_loops import Statements, over_structure
-from jaxopt_audit.static.loops import host_bound_call, is_numpy_value, iterates_rows
+from jaxopt_audit.static.model.host_loops import Statements, over_structure
+from jaxopt_audit.static.model.loops import host_bound_call, is_numpy_value, iterates_rows
 
 
 class HostToDeviceInStep(Rule):
@@ -139,7 +139,7 @@ class HostToDeviceInStep(Rule):
                 continue
             statements = Statements(fn)
             for site in fn.calls:
-                if not model.runs_per_step(site) or over_structure(site.loop, model.resolve) \
+                if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve) \
                         or not _loop_computes(model, site):
                     continue
                 call: cst.Call = site.node

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
-from jaxopt_audit.static.trace_context import is_traced_value, traced_functions
+from jaxopt_audit.static.model.traced import is_traced_value, traced_functions
 
 # Functions whose output size depends on the values; `size=` makes them static.
 VALUE_SIZED = frozenset({

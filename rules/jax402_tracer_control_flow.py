@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, apis, describe
-from jaxopt_audit.static.trace_context import ArrayEvidence, is_traced_value, really_traced, traced_functions
-from jaxopt_audit.static.tracers import container_annotation, tracers
+from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced, traced_functions
+from jaxopt_audit.static.model.tracers import container_annotation, tracers
 
 
 class TracerControlFlow(Rule):

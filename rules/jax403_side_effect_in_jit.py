@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
-from jaxopt_audit.static.trace_context import ArrayEvidence, binding_scope, is_traced_value, really_traced
+from jaxopt_audit.static.model.traced import ArrayEvidence, binding_scope, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
 # `print("Running f():")` at the start of a finding's message: the constant text it printed

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
-from jaxopt_audit.static.prng_keys import KeyAnalysis, Reuse
+from jaxopt_audit.static.model.keys import KeyAnalysis, Reuse
 
 
 class PrngKeyReuse(Rule):

@@ -8,8 +8,8 @@ import libcst as cst
 
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, describe, int_value
 from jaxopt_audit.static.fix_codemods import carried_key
-from jaxopt_audit.static.loops import carried_names
-from jaxopt_audit.static.step_context import runs_every_step, where
+from jaxopt_audit.static.model.loops import carried_names
+from jaxopt_audit.static.model.per_step import where, why_every_step
 
 KEY_CONSTRUCTORS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
 # Consumers after which a constant key still yields a different key every step.
@@ -174,7 +174,7 @@ class ConstantKeyInStep(Rule):
                     continue
                 if not _constant_seed(call, fn, module_constants):
                     continue
-                context = runs_every_step(model, site)
+                context = why_every_step(model, site)
                 if context is None or _derived_per_step(model, site) or _only_initialises(model, site) \
                         or not _loop_carries_state(model, context):
                     continue

@@ -21,7 +21,7 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
-from jaxopt_audit.static.timing import (
+from jaxopt_audit.static.model.timing import (
     TimedRegion,
     calls_in_order,
     formats_device_value,

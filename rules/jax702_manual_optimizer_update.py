@@ -19,7 +19,7 @@ from jaxopt_audit.static import (
     read_names,
     target_names,
 )
-from jaxopt_audit.static.step_context import enclosing_functions, runs_every_step
+from jaxopt_audit.static.model.per_step import enclosing_functions, why_every_step
 
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
                        "jax.tree_multimap", "jax.tree_util.tree_multimap"})
@@ -175,7 +175,7 @@ class ManualOptimizerUpdate(Rule):
             for site in tree_maps:
                 call: cst.Call = site.node
                 term = _tree_map_update(model, call, fn, gradient_names)
-                if term is not None and (computes_gradients or runs_every_step(model, site) is not None):
+                if term is not None and (computes_gradients or why_every_step(model, site) is not None):
                     yield Report(call, self._message(f"`{describe(call.func)}` applying `{describe(term)}`"))
             for comp in fn.comprehensions:
                 node = comp.node
@@ -184,7 +184,7 @@ class ManualOptimizerUpdate(Rule):
                 term = _comprehension_update(node, fn, gradient_names)
                 if term is None:
                     continue
-                if computes_gradients or runs_every_step(model, Site(node, fn, comp.loop, False)) is not None:
+                if computes_gradients or why_every_step(model, Site(node, fn, comp.loop, False)) is not None:
                     kind = "dict" if isinstance(node, cst.DictComp) else "list"
                     yield Report(node, self._message(f"a {kind} comprehension applying `{describe(term)}`"))
 

@@ -14,7 +14,7 @@ from jaxopt_audit.static.positions import Positions
 from jaxopt_audit.static.walk import walk
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted([*ROOT.glob("rules/*.py"), *ROOT.glob("jaxopt_audit/static/*.py"),
+FILES = sorted([*ROOT.glob("rules/*.py"), *ROOT.glob("jaxopt_audit/static/**/*.py"),
                 *ROOT.glob("tests/fixtures/**/*.py"), *ROOT.glob("reference_pipelines/*/stage*.py")])
 REPORTED = (cst.Call, cst.Name, cst.Attribute, cst.Subscript, cst.For, cst.While, cst.If, cst.FunctionDef,
             cst.Comparison, cst.BinaryOperation, cst.FormattedString, cst.DictComp, cst.ListComp,

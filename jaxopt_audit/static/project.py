@@ -86,7 +86,7 @@ def _imports(module: cst.Module) -> list[ImportRef]:
 def summarise_model(model: SemanticModel) -> ModuleSummary:
     """The module's top-level functions, class methods and `name = jax.jit(f, ...)` bindings, from
     the facts its model already has (one parse, one answer per fact), and what it imports."""
-    from .eager import host_side
+    from .model.eager import host_side
 
     top = model.module_function
     functions: dict[str, FunctionSummary] = {}

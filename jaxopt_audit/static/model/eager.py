@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import libcst as cst
 
-from . import apis
+from .. import apis
+from ..walk import read_names, walk
+from .core import Function, Loop, SemanticModel
+from .facts import fact
 from .loops import carried_names, has_fixed_trip_count, is_numpy_value, iterates_rows, literal_trip_count
-from .model import Function, Loop, SemanticModel
-from .step_context import SHORT_LOOP
-from .walk import read_names, walk
+from .per_step import SHORT_LOOP
 
 # Libraries whose calls are host work by nature (plots, images, logging, progress bars).
 HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
@@ -62,12 +64,18 @@ STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|mod
                              r"dims|axes|sizes|args|kwargs)$", re.IGNORECASE)
 
 
-def _cache(model: SemanticModel) -> dict:
-    cache = getattr(model, "_eager_facts", None)
-    if cache is None:
-        cache = {"host": {}, "eager": None, "loop": {}, "drives": {}, "errors": {}}
-        model._eager_facts = cache  # type: ignore[attr-defined]
-    return cache
+@dataclass
+class _Memo:
+    host: dict[Function, bool] = field(default_factory=dict)  # host_work
+    loop: dict[Loop, bool] = field(default_factory=dict)  # dispatch_loop
+    drives: dict[Loop, bool] = field(default_factory=dict)  # drives_steps
+    errors: dict[Function, set[int]] = field(default_factory=dict)  # _in_error_path
+
+
+@fact
+def _memo(model: SemanticModel) -> _Memo:
+    """Per-function answers of this module's questions, filled as rules ask them."""
+    return _Memo()
 
 
 def host_work(model: SemanticModel, fn: Function) -> bool:
@@ -75,7 +83,7 @@ def host_work(model: SemanticModel, fn: Function) -> bool:
     file I/O, plots or logs. Error messages (`raise`/`assert`) do not count. Code doing this runs
     eagerly. (Pulls and branches on values are not evidence: library code does them on
     concrete values under `core.is_concrete`-style guards.)"""
-    facts = _cache(model)["host"]
+    facts = _memo(model).host
     if fn in facts:
         return facts[fn]
     facts[fn] = result = any(not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=True))
@@ -151,7 +159,7 @@ def _branches_on(fn: Function, name: str) -> bool:
 
 def _in_error_path(model: SemanticModel, fn: Function, node: cst.CSTNode) -> bool:
     """The node sits in a `raise` or `assert` statement (an error message, not the work)."""
-    errors = _cache(model)["errors"]
+    errors = _memo(model).errors
     if fn not in errors:  # walked only for functions with a candidate host operation
         errors[fn] = {id(n) for stmt in walk(fn.node) if type(stmt) in (cst.Raise, cst.Assert)
                       for n in walk(stmt)}
@@ -163,12 +171,10 @@ def _plot_annotation(fn: Function, name: str) -> bool:
     return annotation is not None and annotation.split(".")[-1] in ("Axes", "Figure", "Axis")
 
 
+@fact
 def eager_functions(model: SemanticModel) -> set[Function]:
     """Functions that certainly run eagerly: the module body, functions called from it (not
     through a transform), and functions those call, transitively; untraced host-side functions."""
-    cache = _cache(model)
-    if cache["eager"] is not None:
-        return cache["eager"]
     found: set[Function] = {model.module_function}
     work = [model.module_function]
     for fn in model.functions:
@@ -185,7 +191,6 @@ def eager_functions(model: SemanticModel) -> set[Function]:
                 continue
             found.add(target)
             work.append(target)
-    cache["eager"] = found
     return found
 
 
@@ -265,7 +270,7 @@ def _length_of_structure(model: SemanticModel, expr: cst.BaseExpression, fn: Fun
 
 def dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
     """The loop is shown to be a loop over steps, each dispatched from Python (module docstring)."""
-    facts = _cache(model)["loop"]
+    facts = _memo(model).loop
     if loop in facts:
         return facts[loop]
     facts[loop] = result = _dispatch_loop(model, loop)
@@ -316,7 +321,7 @@ def drives_steps(model: SemanticModel, loop: Loop) -> bool:
     pipeline every step. Loops that only evaluate or collect (`for batch in ds: outs.append(
     np.asarray(f(params, batch)))`) or do eager one-off work (preprocessing blocks, drawing a
     figure) are left alone: reading results back is what they are for."""
-    facts = _cache(model)["drives"]
+    facts = _memo(model).drives
     if loop not in facts:
         facts[loop] = dispatch_loop(model, loop) and (
             _steps_user_function(model, loop) or _feeds_state_back(model, loop))

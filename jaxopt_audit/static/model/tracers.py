@@ -28,9 +28,10 @@ from typing import cast
 
 import libcst as cst
 
-from . import apis
-from .model import Assignment, Function, SemanticModel
-from .walk import int_value
+from .. import apis
+from ..walk import int_value
+from .core import Assignment, Function, SemanticModel
+from .facts import fact
 
 # Transforms that trace their function even when called eagerly (grad, custom_jvp and eager
 # shard_map run on concrete values outside jit: their bodies are traced only under an outer trace).
@@ -78,7 +79,7 @@ class Tracers:
         self.params: dict[int, set[str]] = {}  # id(fn) -> parameters that are tracers
         self._cache: dict[tuple[int, int], bool] = {}
         self._tested: dict[int, set[str]] = {}
-        from .trace_context import really_traced  # imports this module: import when used
+        from .traced import really_traced  # imports this module: import when used
         self.traced_ids = really_traced(model)
         self.root_params: dict[int, set[str]] = {}  # traced by the transform itself, not a caller
         self._roots()
@@ -401,12 +402,10 @@ def jax_internal(model: SemanticModel) -> bool:
     return model.package == "jax" or model.package.startswith("jax.")
 
 
+@fact
 def tracers(model: SemanticModel) -> Tracers:
-    cached = getattr(model, "_tracers", None)
-    if cached is None:
-        cached = Tracers(model)
-        model._tracers = cached  # type: ignore[attr-defined]
-    return cached
+    """Which values of the file's traced code are certainly tracers (memoised per expression)."""
+    return Tracers(model)
 
 
 def transformed_function(model: SemanticModel, expr: cst.BaseExpression, scope: Function) -> Function | None:

@@ -13,11 +13,13 @@ traced.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import libcst as cst
 
-from . import apis
-from .model import Function, SemanticModel
+from .. import apis
+from .core import Function, SemanticModel
+from .facts import fact
 from .tracers import (
     ABSTRACT_TRANSFORMS,
     ARRAY_METHODS,
@@ -34,17 +36,26 @@ STRUCTURE_MAPS = apis.TREE_MAPS
 ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "reshape", "T"})
 
 
+@dataclass(frozen=True)
+class TraceClosure:
+    traced: set[int]  # ids of the functions JAX runs on tracers
+    leaf_params: dict[int, set[str]]  # per function id: parameters given traced pytree leaves
+
+
 def really_traced(model: SemanticModel) -> set[int]:
     """ids of the functions JAX runs on tracers (see the module docstring)."""
-    cached = getattr(model, "_really_traced_cache", None)
-    if cached is not None:
-        return cached
+    return trace_closure(model).traced
+
+
+@fact
+def trace_closure(model: SemanticModel) -> TraceClosure:
+    """The functions JAX runs on tracers (jitted, given to a tracing transform, or reached from
+    those; not host callbacks; none in JAX itself) and the parameters `jax.tree.map` gives traced
+    leaves."""
     callbacks = model.host_callback_functions
     traced: set[int] = set()
     if jax_internal(model):
-        model._really_traced_cache = traced  # type: ignore[attr-defined]
-        model._traced_leaf_params = {}  # type: ignore[attr-defined]
-        return traced
+        return TraceClosure(traced, {})
     work: list[Function] = []
     for fn in model.functions:
         if id(fn) in callbacks or fn.is_module:
@@ -90,16 +101,13 @@ def really_traced(model: SemanticModel) -> set[int]:
             if id(target) not in traced and id(target) not in callbacks and not target.is_module:
                 traced.add(id(target))
                 work.append(target)
-    model._really_traced_cache = traced  # type: ignore[attr-defined]
-    model._traced_leaf_params = leaves  # type: ignore[attr-defined]
-    return traced
+    return TraceClosure(traced, leaves)
 
 
 def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
     """Parameters of `fn` that receive traced pytree leaves: `fn` is mapped over a pytree by
     `jax.tree.map` inside traced code (the model leaves such arguments unknown)."""
-    really_traced(model)
-    return model._traced_leaf_params.get(id(fn), set())  # type: ignore[attr-defined]
+    return trace_closure(model).leaf_params.get(id(fn), set())
 
 
 def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
@@ -239,7 +247,7 @@ def _is_at_update(expr: cst.BaseExpression) -> bool:
 
 def _walk_own(node: cst.CSTNode):
     """Descendants of a function body, not entering nested defs, lambdas or classes."""
-    from .walk import children
+    from ..walk import children
     stack = [node]
     while stack:
         current = stack.pop()

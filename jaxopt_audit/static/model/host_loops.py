@@ -6,10 +6,10 @@ from typing import TypeGuard, cast
 
 import libcst as cst
 
+from ..walk import walk
+from .core import Function, Loop, SemanticModel
 from .loops import literal_trip_count
-from .model import Function, Loop, SemanticModel
-from .step_context import SHORT_LOOP
-from .walk import walk
+from .per_step import SHORT_LOOP
 
 # `for k, v in d.items()`: a walk over a dict's entries (metrics, splits, parameters), a few
 # iterations over structure, not over steps.

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ..rule import describe
+from .core import Function, Loop, SemanticModel, Site
+from .facts import fact
 from .loops import literal_trip_count
-from .model import Function, Loop, SemanticModel, Site
-from .rule import describe
 
 # A loop of a few literal iterations (`for _ in range(2)`) is a check or an unrolled sequence,
 # not a loop over steps (JAX201 draws the same line).
@@ -54,11 +55,10 @@ def loop_header(loop: Loop) -> str:
     return f"the loop `while {describe(node.test, 30)}`"
 
 
+@fact
 def per_step_functions(model: SemanticModel) -> dict[Function, StepContext]:
-    """Every function that executes once per step, with the reason. Cached on the model."""
-    cached = getattr(model, "_per_step_functions", None)
-    if cached is not None:
-        return cached
+    """Every function that executes once per step (host code called from a step loop, the traced
+    functions those call, compiled loop bodies), with the reason."""
     found: dict[Function, StepContext] = {}
     work: list[Function] = []
 
@@ -72,7 +72,7 @@ def per_step_functions(model: SemanticModel) -> dict[Function, StepContext]:
         if fn.traced:
             continue
         for site in fn.calls:
-            if model.runs_per_step(site) and not _in_short_loop(model, site):
+            if model.dispatched_per_step(site) and not _in_short_loop(model, site):
                 add(model.callee(site.node, fn).function, StepContext(site, None))
     for fn in model.functions:
         roots = [r for r in fn.transform_roots if r in COMPILED_LOOP_BODIES]
@@ -85,13 +85,14 @@ def per_step_functions(model: SemanticModel) -> dict[Function, StepContext]:
             if site.guarded and not fn.traced:
                 continue
             add(model.callee(site.node, fn).function, context)
-    model._per_step_functions = found  # type: ignore[attr-defined]
     return found
 
 
-def runs_every_step(model: SemanticModel, site: Site) -> StepContext | None:
-    """Why `site` runs every step: in a leaf step loop, or in a function that runs per step
-    (outside any loop of its own and unguarded). None when it does not (or we cannot tell)."""
+def why_every_step(model: SemanticModel, site: Site) -> StepContext | None:
+    """Why `site` executes every step: it sits in a leaf step loop, or in a function that
+    executes per step (host or traced, see `per_step_functions`), outside any loop of its own
+    and unguarded. None when it does not (or we cannot tell). `model.dispatched_per_step` is
+    the narrower question of host code Python dispatches every step."""
     if site.guarded:
         return None
     if site.loop is not None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from . import apis
-from .model import Loop, SemanticModel
-from .walk import int_value, names_in, walk
+from .. import apis
+from ..walk import int_value, names_in, walk
+from .core import Loop, SemanticModel
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:

@@ -29,11 +29,11 @@ from typing import cast
 
 import libcst as cst
 
-from . import apis
+from .. import apis
+from ..walk import children, int_value, read_names, target_names
+from .core import Function, Loop, SemanticModel
 from .loops import carried_names
-from .model import Function, Loop, SemanticModel
-from .trace_context import binding_scope
-from .walk import children, int_value, read_names, target_names
+from .traced import binding_scope
 
 # jax.random functions that consume their key argument (the first one, or `key=`).
 CONSUMERS = frozenset(f"jax.random.{name}" for name in (

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import libcst as cst
 
-from . import apis
-from .names import ImportTable, dotted
-from .walk import children, int_value, names_in, string_value, target_names
+from .. import apis
+from ..names import ImportTable, dotted
+from ..walk import children, int_value, names_in, string_value, target_names
 
 if TYPE_CHECKING:
-    from .positions import Positions
-    from .project import FunctionSummary, ImportedView
+    from ..positions import Positions
+    from ..project import FunctionSummary, ImportedView
 
 FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
 LoopNode = cst.For | cst.While
@@ -115,7 +115,7 @@ class Function:
     array_ops: int = 0  # eager array operations in its own body: calls, operators, indexing
     uses_scan: bool = False
     contains_step_loop: bool = False
-    per_step: bool = False
+    per_step: bool = False  # a host function the step loop calls every step (dispatched_per_step)
     step_call_sites: list[Site[cst.Call]] = field(default_factory=list)
     _binding_index: dict[str, list[Assignment]] | None = field(default=None, repr=False)
     _indexed_count: int = field(default=0, repr=False)
@@ -543,6 +543,7 @@ class SemanticModel:
         self._kind_cache: dict[tuple[int, int, bool], str | None] = {}
         self.name_seq: dict[int, int] = {}
         self.host_callback_functions: set[int] = set()  # ids; filled by _propagate_traced
+        self.facts: dict[Callable[..., Any], Any] = {}  # the fact modules' answers (facts.py)
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -1367,7 +1368,7 @@ class SemanticModel:
     def positions(self) -> Positions:
         """Node positions, computed on first use and only for the statements asked about."""
         if self._positions is None:
-            from .positions import Positions
+            from ..positions import Positions
             self._positions = Positions(self.module, self.source)
         return self._positions
 
@@ -1375,9 +1376,11 @@ class SemanticModel:
         span = self.positions.get(node)
         return span.line if span is not None else 0
 
-    def runs_per_step(self, site: Site) -> bool:
-        """The site runs once per step: in a leaf step loop (unguarded), or in a per-step
-        function outside any loop of its own and unguarded."""
+    def dispatched_per_step(self, site: Site) -> bool:
+        """Python dispatches the site once per step: host code in a leaf step loop (unguarded),
+        or in a host function called every step, outside any loop of its own and unguarded.
+        Traced code and compiled loop bodies run every step too, but are not dispatched by
+        Python: `per_step.why_every_step` covers them, with the reason."""
         if site.guarded:
             return False
         if site.loop is not None:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from . import apis
-from .model import Function, SemanticModel
-from .walk import children, read_names, walk
+from .. import apis
+from ..walk import children, read_names, walk
+from .core import Function, SemanticModel
+from .facts import fact
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
@@ -126,11 +127,9 @@ def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
     return regions
 
 
+@fact
 def syncing_functions(model: SemanticModel) -> set[Function]:
     """Same-module functions that wait for device results (directly or through callees)."""
-    cached = getattr(model, "_syncing_functions", None)
-    if cached is not None:
-        return cached
     syncing: set[Function] = set()
     changed = True
     while changed:
@@ -144,7 +143,6 @@ def syncing_functions(model: SemanticModel) -> set[Function]:
                     syncing.add(fn)
                     changed = True
                     break
-    model._syncing_functions = syncing  # type: ignore[attr-defined]
     return syncing
 
 

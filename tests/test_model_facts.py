@@ -1,0 +1,85 @@
+"""The model's derived facts: each is named, documented, computed once per model and shared,
+and asking them never changes the model's own attributes (no cache glued on with setattr)."""
+
+import libcst as cst
+
+from jaxopt_audit.static import SemanticModel
+from jaxopt_audit.static.model import FACTS, fact
+from jaxopt_audit.static.model.eager import eager_functions
+from jaxopt_audit.static.model.per_step import per_step_functions, why_every_step
+from jaxopt_audit.static.model.traced import really_traced
+from jaxopt_audit.static.registry import load_rules
+
+SOURCE = """
+import time
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(params, x):
+    print("tracing")
+    return params - 0.1 * jnp.mean(x)
+
+def train(params, data, key):
+    for x in data:
+        params = step(params, x)
+        noise = jax.random.normal(key, (3,))
+        t0 = time.time()
+        print(float(params), time.time() - t0)
+    return params
+"""
+
+
+def _model() -> SemanticModel:
+    return SemanticModel(cst.parse_module(SOURCE))
+
+
+def test_every_fact_is_documented_and_registered_once():
+    assert FACTS, "the fact modules register their facts on import"
+    names = [f.__qualname__ for f in FACTS]
+    assert len(names) == len(set(names))
+    assert all(f.__doc__ for f in FACTS)
+
+
+def test_a_fact_without_a_docstring_is_refused():
+    def undocumented(model):
+        return 1
+
+    try:
+        fact(undocumented)
+    except TypeError as error:
+        assert "docstring" in str(error)
+    else:
+        raise AssertionError("an undocumented fact was accepted")
+
+
+def test_a_fact_is_computed_once_per_model_and_shared():
+    model = _model()
+    first = eager_functions(model)
+    assert eager_functions(model) is first
+    assert eager_functions(_model()) is not first  # another model, its own answer
+
+
+def test_running_every_rule_leaves_the_model_attributes_unchanged():
+    model = _model()
+    before = set(vars(model))
+    for rule in load_rules():
+        list(rule().check(model))
+    assert set(vars(model)) == before
+    assert model.facts  # the rules' questions were answered through the facts table
+
+
+def test_the_two_per_step_questions_differ_only_on_traced_code():
+    model = _model()
+    step = next(fn for fn in model.functions if fn.name == "step")
+    train = next(fn for fn in model.functions if fn.name == "train")
+    print_site = next(s for s in step.calls if model.resolve(s.node.func) == "builtins.print")
+    normal_site = next(s for s in train.calls if model.resolve(s.node.func) == "jax.random.normal")
+    # host code in the step loop: dispatched by Python every step, and executed every step
+    assert model.dispatched_per_step(normal_site)
+    assert why_every_step(model, normal_site) is not None
+    # the jitted step's body: executed every step (it is called from the loop), never dispatched
+    assert id(step) in really_traced(model)
+    assert not model.dispatched_per_step(print_site)
+    assert step in per_step_functions(model)
+    assert "every step" in why_every_step(model, print_site).describe(model)
