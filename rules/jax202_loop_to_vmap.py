@@ -17,6 +17,7 @@ from jaxopt_audit.static import (
     SemanticModel,
     Site,
     Valid,
+    apis,
     describe,
     read_names,
     target_names,
@@ -26,10 +27,9 @@ from jaxopt_audit.static.model.eager import iterates_structure
 from jaxopt_audit.static.model.loops import carried_names, host_bound_call
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
-KEY_FUNCTIONS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.split",
-                           "jax.random.fold_in", "jax.random.key_data", "jax.random.wrap_key_data",
-                           "jax.random.clone"})
-SEED_TO_KEY = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.fold_in"})
+KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",
+                                                                        "jax.random.wrap_key_data"})
+SEED_TO_KEY = apis.KEY_CONSTRUCTORS | frozenset({"jax.random.fold_in"})
 # Array constructors whose listed positional arguments (or keywords) are shapes or sizes.
 SHAPE_ARGUMENTS: dict[str, tuple[int, ...]] = {
     "jax.numpy.zeros": (0,), "jax.numpy.ones": (0,), "jax.numpy.empty": (0,), "jax.numpy.full": (0,),

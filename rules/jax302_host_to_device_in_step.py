@@ -215,7 +215,7 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
             parts = args + ([value.func.value] if q is None and isinstance(value.func, cst.Attribute) else [])
             return any(follow(x) for x in parts)
         if q is not None and q.startswith("numpy.") and not q.startswith("numpy.random.") \
-                and q not in _NUMPY_METADATA and not set(names_in(value)) & _assigned_in(fn, loop):
+                and q not in apis.NUMPY_METADATA and not set(names_in(value)) & _assigned_in(fn, loop):
             return True  # `np.zeros(4)`: the same array built and uploaded every step
         # a helper or NumPy work on this step's item carries it on; anything else makes new data
         drawn = _drawn_names(fn, loop)
@@ -328,13 +328,11 @@ def _numpy_function(model: SemanticModel, fn: Function) -> bool:
 
 
 # NumPy functions that describe an array (its shape, size, type): static values, not data.
-_NUMPY_METADATA = frozenset({"numpy.shape", "numpy.ndim", "numpy.size", "numpy.dtype", "numpy.result_type",
-                             "numpy.iinfo", "numpy.finfo"})
 
 
 def _static_numpy(model: SemanticModel, value: cst.BaseExpression) -> bool:
     """`np.shape(x)`, `np.ndim(x)`: metadata, which JAX takes as static arguments."""
-    return isinstance(value, cst.Call) and model.resolve(value.func) in _NUMPY_METADATA
+    return isinstance(value, cst.Call) and model.resolve(value.func) in apis.NUMPY_METADATA
 
 
 def _host_data(model: SemanticModel, fn: Function, site: Site, value: cst.BaseExpression) -> bool:

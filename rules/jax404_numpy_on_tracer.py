@@ -12,12 +12,6 @@ from jaxopt_audit.static.model.traced import is_traced_value, traced_functions
 # Host libraries that convert their arguments to NumPy arrays or Python floats.
 HOST_MATH_ROOTS = ("numpy.", "math.", "scipy.")
 
-# NumPy functions that read only static metadata (or accept tracers without converting them).
-METADATA_FUNCTIONS = frozenset({
-    "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.dtype", "numpy.isscalar",
-    "numpy.iterable", "numpy.issubdtype", "numpy.promote_types", "numpy.can_cast", "numpy.finfo",
-    "numpy.iinfo", "numpy.broadcast_shapes", "numpy.min_scalar_type", "numpy.obj2sctype",
-})
 
 # math.* -> the jnp / jax.scipy equivalent where the name differs or is not in jnp.
 MATH_EQUIVALENTS = {
@@ -132,7 +126,7 @@ class NumpyOnTracer(Rule):
             for site in fn.calls:
                 call: cst.Call = site.node
                 q = model.resolve(call.func)
-                if q is None or not q.startswith(HOST_MATH_ROOTS) or q in METADATA_FUNCTIONS:
+                if q is None or not q.startswith(HOST_MATH_ROOTS) or q in apis.NUMPY_METADATA:
                     continue
                 traced_arg = next((a.value for a in call.args if is_traced_value(model, a.value, fn)
                                    and not _dict_value(model, a.value, fn)), None)

@@ -6,12 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, describe, int_value
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, apis, describe, int_value
 from jaxopt_audit.static.fix_codemods import carried_key
 from jaxopt_audit.static.model.loops import carried_names
 from jaxopt_audit.static.model.per_step import where, why_every_step
 
-KEY_CONSTRUCTORS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
 # Consumers after which a constant key still yields a different key every step.
 PER_STEP_DERIVATIONS = frozenset({"jax.random.fold_in"})
 # Methods that only initialise (a model's parameters): the same init key every time is deliberate.
@@ -170,7 +169,7 @@ class ConstantKeyInStep(Rule):
         for fn in model.functions:
             for site in fn.calls:
                 call: cst.Call = site.node
-                if model.resolve(call.func) not in KEY_CONSTRUCTORS:
+                if model.resolve(call.func) not in apis.KEY_CONSTRUCTORS:
                     continue
                 if not _constant_seed(call, fn, module_constants):
                     continue

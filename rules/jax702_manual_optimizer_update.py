@@ -15,17 +15,16 @@ from jaxopt_audit.static import (
     SemanticModel,
     Site,
     Valid,
+    apis,
     describe,
     read_names,
     target_names,
 )
 from jaxopt_audit.static.model.per_step import enclosing_functions, why_every_step
 
-TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
-                       "jax.tree_multimap", "jax.tree_util.tree_multimap"})
-GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad", "equinox.filter_grad",
-                                 "equinox.filter_value_and_grad", "flax.nnx.grad",
-                                 "flax.nnx.value_and_grad"})
+# Leaf-wise maps: the function gets the leaves only (`map_with_path` gives a path first).
+TREE_MAPS = apis.TREE_MAPS - apis.TREE_MAPS_WITH_PATH
+GRADIENT_TRANSFORMS = apis.GRADIENT_TRANSFORMS
 # Names that say "gradient": `grads`, `grad_w`, `g`, `dparams`.
 _GRADIENT_NAME = re.compile(r"(^|_)(g|gs|grads?|gradients?|dparams|dp|dw|db)(_|$)|grad", re.IGNORECASE)
 

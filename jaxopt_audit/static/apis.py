@@ -28,8 +28,22 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
     "jax.numpy.vectorize": (0,),
 }
 
-SCAN_LIKE = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
-                       "flax.nnx.scan", "flax.linen.scan"})
+# Compiled loops: their body function runs once per iteration, each iteration a step.
+COMPILED_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop"})
+SCAN_LIKE = COMPILED_LOOPS | frozenset({"jax.lax.map", "flax.nnx.scan", "flax.linen.scan"})
+# Transforms that return a function computing gradients of their argument.
+GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad", "equinox.filter_grad",
+                                 "equinox.filter_value_and_grad", "flax.nnx.grad",
+                                 "flax.nnx.value_and_grad"})
+# PRNG keys: made from a seed, or derived from another key.
+KEY_CONSTRUCTORS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
+KEY_DERIVATIONS = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
+# NumPy functions that read only static metadata (or accept tracers without converting them).
+NUMPY_METADATA = frozenset({
+    "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.dtype", "numpy.isscalar",
+    "numpy.iterable", "numpy.issubdtype", "numpy.promote_types", "numpy.can_cast", "numpy.finfo",
+    "numpy.iinfo", "numpy.broadcast_shapes", "numpy.min_scalar_type", "numpy.obj2sctype",
+})
 
 JAX_ROOTS = frozenset({"jax", "jaxlib", "optax", "flax", "equinox", "haiku", "distrax", "chex",
                        "rlax", "jraph", "orbax", "diffrax", "lineax", "optimistix", "brax", "gymnax"})
@@ -59,8 +73,9 @@ JAX_HOST_PREFIXES = ("jax.config.", "jax.profiler.", "jax.debug.", "jax.sharding
                      "jax.experimental.compilation_cache", "jax.monitoring.", "jax.export.",
                      "jax.distributed.", "jax.dtypes.", "orbax.")
 
-TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
-                       "jax.tree.map_with_path", "jax.tree_util.tree_map_with_path"})
+TREE_MAPS_WITH_PATH = frozenset({"jax.tree.map_with_path", "jax.tree_util.tree_map_with_path"})
+TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_multimap",
+                       "jax.tree_util.tree_multimap"}) | TREE_MAPS_WITH_PATH
 # Attributes of an array that are arrays themselves.
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "at"})
 # Predicates on types, not values: `jnp.iscomplexobj(x)` is a Python bool even under jit.

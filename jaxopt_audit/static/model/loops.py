@@ -65,14 +65,13 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
         values = [a.value for a in bindings if a.value is not None]
         if values and all(_fills_by_index(value, name, loop) for value in values):
             continue
-        if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in _KEY_SPLITS
+        if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in apis.KEY_DERIVATIONS
                             for a in bindings):
             continue
         state.add(name)
     return state
 
 
-_KEY_SPLITS = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
 
 
 def _fills_by_index(value: cst.BaseExpression, name: str, loop: Loop) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .. import apis
 from ..rule import describe
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
@@ -24,8 +25,6 @@ from .loops import literal_trip_count
 # not a loop over steps (JAX201 draws the same line).
 SHORT_LOOP = 8
 
-# Transforms whose function argument runs once per iteration of a compiled loop.
-COMPILED_LOOP_BODIES = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop"})
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ def per_step_functions(model: SemanticModel) -> dict[Function, StepContext]:
             if model.dispatched_per_step(site) and not _in_short_loop(model, site):
                 add(model.callee(site.node, fn).function, StepContext(site, None))
     for fn in model.functions:
-        roots = [r for r in fn.transform_roots if r in COMPILED_LOOP_BODIES]
+        roots = [r for r in fn.transform_roots if r in apis.COMPILED_LOOPS]
         if roots:
             add(fn, StepContext(None, roots[0]))
     while work:

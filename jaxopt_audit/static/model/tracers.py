@@ -65,9 +65,9 @@ ARRAY_METHODS = frozenset({
     "cumsum", "cumprod", "prod", "dot", "round", "conj", "any", "all", "argmax", "argmin", "std",
     "var", "sort", "argsort", "take", "repeat", "nonzero", "__getitem__", "view", "T",
 })
-GRAD_LIKE = frozenset({"jax.grad", "jax.value_and_grad", "jax.jacfwd", "jax.jacrev", "jax.hessian",
-                       "jax.checkpoint", "jax.remat", "jax.vmap", "jax.jit", "equinox.filter_vmap",
-                       "equinox.filter_jit", "equinox.filter_grad", "equinox.filter_value_and_grad"})
+GRAD_LIKE = apis.GRADIENT_TRANSFORMS | frozenset({
+    "jax.jacfwd", "jax.jacrev", "jax.hessian", "jax.checkpoint", "jax.remat", "jax.vmap", "jax.jit",
+    "equinox.filter_vmap", "equinox.filter_jit"})
 MAX_DEPTH = 10
 
 
