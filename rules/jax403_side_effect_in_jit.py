@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
-from jaxopt_audit.static.model.traced import ArrayEvidence, binding_scope, is_traced_value, really_traced
+from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
 # `print("Running f():")` at the start of a finding's message: the constant text it printed
@@ -210,7 +210,7 @@ class SideEffectInJit(Rule):
         if value is None or not is_traced_value(model, value, fn):
             return
         declared = fn.global_names | {n for n in fn.nonlocal_names if fn.parent is not None
-                                      and not _same_trace(model, fn, binding_scope(n, fn.parent))}
+                                      and not _same_trace(model, fn, fn.parent.binding_scope(n))}
         written = [t for t in assignment.targets if t in declared]
         if written:
             kind = "global" if written[0] in fn.global_names else "nonlocal"
@@ -249,7 +249,7 @@ def _host_iterator_read(call: cst.Call, fn: Function) -> Report | None:
     name = call.args[0].value.value
     if name in fn.params or fn.bindings(name):
         return None  # a local iterator (`next(iter(tree.values()))`) is trace-time structure
-    scope = binding_scope(name, fn)
+    scope = fn.binding_scope(name)
     if scope is None or scope is fn:
         return None
     values = [a.value for a in scope.bindings(name)]
@@ -280,12 +280,12 @@ def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> b
     boundary lies between them (a helper called in a Python loop of a jitted function)."""
     if scope is None or id(scope) not in really_traced(model):
         return False
-    current: Function | None = fn
-    while current is not None and current is not scope:
+    for current in fn.scopes():
+        if current is scope:
+            return True
         if current.jitted or current.transform_roots:
             return False
-        current = current.parent
-    return current is scope
+    return False
 
 
 def _top_level(call: cst.Call, fn: Function) -> bool:
@@ -319,17 +319,13 @@ def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Functio
         name = expr.value
         if name in fn.params or fn.bindings(name):
             return None
-        scope = binding_scope(name, fn)
+        scope = fn.binding_scope(name)
         if scope is None or scope is fn or _same_trace(model, fn, scope):
             return None
         values = [a.value for a in scope.bindings(name)]
         return name if values and all(_is_container(model, v, scope) for v in values) else None
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        cls = fn.cls
-        current = fn
-        while cls is None and current.parent is not None:
-            current = current.parent
-            cls = current.cls
+        cls = next((s.cls for s in fn.scopes() if s.cls is not None), None)
         owned = cls.attribute_values.get(expr.attr.value, []) if cls is not None else []
         if owned and all(_is_container(model, v, owner) for v, owner in owned):
             return f"self.{expr.attr.value}"

@@ -211,12 +211,8 @@ def _constant_seed(call: cst.Call, fn: Function, module_constants: set[str]) -> 
         return True
     if isinstance(seed, cst.Name) and seed.value in module_constants:
         # shadowed by a local binding or parameter: not the module constant
-        current: Function | None = fn
-        while current is not None and not current.is_module:
-            if seed.value in current.params or current.bindings(seed.value):
-                return False
-            current = current.parent
-        return True
+        owner = fn.binding_scope(seed.value)
+        return owner is None or owner.is_module
     return False
 
 

@@ -20,7 +20,7 @@ from jaxopt_audit.static import (
     read_names,
     target_names,
 )
-from jaxopt_audit.static.model.per_step import enclosing_functions, why_every_step
+from jaxopt_audit.static.model.per_step import why_every_step
 
 # Leaf-wise maps: the function gets the leaves only (`map_with_path` gives a path first).
 TREE_MAPS = apis.TREE_MAPS - apis.TREE_MAPS_WITH_PATH
@@ -169,7 +169,7 @@ class ManualOptimizerUpdate(Rule):
                 continue
             gradient_names = _gradient_bindings(model, fn)
             computes_gradients = any(
-                _calls_gradient_transform(model, scope) for scope in enclosing_functions(fn)
+                _calls_gradient_transform(model, scope) for scope in fn.scopes()
                 if not scope.is_module)
             for site in tree_maps:
                 call: cst.Call = site.node
@@ -202,7 +202,7 @@ def _gradient_bindings(model: SemanticModel, fn: Function) -> set[str]:
     """Names bound from a gradient transform's result: `grads = jax.grad(f)(p)`,
     `loss, grads = jax.value_and_grad(f)(p)` (the last target of a tuple)."""
     out: set[str] = set()
-    for scope in enclosing_functions(fn):
+    for scope in fn.scopes():
         for a in scope.assignments:
             value = a.value
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Call) \

@@ -145,6 +145,19 @@ class Function:
             self._binding_index, self._indexed_count = index, len(self.assignments)
         return index.get(name, [])
 
+    def scopes(self) -> Iterator[Function]:
+        """This function and those it is nested in, innermost first, the module last: the
+        order in which Python resolves a free name."""
+        current: Function | None = self
+        while current is not None:
+            yield current
+            current = current.parent
+
+    def binding_scope(self, name: str) -> Function | None:
+        """The function (or module) whose binding of `name` this function sees: the innermost
+        scope that binds it or has it as a parameter. None for builtins and undefined names."""
+        return next((s for s in self.scopes() if name in s.params or s.bindings(name)), None)
+
 
 @dataclass(eq=False)
 class ClassInfo:
@@ -555,12 +568,7 @@ class SemanticModel:
 
     def lookup_function(self, name: str, scope: Function) -> Function | None:
         """A def named `name` visible from `scope` (nested defs first, then module level)."""
-        current: Function | None = scope
-        while current is not None:
-            if name in current.nested:
-                return current.nested[name]
-            current = current.parent
-        return None
+        return next((s.nested[name] for s in scope.scopes() if name in s.nested), None)
 
     def function_ref(self, expr: cst.BaseExpression, scope: Function) -> Function | None:
         """The same-module function an expression names: `f`, `self.m`, `Cls.m`, `obj.m`, a lambda,
@@ -619,12 +627,7 @@ class SemanticModel:
         return chosen if chosen is not None else fn
 
     def _annotation_of(self, name: str, scope: Function) -> str | None:
-        current: Function | None = scope
-        while current is not None:
-            if name in current.param_annotations:
-                return current.param_annotations[name]
-            current = current.parent
-        return None
+        return next((s.param_annotations[name] for s in scope.scopes() if name in s.param_annotations), None)
 
     def _method(self, cls: ClassInfo, name: str, depth: int = 0) -> Function | None:
         if name in cls.methods:
@@ -696,12 +699,7 @@ class SemanticModel:
         return None
 
     def _enclosing_class(self, scope: Function) -> ClassInfo | None:
-        current: Function | None = scope
-        while current is not None:
-            if current.cls is not None:
-                return current.cls
-            current = current.parent
-        return None
+        return next((s.cls for s in scope.scopes() if s.cls is not None), None)
 
     def _jit_of(self, value: cst.BaseExpression, scope: Function) -> Callee | None:
         """`jax.jit(f, ...)` (or partial(jax.jit, ...)(f)) -> a jitted Callee of f."""
@@ -718,14 +716,12 @@ class SemanticModel:
         return None
 
     def _jit_binding(self, name: str, scope: Function) -> Callee | None:
-        current: Function | None = scope
-        while current is not None:
+        for current in scope.scopes():
             for a in current.bindings(name):
                 if a.value is not None:
                     wrapped = self._jit_of(a.value, current)
                     if wrapped is not None:
                         return wrapped
-            current = current.parent
         return None
 
     # ----------------------------------------------------------------- value kinds
@@ -859,20 +855,16 @@ class SemanticModel:
         return apis.ecosystem_result(q)
 
     def _object_name(self, name: str, scope: Function, depth: int) -> str | None:
-        current: Function | None = scope
-        while current is not None:
-            for a in current.bindings(name):
+        owner = scope.binding_scope(name)
+        if owner is not None:
+            for a in owner.bindings(name):
                 if a.value is not None and len(a.targets) == 1 and isinstance(a.value, cst.Call):
-                    if self._call_kind(a.value, current, depth + 1) == "object":
+                    if self._call_kind(a.value, owner, depth + 1) == "object":
                         return "object"
-            if current.bindings(name) or name in current.params:
-                return None
-            current = current.parent
         return None
 
     def is_array_name(self, name: str, scope: Function, use: cst.Name | None = None) -> bool:
-        current: Function | None = scope
-        while current is not None:
+        for current in scope.scopes():
             if current.is_module and self._module_values_static:
                 return False
             if name in current.array_names:
@@ -881,7 +873,6 @@ class SemanticModel:
                 return True
             if name in current.params or current.bindings(name):
                 return False  # bound here, and not to an array
-            current = current.parent
         return False
 
     def is_array_at(self, use: cst.Name, fn: Function) -> bool:

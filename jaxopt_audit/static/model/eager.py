@@ -247,13 +247,11 @@ def _configurations(model: SemanticModel, expr: cst.BaseExpression, fn: Function
     if isinstance(expr, cst.Subscript):  # `rotations[0]` of a literal list of settings
         return _configurations(model, expr.value, fn, depth + 1)
     if isinstance(expr, cst.Name):
-        scope: Function | None = fn
-        while scope is not None:
+        for scope in fn.scopes():
             bindings = scope.bindings(expr.value)
             if bindings:
                 return len(bindings) == 1 and bindings[0].value is not None \
                     and _configurations(model, bindings[0].value, scope, depth + 1)
-            scope = scope.parent
     return False
 
 

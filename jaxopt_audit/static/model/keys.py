@@ -33,7 +33,6 @@ from .. import apis
 from ..walk import children, int_value, read_names, target_names
 from .core import Function, Loop, SemanticModel
 from .loops import carried_names
-from .traced import binding_scope
 
 # jax.random functions that consume their key argument (the first one, or `key=`).
 CONSUMERS = frozenset(f"jax.random.{name}" for name in (
@@ -538,7 +537,7 @@ def _captured(name: str, fn: Function) -> bool:
     """Bound in an enclosing scope and never in `fn` itself."""
     if name in fn.params or fn.bindings(name) or name in fn.global_names or name in fn.nonlocal_names:
         return False
-    return fn.parent is not None and binding_scope(name, fn.parent) is not None
+    return fn.parent is not None and fn.parent.binding_scope(name) is not None
 
 
 class KeyAnalysis:
@@ -593,14 +592,10 @@ class KeyAnalysis:
         target = self.model.callee(call, scope).function
         if target is not None or not isinstance(call.func, cst.Name):
             return target
-        current: Function | None = scope
-        while current is not None:
-            bindings = current.bindings(call.func.value)
-            if bindings or call.func.value in current.params:
-                if len(bindings) == 1 and isinstance(bindings[0].value, cst.Lambda):
-                    return self.model.lambdas.get(bindings[0].value)
-                return None
-            current = current.parent
+        owner = scope.binding_scope(call.func.value)
+        bindings = owner.bindings(call.func.value) if owner is not None else []
+        if len(bindings) == 1 and isinstance(bindings[0].value, cst.Lambda):
+            return self.model.lambdas.get(bindings[0].value)
         return None
 
     def _module_rngs(self, call: cst.Call, scope: Function) -> list[cst.BaseExpression] | None:
@@ -625,15 +620,13 @@ class KeyAnalysis:
             return self._constructs_flax_module(expr, scope)
         if not isinstance(expr, cst.Name):
             return False
-        current: Function | None = scope
-        while current is not None:
-            bindings = current.bindings(expr.value)
-            if bindings or expr.value in current.params:
-                return bool(bindings) and all(
-                    isinstance(a.value, cst.Call) and len(a.targets) == 1
-                    and self._constructs_flax_module(a.value, current) for a in bindings)
-            current = current.parent
-        return False
+        owner = scope.binding_scope(expr.value)
+        if owner is None:
+            return False
+        bindings = owner.bindings(expr.value)
+        return bool(bindings) and all(
+            isinstance(a.value, cst.Call) and len(a.targets) == 1
+            and self._constructs_flax_module(a.value, owner) for a in bindings)
 
     def _constructs_flax_module(self, call: cst.Call, scope: Function) -> bool:
         callee = self.model.callee(call, scope)

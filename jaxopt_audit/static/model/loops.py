@@ -231,8 +231,7 @@ def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> b
     """A name bound to `np.random.default_rng(...)` / `RandomState(...)`."""
     if not isinstance(expr, cst.Name):
         return False
-    scope = fn
-    while scope is not None:
+    for scope in fn.scopes():
         bindings = [a for a in scope.bindings(expr.value) if a.value is not None]
         if bindings:
             return all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in (
@@ -240,7 +239,6 @@ def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> b
                 for a in bindings)
         if expr.value in scope.params:
             return False
-        scope = scope.parent
     return False
 
 
@@ -289,14 +287,9 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
     if isinstance(expr, cst.Name):
         if model.is_array(expr, fn):
             return False
-        scope = fn
-        while scope is not None:
-            bindings = scope.bindings(expr.value)
-            if bindings:
-                return all(_binds_numpy(model, a, scope, depth) for a in bindings)
-            if expr.value in scope.params or scope.bindings(expr.value):
-                return False
-            scope = scope.parent
+        owner = fn.binding_scope(expr.value)
+        bindings = owner.bindings(expr.value) if owner is not None else []
+        return bool(bindings) and all(_binds_numpy(model, a, owner, depth) for a in bindings)
     return False
 
 

@@ -10,7 +10,6 @@ per-step, so messages can name it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -118,10 +117,3 @@ def where(model: SemanticModel, site: Site, context: StepContext) -> str:
         return f"in {loop_header(site.loop)}, which runs every step"
     return f"in `{site.function.name}`, which {context.describe(model)}"
 
-
-def enclosing_functions(fn: Function) -> Iterator[Function]:
-    """`fn` and the functions it is nested in, innermost first (the module last)."""
-    current: Function | None = fn
-    while current is not None:
-        yield current
-        current = current.parent

@@ -137,14 +137,6 @@ def is_free(name: str, fn: Function) -> bool:
     return not fn.bindings(name)
 
 
-def binding_scope(name: str, fn: Function) -> Function | None:
-    """The function (or module) whose binding of `name` `fn` sees."""
-    current: Function | None = fn
-    while current is not None:
-        if name in current.params or current.bindings(name):
-            return current
-        current = current.parent
-    return None
 
 
 class ArrayEvidence:

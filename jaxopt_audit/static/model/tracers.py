@@ -322,11 +322,9 @@ class Tracers:
                 return self.is_param(fn, name)
             if name in fn.global_names:
                 return False
-            scope = fn.parent
-            while scope is not None and not scope.is_module:
-                if name in scope.params or scope.bindings(name):
-                    return self._scope_value(name, scope, depth)
-                scope = scope.parent
+            owner = fn.parent.binding_scope(name) if fn.parent is not None else None
+            if owner is not None and not owner.is_module:
+                return self._scope_value(name, owner, depth)
             return False  # module constants are static (docs/rules.md)
         seq = self.model.name_seq.get(id(use))
         before = [a for a in bindings if seq is not None and a.seq < seq]
