@@ -978,6 +978,12 @@ class SemanticModel:
                     else:
                         for returned in self._factory_returns(call.args[0].value, fn):
                             self._mark_jit(returned, call, list(call.args[1:]))
+                        inner = call.args[0].value
+                        if isinstance(inner, cst.Call) and self.resolve(inner.func) in apis.TRACING_TRANSFORMS \
+                                and inner.args:  # jax.jit(jax.grad(loss_fn), static_argnums=...): same positions
+                            transformed = self.function_ref(inner.args[0].value, fn)
+                            if transformed is not None:
+                                transformed.static_params |= self._static_params(transformed, list(call.args[1:]))
                 elif isinstance(call.func, cst.Call) and self.resolve(call.func.func) == "functools.partial" \
                         and call.func.args and self.resolve(call.func.args[0].value) in apis.JIT_WRAPPERS \
                         and call.args:
@@ -1007,6 +1013,10 @@ class SemanticModel:
                     target.static_params |= {a.keyword.value for a in bound if a.keyword is not None}
 
     def _decorator(self, fn: Function, decorator: cst.BaseExpression) -> None:
+        if isinstance(decorator, cst.Call):
+            # `@partial(jax.remat, static_argnums=(0,))`: transforms take static arguments too
+            partial = self.resolve(decorator.func) == "functools.partial"
+            fn.static_params |= self._static_params(fn, list(decorator.args[1:] if partial else decorator.args))
         q = self.resolve(decorator)
         if q in apis.JIT_WRAPPERS:
             self._mark_jit(fn, decorator, [], direct=True)

@@ -119,9 +119,7 @@ class Tracers:
                         self._root_jit(target, q, call.args[0].value)
                     else:
                         inner = transformed_function(model, call.args[0].value, fn)
-                        if inner is not None:  # jax.jit(jax.grad(loss_fn)): same positions
-                            inner.static_params |= model._static_params(inner, list(call.args[1:]))
-                            # transformed_function found a call: `jax.grad(loss_fn)`
+                        if inner is not None:  # jax.jit(jax.grad(loss_fn)): the model has its static params
                             self._root_jit(inner, q, cast(cst.Call, call.args[0].value).args[0].value)
                 elif isinstance(call.func, cst.Call) and model.resolve(call.func.func) == "functools.partial" \
                         and call.func.args and call.args:
@@ -152,8 +150,6 @@ class Tracers:
                 q = inner
             if _unknown_static(options):
                 return
-            # `partial(jax.remat, static_argnums=(0,))`: transforms take static arguments too
-            fn.static_params |= model._static_params(fn, options)
         if q in ALL_ARGUMENT_JITS:
             self._add(fn, set(fn.params), root=True)
         elif q in apis.JIT_WRAPPERS:
