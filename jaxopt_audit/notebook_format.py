@@ -32,6 +32,9 @@ class Cell(NamedTuple):
     # of the exceptions it raised when last run
     shown_text: str = ""
     shown_errors: tuple[str, ...] = ()
+    # code cells: the prose a reader sees just before the cell (the markdown cells since the
+    # previous code cell; in MyST, the text since the previous code block)
+    prose: str = ""
 
 
 def is_ipynb(path: str) -> bool:
@@ -69,6 +72,7 @@ def ipynb_cells(data: bytes | str) -> list[Cell]:
     if not isinstance(raw_cells, list):
         raise NotebookError("not a valid notebook: 'cells' is not a list")
     cells = []
+    prose: list[str] = []
     for number, raw in enumerate(raw_cells, start=1):
         if not isinstance(raw, dict) or not isinstance(raw.get("cell_type"), str):
             raise NotebookError(f"not a valid notebook: cell {number} has no cell_type")
@@ -77,8 +81,14 @@ def ipynb_cells(data: bytes | str) -> list[Cell]:
             source = _joined(raw.get(key, ""))
         except NotebookError as exc:
             raise NotebookError(f"not a valid notebook: cell {number}: {exc}") from None
-        shown_text, shown_errors = _shown(raw.get("outputs")) if raw["cell_type"] == "code" else ("", ())
-        cells.append(Cell(number, raw["cell_type"], source, shown_text=shown_text, shown_errors=shown_errors))
+        if raw["cell_type"] != "code":
+            cells.append(Cell(number, raw["cell_type"], source))
+            prose.append(source)
+            continue
+        shown_text, shown_errors = _shown(raw.get("outputs"))
+        cells.append(Cell(number, "code", source, shown_text=shown_text, shown_errors=shown_errors,
+                          prose="\n".join(prose)))
+        prose = []
     return cells
 
 
@@ -110,13 +120,14 @@ def myst_cells(text: str) -> list[Cell]:
     Option lines (`:tags: [...]`, or a `---` YAML block) right after the fence are not code."""
     cells: list[Cell] = []
     lines = text.splitlines()
-    index, number = 0, 0
+    index, number, prose_start = 0, 0, 0
     while index < len(lines):
         match = _MYST_OPEN.match(lines[index])
         if not match:
             index += 1
             continue
         number += 1
+        prose = "\n".join(lines[prose_start:index])
         fence = match.group("fence")
         index += 1
         if index < len(lines) and lines[index].strip() == "---":  # YAML options block
@@ -131,8 +142,9 @@ def myst_cells(text: str) -> list[Cell]:
         while index < len(lines) and not close.match(lines[index]):
             index += 1
         cells.append(Cell(number, "code", "\n".join(lines[start:index]) + ("\n" if index > start else ""),
-                          first_line=start + 1))
+                          first_line=start + 1, prose=prose))
         index += 1
+        prose_start = index
     return cells
 
 

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
 from jaxopt_audit.static.model.traced import is_traced_value, traced_functions
 
 # Functions whose output size depends on the values; `size=` makes them static.
@@ -126,8 +127,9 @@ class DynamicShape(Rule):
         """),
     ]
 
-    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
-        return not apis.TRACING_ERRORS.isdisjoint(errors)  # the cell failed tracing when last run
+    def demonstrated(self, finding, cell) -> bool:
+        # the cell failed tracing when last run, or the notebook teaches this pitfall there
+        return shows_tracing_error(cell) or teaches_pitfall(cell)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         if model.source is not None and "jax_dynamic_shapes" in model.source:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, apis, describe
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
 from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.model.tracers import container_annotation, tracers
 
@@ -120,8 +121,9 @@ class TracerControlFlow(Rule):
         """),
     ]
 
-    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
-        return not apis.TRACING_ERRORS.isdisjoint(errors)  # the cell failed tracing when last run
+    def demonstrated(self, finding, cell) -> bool:
+        # the cell failed tracing when last run, or the notebook teaches this pitfall there
+        return shows_tracing_error(cell) or teaches_pitfall(cell)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         evidence = ArrayEvidence(model, really_traced(model))
@@ -133,7 +135,7 @@ class TracerControlFlow(Rule):
             if isinstance(bare, cst.Name) and (
                     container_annotation(fn, bare.value) or (
                         bare.value not in facts.root_params.get(id(fn), ())
-                        and not evidence.name(bare.value, fn))):
+                        and not evidence.name(bare.value, fn, use=bare))):
                 return False
             return is_traced_value(model, expr, fn)
 

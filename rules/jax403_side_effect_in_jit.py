@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
+from jaxopt_audit.static.demonstrations import teaches_pitfall
 from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
@@ -147,15 +148,18 @@ class SideEffectInJit(Rule):
         """),
     ]
 
-    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
-        """A print the cell's saved output shows: a tracer where values were expected, or the
-        printed text itself (printed once, at trace time, however often the function ran)."""
+    def demonstrated(self, finding, cell) -> bool:
+        """The notebook teaches a tracing pitfall there (side effects, trace time), or the cell's
+        saved output shows a print's effect: a tracer where values were expected, or the printed
+        text itself (printed once, at trace time, however often the function ran)."""
+        if teaches_pitfall(cell):
+            return True
         if not finding.message.startswith("`print("):
             return False
-        if apis.TRACER_REPR in text:
+        if apis.TRACER_REPR in cell.shown_text:
             return True
         literal = _PRINTED_LITERAL.match(finding.message)
-        return literal is not None and literal.group(2).strip() != "" and literal.group(2) in text
+        return literal is not None and literal.group(2).strip() != "" and literal.group(2) in cell.shown_text
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         traced_ids = really_traced(model)
@@ -235,7 +239,7 @@ class SideEffectInJit(Rule):
             name = node.value.value
             if name not in fn.params and not fn.bindings(name):
                 continue  # an outer container: handled as an outer write
-            if evidence.name(name, fn):
+            if evidence.name(name, fn, use=node.value):
                 yield Report(node, f"`{describe(node)} = ...` assigns into JAX array `{name}` in place: JAX arrays "
                                    "are immutable, so this raises TypeError",
                              fix=f"Use `{name} = {name}.at[...].set(value)` (or `.add`, `.min`, ...).",

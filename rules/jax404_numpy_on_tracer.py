@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
+from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
 from jaxopt_audit.static.model.traced import is_traced_value, traced_functions
 
 # Host libraries that convert their arguments to NumPy arrays or Python floats.
@@ -118,8 +119,9 @@ class NumpyOnTracer(Rule):
         """),
     ]
 
-    def shown_in_outputs(self, finding, text: str, errors: tuple[str, ...]) -> bool:
-        return not apis.TRACING_ERRORS.isdisjoint(errors)  # the cell failed tracing when last run
+    def demonstrated(self, finding, cell) -> bool:
+        # the cell failed tracing when last run, or the notebook teaches this pitfall there
+        return shows_tracing_error(cell) or teaches_pitfall(cell)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         for fn in traced_functions(model):

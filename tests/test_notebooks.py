@@ -226,3 +226,45 @@ def test_myst_included_by_configuration(tmp_path):
     (tmp_path / "README.md").write_text("# not a notebook\n")
     result = scan_paths([str(tmp_path)], select=["JAX301"])
     assert result.files_scanned == 1 and [f.line for f in result.findings] == [20]
+
+
+# A jitted function branching on its argument's value: JAX402 in a notebook of real work, a
+# demonstration in a tutorial whose prose says it fails or explains tracing.
+BRANCHY = """\
+import jax
+
+@jax.jit
+def sign(x):
+    if x > 0:
+        return x
+    return -x
+"""
+
+
+@pytest.mark.parametrize("prose, comment, kept", [
+    ("## Training the model\n\nWe fit the classifier below.", "", True),
+    ("## Control flow\n\nThe function below fails under jit: its branch depends on a value.", "", False),
+    ("## Static arguments", "# This will fail!\n", False),
+    ("Python's `print` runs at trace time, so it shows tracers.", "", False),
+    ("Jit does not work with functions that branch on strings.", "", False),
+    ("## Results\n\nThe error bars show the spread over seeds.", "# plot later\n", True),
+])
+def test_a_cell_the_notebook_presents_as_a_pitfall_is_a_demonstration(tmp_path, capsys, prose, comment, kept):
+    path = notebook(tmp_path, [("markdown", prose), ("code", comment + BRANCHY)])
+    _, data = scan_json([path], capsys)
+    assert [f["code"] for f in data["findings"]] == (["JAX402"] if kept else [])
+
+
+def test_only_the_prose_since_the_previous_code_cell_counts(tmp_path, capsys):
+    path = notebook(tmp_path, [("markdown", "This fails under jit:"), ("code", "x = 1\n"), ("code", BRANCHY)])
+    _, data = scan_json([path], capsys)
+    assert [(f["code"], f["cell"]) for f in data["findings"]] == [("JAX402", 3)]
+
+
+def test_a_myst_code_block_under_pitfall_prose_is_a_demonstration(tmp_path):
+    block = "```{code-cell} ipython3\n" + BRANCHY + "```\n"
+    path = tmp_path / "gotchas.md"
+    path.write_text("# Gotchas\n\nThe next cell fails with a TracerBoolConversionError.\n\n" + block
+                    + "\n## Real work\n\nNothing to see.\n\n" + block)
+    result = scan_paths([str(path)], config=None, select=["JAX402"])
+    assert [f.line for f in result.findings] == [24]  # only the second block's `if x > 0`

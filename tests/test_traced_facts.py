@@ -479,3 +479,63 @@ def test_a_value_asserted_to_be_a_variable_accepts_item_assignment():
     """
     assert found(source.replace("{check}", "self.assertIsInstance(v, nnx.Param)")) == []
     assert found(source.replace("{check}", "a = a * v")) == [(10, "JAX403")]
+
+
+def test_unpacking_a_helpers_tuple_takes_each_element_on_its_own():
+    # `n, total = summarise(x)`: n is a shape (static), total an array (traced)
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def summarise(x):
+            return x.shape[0], jnp.sum(x)
+
+        @jax.jit
+        def step(x):
+            n, total = summarise(x)
+            out = jnp.zeros(n)
+            if total > 0:
+                out = out + 1
+            return out
+    """
+    assert found(source) == [(11, "JAX402")]
+
+
+def test_a_lax_class_built_in_traced_code_is_not_a_tracer():
+    # a helper returning a shape beside a `lax.ConvDimensionNumbers`: neither is traced
+    source = """
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        def parse(kernel, layout):
+            return tuple(kernel), lax.ConvDimensionNumbers(layout, layout, layout)
+
+        @jax.jit
+        def moments(x):
+            kernel, numbers = parse((3, 3), (0, 3, 1, 2))
+            return jnp.zeros(kernel) + jnp.sum(x)
+    """
+    assert found(source) == []
+
+
+def test_assigning_into_a_list_parameter_before_it_is_rebound_to_an_array():
+    # `x` arrives as a list of arrays and becomes one array only after the loop
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def merge(x: list, scale):
+            for i in range(1, len(x)):
+                x[i] = x[i] * scale
+            x = jnp.mean(jnp.stack(x), axis=0)
+            return x
+
+        @jax.jit
+        def bad(y):
+            z = jnp.zeros(3)
+            z[0] = y
+            return z
+    """
+    assert found(source) == [(14, "JAX403")]

@@ -167,7 +167,7 @@ HOST_IO_HINTS = ("save", "checkpoint", "write", "load", "read", "download", "upl
                  "send", "recv", "log_", "wandb", "tensorboard", "summary", "flush", "dump")
 
 # The errors tracing raises on the mistakes JAX401/402/404 find: a notebook cell whose saved
-# outputs show one of them demonstrates the mistake on purpose (Rule.shown_in_outputs).
+# outputs show one of them demonstrates the mistake on purpose (Rule.demonstrated).
 TRACING_ERRORS = frozenset({
     "ConcretizationTypeError", "NonConcreteBooleanIndexError", "TracerBoolConversionError",
     "TracerArrayConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",

@@ -15,9 +15,12 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..notebook_format import Cell, NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
+
+if TYPE_CHECKING:
+    from .rule import Finding, Rule
 
 # Cell magics whose body is Python that runs (the first line is the magic, the rest is code).
 PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit", "px"})
@@ -121,13 +124,15 @@ def myst_program(text: str) -> Program:
     """A MyST notebook's code cells at their own file lines; every other line blank."""
     lines = [""] * (text.count("\n") + 1)
     problems: list[str] = []
+    cells: dict[int, Cell] = {}
     for cell in myst_cells(text):
+        cells[cell.number] = cell
         code = _cell_program(cell.source.rstrip("\n"), cell.number, problems)
         for offset, line in enumerate(code.split("\n")):
             if cell.first_line - 1 + offset < len(lines):
                 lines[cell.first_line - 1 + offset] = line
     problems = [p.replace("cell ", "code cell ", 1) for p in problems]
-    return Program("\n".join(lines), None, problems)
+    return Program("\n".join(lines), None, problems, cells)
 
 
 def program_for(path: str, data: bytes) -> Program:
@@ -172,13 +177,23 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
             cell, line = locate(origin, f.line)
             shown = program.cells.get(cell) if program.cells else None
             rule = by_code.get(f.code)
-            if shown is not None and rule is not None and \
-                    rule.shown_in_outputs(f, shown.shown_text, shown.shown_errors):
-                continue  # the cell's saved outputs already show it happen: a demonstration
+            if shown is not None and rule is not None and rule.demonstrated(f, shown):
+                continue  # the notebook shows this mistake on purpose
             end_cell, end_line = locate(origin, f.end_line)
             end_column = f.end_column
             if end_cell != cell:  # never spans cells in practice; clamp to the cell
                 end_line, end_column = line, f.column + 1
             mapped.append(f._replace(line=line, end_line=end_line, end_column=end_column, cell=cell))
         findings = mapped
+    elif program.cells:  # MyST: findings keep their file lines; the cell is found by line
+        by_code = {rule.CODE: rule for rule in rules}
+        findings = [f for f in findings if not _demonstrated(f, by_code.get(f.code), program.cells.values())]
     return result._replace(findings=findings, error=error)
+
+
+def _demonstrated(finding: Finding, rule: Rule | None, cells: Iterable[Cell]) -> bool:
+    """A MyST finding whose code cell shows its mistake on purpose."""
+    for cell in cells:
+        if cell.first_line <= finding.line < cell.first_line + cell.source.count("\n") + 1:
+            return rule is not None and rule.demonstrated(finding, cell)
+    return False

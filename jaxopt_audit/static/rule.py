@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 import libcst as cst
 
 if TYPE_CHECKING:
+    from ..notebook_format import Cell
     from .fixes import Fix
     from .model import SemanticModel
 
@@ -115,10 +116,10 @@ class Rule:
     def check(self, model: SemanticModel) -> Iterable[Report]:
         raise NotImplementedError
 
-    def shown_in_outputs(self, finding: Finding, text: str, errors: tuple[str, ...]) -> bool:
-        """A notebook cell's saved outputs (printed text, exception names) already show what
-        `finding` predicts: the author ran it and saw it, as a tutorial demonstrating a pitfall
-        does. Such a finding is dropped. Rules whose effect an output can show override this."""
+    def demonstrated(self, finding: Finding, cell: Cell) -> bool:
+        """The notebook cell holding `finding` shows its mistake on purpose, as tutorials do: its
+        saved outputs show it happen, or the prose around it says so (static/demonstrations.py).
+        Such a finding is dropped. Rules whose mistake a tutorial demonstrates override this."""
         return False
 
     def fix(self, model: SemanticModel, report: Report) -> Fix | None:

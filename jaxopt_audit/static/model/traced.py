@@ -153,24 +153,34 @@ class ArrayEvidence:
         self.traced_ids = traced_ids
         self._operands: dict[int, set[str]] = {}
 
-    def name(self, name: str, fn: Function, depth: int = 0) -> bool:
+    def name(self, name: str, fn: Function, depth: int = 0, use: cst.Name | None = None) -> bool:
+        """`name` certainly holds one JAX array in `fn` (at `use`, when given: a parameter's own
+        value still reaches a use that comes before every rebinding)."""
         if depth > 6:
             return False
         bindings = fn.bindings(name)
-        if name in fn.params and not bindings:
-            text = annotation_text(fn, name)
-            if text is not None and ("Array" not in text or "Variable" in text or "Ref" in text):
-                return False  # `nnx.Variable[Array]`, a mutable ref: `v[...] = x` is its API
-            if _array_annotation(fn.param_annotations.get(name)):
-                return True
-            # a tracer by the facts of tracers.py (a Pallas kernel's refs are not), used as an array
-            facts = tracers(self.model)
-            return (id(fn) in self.traced_ids and facts.is_param(fn, name)
-                    and name not in facts.type_tested(fn) and name in self._array_operands(fn))
+        seq = self.model.name_seq.get(id(use)) if use is not None else None
+        param_reaches = name in fn.params and (
+            not bindings or (seq is not None and all(a.seq >= seq for a in bindings)))
+        if param_reaches and not self._array_param(name, fn):
+            return False
+        if not bindings:
+            return param_reaches
         values = [a.value for a in bindings if a.value is not None and not a.augmented and len(a.targets) == 1]
         if not bindings or len(values) != len(bindings):
             return False
         return all(self.expr(value, fn, depth + 1) for value in values)
+
+    def _array_param(self, name: str, fn: Function) -> bool:
+        text = annotation_text(fn, name)
+        if text is not None and ("Array" not in text or "Variable" in text or "Ref" in text):
+            return False  # `nnx.Variable[Array]`, a mutable ref: `v[...] = x` is its API
+        if _array_annotation(fn.param_annotations.get(name)):
+            return True
+        # a tracer by the facts of tracers.py (a Pallas kernel's refs are not), used as an array
+        facts = tracers(self.model)
+        return (id(fn) in self.traced_ids and facts.is_param(fn, name)
+                and name not in facts.type_tested(fn) and name in self._array_operands(fn))
 
     def expr(self, expr: cst.BaseExpression, fn: Function, depth: int = 0) -> bool:
         if depth > 6:

@@ -285,8 +285,8 @@ class Tracers:
         if q is not None:
             if q.startswith(ARRAY_NAMESPACES):
                 last = q.rsplit(".", 1)[-1]
-                if last in STATIC_RESULTS:
-                    return False
+                if last in STATIC_RESULTS or last[:1].isupper():
+                    return False  # metadata, or a class (`lax.ConvDimensionNumbers(...)`, `lax.Precision`)
                 if last == "axis_index":
                     return True
                 if last in COLLECTIVES:
@@ -363,10 +363,16 @@ class Tracers:
         if isinstance(node, cst.WithItem):
             return False
         value = a.value
-        if len(a.targets) > 1 and isinstance(value, (cst.Tuple, cst.List)) \
-                and len(value.elements) == len(a.targets) \
-                and not any(isinstance(e, cst.StarredElement) for e in value.elements):
-            return self.expr(value.elements[a.targets.index(name)].value, fn, depth + 1)
+        if len(a.targets) > 1:
+            position = a.targets.index(name)
+            if _unpacks(value, len(a.targets)):  # `a, b = x, y`
+                return self.expr(cast("cst.Tuple | cst.List", value).elements[position].value, fn, depth + 1)
+            if isinstance(value, cst.Call):  # `shape, pad = parse(...)` of a helper returning `x, y`
+                target = self.model.callee(value, fn).function
+                if target is not None and not target.is_module and target.returns \
+                        and all(_unpacks(r, len(a.targets)) for r in target.returns):
+                    return any(self.expr(cast("cst.Tuple | cst.List", r).elements[position].value, target, depth + 1)
+                               for r in target.returns)
         return self.expr(value, fn, depth + 1)
 
     def _loop_target(self, name: str, node: cst.For | cst.CompFor, a: Assignment, fn: Function,
@@ -388,6 +394,12 @@ class Tracers:
                     return False
                 return self.expr(it.func.value, fn, depth + 1)
         return self.expr(it, fn, depth + 1)
+
+
+def _unpacks(value: cst.BaseExpression | None, count: int) -> bool:
+    """A literal tuple or list of `count` plain elements (`return x, y` for `a, b = f()`)."""
+    return isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count \
+        and not any(isinstance(e, cst.StarredElement) for e in value.elements)
 
 
 def jax_internal(model: SemanticModel) -> bool:
