@@ -75,7 +75,15 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.linear_util", "jax.extend.linear_util", "removed"),
     Deprecation("jax.api", "the same names at the top level of jax", "removed"),
     Deprecation("jax.xla_computation", "jax.jit(f).lower(*args)", "removed"),
+    # the module is gone; its device queries have top-level equivalents
     Deprecation("jax.lib.xla_bridge", "jax.extend.backend", "removed"),
+    Deprecation("jax.lib.xla_bridge.device_count", "jax.device_count", "removed"),
+    Deprecation("jax.lib.xla_bridge.local_device_count", "jax.local_device_count", "removed"),
+    Deprecation("jax.lib.xla_bridge.process_index", "jax.process_index", "removed"),
+    Deprecation("jax.lib.xla_bridge.process_count", "jax.process_count", "removed"),
+    Deprecation("jax.lib.xla_bridge.devices", "jax.devices", "removed"),
+    Deprecation("jax.lib.xla_bridge.local_devices", "jax.local_devices", "removed"),
+    Deprecation("jax.lib.xla_bridge.default_backend", "jax.default_backend", "removed"),
     Deprecation("jax.lib.xla_client", "jax.extend or the public jax APIs", "removed"),
     Deprecation("jax.dlpack.to_dlpack", "pass the array itself to the consumer's from_dlpack", "removed"),
     # NumPy aliases NumPy 2 removed, and jnp with it
