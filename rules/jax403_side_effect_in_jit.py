@@ -179,7 +179,7 @@ class SideEffectInJit(Rule):
     def _call(self, model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
         q = model.resolve(call.func)
         if q == "builtins.next":
-            return _host_iterator_read(call, fn)
+            return _host_iterator_read(model, call, fn)
         if q in PRINT_FUNCTIONS or (q is not None and q.startswith(LOGGING_PREFIXES)):
             traced = _traced_argument(model, call, fn)
             fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
@@ -246,15 +246,17 @@ class SideEffectInJit(Rule):
                              severity="error")
 
 
-def _host_iterator_read(call: cst.Call, fn: Function) -> Report | None:
-    """`next(batches)` on an iterator from outside the traced function: read once, at trace time."""
+def _host_iterator_read(model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
+    """`next(batches)` on an iterator from outside the traced function: read once, at trace time.
+    An iterator the same trace builds (`keys = iter(random.split(key, n))` read by a tree-mapped
+    lambda) is trace-time structure: each read is a different element, as intended."""
     if not call.args or not isinstance(call.args[0].value, cst.Name):
         return None
     name = call.args[0].value.value
     if name in fn.params or fn.bindings(name):
         return None  # a local iterator (`next(iter(tree.values()))`) is trace-time structure
     scope = fn.binding_scope(name)
-    if scope is None or scope is fn:
+    if scope is None or scope is fn or _same_trace(model, fn, scope):
         return None
     values = [a.value for a in scope.bindings(name)]
     if name not in scope.params and (not values or not all(isinstance(v, cst.Call) for v in values)):

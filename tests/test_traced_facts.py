@@ -539,3 +539,28 @@ def test_assigning_into_a_list_parameter_before_it_is_rebound_to_an_array():
             return z
     """
     assert found(source) == [(14, "JAX403")]
+
+
+def test_an_iterator_the_same_trace_builds_is_structure_not_host_data():
+    # one key per leaf: the jitted init splits its key and a tree-mapped lambda draws them in turn
+    source = """
+        import jax
+        from jax import random
+
+        def make_init(shapes):
+            @jax.jit
+            def init(key):
+                keys = iter(random.split(key, len(shapes)))
+                return jax.tree.map(lambda s: random.normal(next(keys), s), shapes)
+            return init
+
+        def train(step, params, loader):
+            batches = iter(loader)
+
+            @jax.jit
+            def update(p):
+                return step(p, next(batches))
+            return update(params)
+    """
+    # only the host iterator; the shapes tree the trace closes over gives Python leaves (no JAX401)
+    assert found(source) == [(16, "JAX403")]

@@ -39,7 +39,8 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "re
 @dataclass(frozen=True)
 class TraceClosure:
     traced: set[int]  # ids of the functions JAX runs on tracers
-    leaf_params: dict[int, set[str]]  # per function id: parameters given traced pytree leaves
+    tree_maps: dict[int, list[tuple[cst.Call, Function]]]  # per function id: `jax.tree.map(f, ...)` calls
+    # in traced code mapping it (call, the function making it)
 
 
 def really_traced(model: SemanticModel) -> set[int]:
@@ -74,7 +75,7 @@ def trace_closure(model: SemanticModel) -> TraceClosure:
     for fn in model.functions:
         if fn.parent is not None:
             children.setdefault(id(fn.parent), []).append(fn)
-    leaves: dict[int, set[str]] = {}
+    leaves: dict[int, list[tuple[cst.Call, Function]]] = {}
     while work:
         fn = work.pop()
         reached: list[Function] = []
@@ -91,8 +92,8 @@ def trace_closure(model: SemanticModel) -> TraceClosure:
                         reached.append(ref)
             mapped = _tree_mapped_function(model, site.node, fn)
             if mapped is not None:
-                # under a trace, `jax.tree.map(f, tree)` calls f on traced leaves
-                leaves[id(mapped)] = {p for p in mapped.params if p not in mapped.static_params}
+                # under a trace, `jax.tree.map(f, tree)` calls f on the tree's leaves
+                leaves.setdefault(id(mapped), []).append((site.node, fn))
                 reached.append(mapped)
         for inner in children.get(id(fn), []):
             if inner.name == "<lambda>" or inner.transform_roots or inner.jitted:
@@ -105,9 +106,18 @@ def trace_closure(model: SemanticModel) -> TraceClosure:
 
 
 def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
-    """Parameters of `fn` that receive traced pytree leaves: `fn` is mapped over a pytree by
-    `jax.tree.map` inside traced code (the model leaves such arguments unknown)."""
-    return trace_closure(model).leaf_params.get(id(fn), set())
+    """Parameters of `fn` that receive traced pytree leaves: `fn` is mapped by `jax.tree.map`
+    inside traced code over a tree that is traced (the model leaves such arguments unknown). A
+    tree the trace closes over (a config, a tree of shapes) gives Python leaves."""
+    found: set[str] = set()
+    facts = tracers(model)
+    for call, scope in trace_closure(model).tree_maps.get(id(fn), []):
+        params = [p for p in fn.params if p not in fn.static_params]
+        if model.resolve(call.func) in apis.TREE_MAPS_WITH_PATH:
+            params = params[1:]  # the first is the leaf's path
+        trees = [a.value for a in call.args[1:] if a.keyword is None and not a.star]
+        found.update(p for p, tree in zip(params, trees, strict=False) if facts.expr(tree, scope))
+    return found
 
 
 def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
