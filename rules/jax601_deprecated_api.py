@@ -110,8 +110,8 @@ class DeprecatedApi(Rule):
 
 _LAST_SEGMENT = re.compile(r"\b(?:" + "|".join(sorted({re.escape(e.name.rsplit(".", 1)[-1]) for e in DEPRECATIONS},
                                                        key=len, reverse=True)) + r")\b")
-# Every segment of every listed name: an attribute chain naming none of them cannot match.
-_SEGMENTS = frozenset(part for entry in DEPRECATIONS for part in entry.name.split("."))
+# The last segment of every listed name: a use spells it, so a chain naming none cannot match.
+_LAST_SEGMENTS = frozenset(entry.name.rsplit(".", 1)[-1] for entry in DEPRECATIONS)
 # Leaves and literals: nothing below them can name an API.
 _LEAVES = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Pass,
                      cst.Break, cst.Continue, cst.Ellipsis, cst.Global, cst.Nonlocal})
@@ -180,7 +180,7 @@ def _attribute_use(model: SemanticModel, node: cst.Attribute) -> tuple[cst.CSTNo
     """The longest sub-chain of `a.b.c.d` that names a listed API where its last segment is spelled
     (an imported alias is reported at its import instead)."""
     spelled = _attribute_names(node)
-    if spelled.isdisjoint(_SEGMENTS):
+    if spelled.isdisjoint(_LAST_SEGMENTS):
         return None
     current: cst.BaseExpression = node
     while isinstance(current, cst.Attribute):
