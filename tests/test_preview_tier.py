@@ -7,10 +7,14 @@ from jaxopt_audit.static.config import Config
 from jaxopt_audit.static.engine import scan_paths
 from jaxopt_audit.static.registry import load_rules
 
-# a host sync every step (JAX301, preview) and a boolean-mask index under jit (JAX401, on)
+# a host sync every step (JAX301, preview), a boolean-mask index under jit (JAX401, preview)
+# and a removed API (JAX601, on)
 SOURCE = """\
 import jax
 import jax.numpy as jnp
+
+def norms(tree):
+    return jax.tree_map(jnp.linalg.norm, tree)
 
 @jax.jit
 def positives(x):
@@ -35,19 +39,20 @@ def _codes(folder, **options):
 def test_every_rule_has_one_tier_and_the_speed_rules_are_preview():
     tiers = {r.CODE: r.tier() for r in load_rules()}
     assert set(tiers.values()) <= {"on", "preview", "opt-in"}
-    assert tiers["JAX301"] == "preview" and tiers["JAX401"] == "on" and tiers["JAX602"] == "opt-in"
+    assert tiers["JAX301"] == "preview" and tiers["JAX401"] == "preview" and tiers["JAX602"] == "opt-in"
+    assert [code for code, tier in tiers.items() if tier == "on"] == ["JAX601"]
 
 
 def test_preview_rules_are_off_by_default_and_on_with_the_selector(tmp_path):
     (tmp_path / "train.py").write_text(SOURCE)
-    assert _codes(tmp_path) == ["JAX401"]
-    assert _codes(tmp_path, extend_select=["PREVIEW"]) == ["JAX301", "JAX401"]
-    assert _codes(tmp_path, extend_select=["JAX301"]) == ["JAX301", "JAX401"]  # by its exact code
+    assert _codes(tmp_path) == ["JAX601"]
+    assert _codes(tmp_path, extend_select=["PREVIEW"]) == ["JAX301", "JAX401", "JAX601"]
+    assert _codes(tmp_path, extend_select=["JAX301"]) == ["JAX301", "JAX601"]  # by its exact code
     assert _codes(tmp_path, select=["JAX3"]) == []  # a prefix alone does not turn a preview rule on
     assert _codes(tmp_path, select=["JAX3", "PREVIEW"]) == ["JAX301"]  # in preview mode it does
-    assert _codes(tmp_path, select=["PREVIEW"]) == ["JAX301", "JAX401"]
-    assert _codes(tmp_path, extend_select=["PREVIEW"], ignore=["JAX3"]) == ["JAX401"]
-    assert _codes(tmp_path, select=["ALL"]) == ["JAX301", "JAX401"]
+    assert _codes(tmp_path, select=["PREVIEW"]) == ["JAX301", "JAX401", "JAX601"]
+    assert _codes(tmp_path, extend_select=["PREVIEW"], ignore=["JAX3"]) == ["JAX401", "JAX601"]
+    assert _codes(tmp_path, select=["ALL"]) == ["JAX301", "JAX401", "JAX601"]
 
 
 def test_preview_from_pyproject(tmp_path, monkeypatch, capsys):

@@ -120,7 +120,7 @@ def _render(args: argparse.Namespace, fmt: str, result) -> None:
         else:
             render_terminal(result, console, concise=fmt == "concise", quiet=getattr(args, "quiet", False))
             if fmt == "full" and not getattr(args, "quiet", False) and _preview_off(result):
-                console.print("[dim]The speed and key-reuse rules are preview, off by default: "
+                console.print("[dim]The speed, tracing and key-reuse rules are preview, off by default: "
                               "`--extend-select PREVIEW` shows their findings as leads to check "
                               "(`jaxopt-audit run` measures them).[/]", highlight=False)
         if args.output:
@@ -215,6 +215,16 @@ flag), helpers already traced from a jitted caller, configuration sweeps that bu
 function on purpose, tutorials written step by step. JAX501 (prng-key-reuse) was right about
 half the time (14 of 29: keys reused on purpose so two networks start equal, draws in distant
 notebook cells). JAX502 and JAX702 were right in fewer than one sampled finding in five.
+
+The tracing rules (JAX401-404) are preview too. Their claims hold for the code as the model
+reads it, but on published code that code ran: a real tracing error does not survive the first
+run, so what they find there is a tutorial showing the pitfall on purpose or a misreading of the
+model (a shape built from static arguments through a helper, a list that is rebound to an array
+later, an iterator the trace itself builds). On three rounds of repositories fetched fresh for
+the round (2026-11-25) 2 of the first 30 judged findings were right; each round's misreadings
+were fixed afterwards, and the next fresh round found new ones. They are most useful where code
+is being written and has not run yet: in the editor or in pre-commit, with
+`--extend-select JAX401,JAX402,JAX403,JAX404` (or `PREVIEW` for every preview rule).
 
 `jaxopt-audit run` measures what these rules guess at (compilations, transfers, time per jitted
 function), and `bench` and `run` scan with the preview rules on, so a finding stands beside the
