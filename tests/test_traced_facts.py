@@ -564,3 +564,21 @@ def test_an_iterator_the_same_trace_builds_is_structure_not_host_data():
     """
     # only the host iterator; the shapes tree the trace closes over gives Python leaves (no JAX401)
     assert found(source) == [(16, "JAX403")]
+
+
+def test_static_argnums_of_a_jitted_bound_method_do_not_count_self():
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        class Sampler:
+            def __init__(self):
+                self._fast = jax.jit(self._run, static_argnums=(1,))
+
+            def _run(self, tokens, echo):
+                if echo:
+                    return tokens
+                return jnp.zeros_like(tokens)
+    """
+    assert found(source) == []
+    assert found(source.replace("static_argnums=(1,)", "static_argnums=(0,)")) == [(9, "JAX402")]

@@ -933,9 +933,12 @@ class SemanticModel:
         self._propagate_arrays()
         self._mark_step_loops()
 
-    def _static_params(self, fn: Function, args: list[cst.Arg]) -> set[str]:
+    def _static_params(self, fn: Function, args: list[cst.Arg], bound: bool = False) -> set[str]:
+        """The parameters `static_argnums`/`static_argnames` in `args` name; `bound`: the function
+        is jitted as a bound method (`jax.jit(self.step, static_argnums=(1,))`), whose positions
+        do not count `self`."""
         static: set[str] = set()
-        positional = [p for p in fn.params]
+        positional = fn.params[1:] if bound and fn.params[:1] in (["self"], ["cls"]) else list(fn.params)
         for arg in args:
             if arg.keyword is None:
                 continue
@@ -954,10 +957,16 @@ class SemanticModel:
                         static.add(value)
         return static
 
-    def _mark_jit(self, fn: Function, site: cst.CSTNode, args: list[cst.Arg], direct: bool = False) -> None:
+    def _mark_jit(self, fn: Function, site: cst.CSTNode, args: list[cst.Arg], direct: bool = False,
+                  bound: bool = False) -> None:
         fn.jit_sites.append(site)
-        fn.static_params |= self._static_params(fn, args)
+        fn.static_params |= self._static_params(fn, args, bound)
         fn.direct_jit = fn.direct_jit or direct
+
+    def _bound_method(self, ref: cst.BaseExpression, target: Function) -> bool:
+        """`self.step` / `model.step` names a method bound to an instance (`Class.step` does not)."""
+        return isinstance(ref, cst.Attribute) and target.cls is not None \
+            and not (isinstance(ref.value, cst.Name) and ref.value.value in self.classes)
 
     def _rebinds_own_name(self, call: cst.Call, target: Function, scope: Function) -> bool:
         """`f = jax.jit(f)`: the function's own name now calls the compiled version."""
@@ -974,7 +983,8 @@ class SemanticModel:
                 if q in apis.JIT_WRAPPERS and call.args:
                     target = self.function_ref(call.args[0].value, fn)
                     if target is not None:
-                        self._mark_jit(target, call, list(call.args[1:]), self._rebinds_own_name(call, target, fn))
+                        self._mark_jit(target, call, list(call.args[1:]), self._rebinds_own_name(call, target, fn),
+                                       bound=self._bound_method(call.args[0].value, target))
                     else:
                         for returned in self._factory_returns(call.args[0].value, fn):
                             self._mark_jit(returned, call, list(call.args[1:]))
