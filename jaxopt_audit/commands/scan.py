@@ -220,11 +220,12 @@ The tracing rules (JAX401-404) are preview too. Their claims hold for the code a
 reads it, but on published code that code ran: a real tracing error does not survive the first
 run, so what they find there is a tutorial showing the pitfall on purpose or a misreading of the
 model (a shape built from static arguments through a helper, a list that is rebound to an array
-later, an iterator the trace itself builds). On three rounds of repositories fetched fresh for
-the round (2026-11-25) 2 of the first 30 judged findings were right; each round's misreadings
-were fixed afterwards, and the next fresh round found new ones. They are most useful where code
-is being written and has not run yet: in the editor or in pre-commit, with
-`--extend-select JAX401,JAX402,JAX403,JAX404` (or `PREVIEW` for every preview rule).
+later, an iterator the trace itself builds, a bound method's `static_argnums`). On three rounds
+of repositories fetched fresh for the round (2026-11-25, 23 repositories) 3 of their 38 judged
+findings were right; each round's misreadings were fixed afterwards, and the next fresh round
+found new ones. They are most useful where code is being written and has not run yet: in the
+editor or in pre-commit, with `--extend-select JAX401,JAX402,JAX403,JAX404` (or `PREVIEW` for
+every preview rule).
 
 `jaxopt-audit run` measures what these rules guess at (compilations, transfers, time per jitted
 function), and `bench` and `run` scan with the preview rules on, so a finding stands beside the
