@@ -1,11 +1,12 @@
 """Scan throughput on a real code base, beside the bare libcst parse of the same files.
 
-    python benchmarks/scan_throughput.py [DIR ...] [--jobs N] [--repeats R]
+    python benchmarks/scan_throughput.py [DIR ...] [--jobs N] [--repeats R] [--preview]
 
 Default DIR: the installed `flax` package. Reports lines per second (wall) for: libcst parse
-alone, on one core and on N processes; the full scan (model + every rule + positions for files
-with findings), on one core and on N processes; and the ratio of scan time to parse time, the
-number the project holds to 1.5x. Median of R repeats.
+alone, on one core and on N processes; the scan `jaxopt-audit scan DIR` runs (the default rules;
+with `--preview`, every preview rule too, so the full model analysis and the project-wide pass),
+on one core and on N processes; and the ratio of scan time to parse time, the number the project
+holds to 1.5x. Median of R repeats.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ def parse_all(files: list[str], jobs: int) -> float:
     return time.perf_counter() - start
 
 
-def scan_all(dirs: list[str], jobs: int) -> tuple[float, int, int]:
+def scan_all(dirs: list[str], jobs: int, preview: bool) -> tuple[float, int, int]:
     start = time.perf_counter()
-    result = scan_paths(dirs, config=Config(), jobs=jobs)
+    result = scan_paths(dirs, config=Config(), jobs=jobs, extend_select=["PREVIEW"] if preview else None)
     return time.perf_counter() - start, len(result.findings), result.lines_scanned
 
 
@@ -57,6 +58,7 @@ def main() -> int:
     parser.add_argument("dirs", nargs="*")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--preview", action="store_true", help="scan with the preview rules on too")
     args = parser.parse_args()
     dirs = args.dirs
     if not dirs:
@@ -68,11 +70,11 @@ def main() -> int:
     files = discover(dirs, []).files
     lines = sum(open(f, "rb").read().count(b"\n") for f in files)
     print(f"{len(files)} files, {lines} lines under {', '.join(dirs)}; jobs={args.jobs}, "
-          f"median of {args.repeats}")
+          f"median of {args.repeats}; rules: {'default and preview' if args.preview else 'default'}")
     rows = []
     for jobs in sorted({1, args.jobs}):
         parse = statistics.median(parse_all(files, jobs) for _ in range(args.repeats))
-        scans = [scan_all(dirs, jobs) for _ in range(args.repeats)]
+        scans = [scan_all(dirs, jobs, args.preview) for _ in range(args.repeats)]
         scan = statistics.median(s[0] for s in scans)
         rows.append((jobs, parse, scan, scans[0][1]))
     print(f"{'jobs':>4} {'parse s':>8} {'parse lines/s':>14} {'scan s':>8} {'scan lines/s':>13} "

@@ -49,6 +49,7 @@ class DeprecatedApi(Rule):
 
     CODE = "JAX601"
     NAME = "deprecated-api"
+    ANALYSIS = False  # names and imports only
     SEVERITY = "info"
     SUMMARY = "Use of a JAX API that is deprecated or removed"
     FIX = "Use the replacement API named in the message."

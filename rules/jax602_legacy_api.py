@@ -40,6 +40,7 @@ class LegacyApi(Rule):
 
     CODE = "JAX602"
     NAME = "legacy-api"
+    ANALYSIS = False  # names and imports only
     SEVERITY = "info"
     SUMMARY = "Use of a JAX API that works but has a recommended modern replacement (opt-in)"
     FIX = "Use the replacement API named in the message when you modernise the code."

@@ -74,12 +74,12 @@ def test_recursion_beyond_the_limit_is_that_files_error(tmp_path, monkeypatch):
     (tmp_path / "endless.py").write_text("x = 1\n")
     real_model = engine.SemanticModel
 
-    def model(module, path, *rest):
+    def model(module, path, *rest, **options):
         if path.endswith("endless.py"):
             def down(n):
                 return down(n + 1)
             down(0)
-        return real_model(module, path, *rest)
+        return real_model(module, path, *rest, **options)
 
     monkeypatch.setattr(engine, "SemanticModel", model)
     result = scan_paths([str(tmp_path)], config=engine.Config(), jobs=1, extend_select=["PREVIEW"])
@@ -94,10 +94,10 @@ def test_a_crash_outside_the_rules_is_that_files_internal_error(tmp_path, monkey
     (tmp_path / "boom.py").write_text("x = 1\n")
     real_model = engine.SemanticModel
 
-    def model(module, path, *rest):
+    def model(module, path, *rest, **options):
         if path.endswith("boom.py"):
             raise KeyError("oops")
-        return real_model(module, path, *rest)
+        return real_model(module, path, *rest, **options)
 
     monkeypatch.setattr(engine, "SemanticModel", model)
     code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path), "--no-config", "-j", "1", "--format", "json"], capsys)

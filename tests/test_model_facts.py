@@ -83,3 +83,30 @@ def test_the_two_per_step_questions_differ_only_on_traced_code():
     assert not model.dispatched_per_step(print_site)
     assert step in per_step_functions(model)
     assert "every step" in why_every_step(model, print_site).describe(model)
+
+
+DEPRECATED = """
+import jax
+
+@jax.jit
+def step(tree):
+    return jax.tree_map(lambda x: x * 2, tree)
+"""
+
+
+def test_rules_that_only_resolve_names_skip_the_analysis(tmp_path, monkeypatch):
+    from jaxopt_audit.static.engine import scan_paths
+    from jaxopt_audit.static.model.core import SemanticModel as Core
+
+    (tmp_path / "train.py").write_text(DEPRECATED)
+    analysed = scan_paths([str(tmp_path)], config=None, jobs=1, extend_select=["PREVIEW"])
+
+    def refuse(self):
+        raise AssertionError("the default rules asked for the analysis")
+
+    monkeypatch.setattr(Core, "_analyse", refuse)
+    quick = scan_paths([str(tmp_path)], config=None, jobs=1)  # JAX601 alone: names and imports
+    assert quick.errors == []
+    assert [(f.line, f.code) for f in quick.findings] == [(f.line, f.code) for f in analysed.findings
+                                                          if f.code == "JAX601"] == [(6, "JAX601")]
+    assert all(not rule.ANALYSIS for rule in quick.rules)

@@ -111,8 +111,11 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     # The text as parsed (not `module.code`, which would re-generate the whole module).
     text = source.decode(module.encoding, "replace") if isinstance(source, bytes) else source
     lines = text.splitlines()
-    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project)
-    if summaries is not None:
+    rules = list(rules)
+    analyse = any(rule.ANALYSIS for rule in rules)
+    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project,
+                          analyse=analyse)
+    if summaries is not None and analyse:  # summaries feed only rules that ask analysed facts
         try:
             summaries.append(summarise_model(model))
         except Exception:  # noqa: BLE001 - no summary: callers of this module stay unknown (silent)

@@ -110,6 +110,10 @@ class Rule:
     # repositories is below the bar for default output (docs/rules.md, "Preview"). The selector
     # `PREVIEW` turns all of them on: `--extend-select PREVIEW`.
     PREVIEW: ClassVar[bool] = False
+    # whether check() asks the model's analysed facts (jitted and traced functions, arrays, step
+    # loops, other modules' summaries); False: only names, imports and the syntax tree, and a scan
+    # running no other rule builds the model without its fixpoints and skips the project pass
+    ANALYSIS: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

@@ -539,7 +539,10 @@ class SemanticModel:
     """Everything the rules need to know about one file."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", package: str = "",
-                 source: str | None = None, project: ImportedView | None = None) -> None:
+                 source: str | None = None, project: ImportedView | None = None, analyse: bool = True) -> None:
+        """`analyse=False` builds the index (functions, calls, bindings, imports) without the
+        fixpoints (jit and traced marks, arrays, step loops): enough for rules that only resolve
+        names (Rule.ANALYSIS)."""
         self.module = module
         self.project = project  # the functions it imports from other scanned modules
         self.source = source  # the decoded text, when the caller has it (cheap text prefilters)
@@ -560,7 +563,10 @@ class SemanticModel:
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
-        self._analyse()
+        self._callee_cache: dict[cst.Call, Callee] = {}
+        self.analysed = analyse
+        if analyse:
+            self._analyse()
 
     # ----------------------------------------------------------------- resolution
     def resolve(self, expr: cst.BaseExpression) -> str | None:
@@ -923,7 +929,6 @@ class SemanticModel:
 
     # ----------------------------------------------------------------- analysis passes
     def _analyse(self) -> None:
-        self._callee_cache: dict[cst.Call, Callee] = {}
         self._mark_jit_and_transforms()
         self._propagate_traced()
         # array values and JAX work feed each other (`x.sum()` is work once x is an array)
