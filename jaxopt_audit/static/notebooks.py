@@ -170,8 +170,8 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
     if error is None and program.problems:
         error = ScanError(path, "; ".join(program.problems))
     findings = result.findings
+    by_code = {rule.CODE: rule for rule in rules}
     if origin:
-        by_code = {rule.CODE: rule for rule in rules}
         mapped = []
         for f in findings:
             cell, line = locate(origin, f.line)
@@ -186,7 +186,6 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
             mapped.append(f._replace(line=line, end_line=end_line, end_column=end_column, cell=cell))
         findings = mapped
     elif program.cells:  # MyST: findings keep their file lines; the cell is found by line
-        by_code = {rule.CODE: rule for rule in rules}
         findings = [f for f in findings if not _demonstrated(f, by_code.get(f.code), program.cells.values())]
     return result._replace(findings=findings, error=error)
 
