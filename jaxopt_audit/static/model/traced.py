@@ -39,8 +39,9 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "re
 @dataclass(frozen=True)
 class TraceClosure:
     traced: set[int]  # ids of the functions JAX runs on tracers
-    tree_maps: dict[int, list[tuple[cst.Call, Function]]]  # per function id: `jax.tree.map(f, ...)` calls
-    # in traced code mapping it (call, the function making it)
+    # per function id: the `jax.tree.map(f, tree)` calls in traced code that map it, each with
+    # the function making the call (whether its leaves are traced depends on the tree)
+    tree_maps: dict[int, list[tuple[cst.Call, Function]]]
 
 
 def really_traced(model: SemanticModel) -> set[int]:
@@ -51,8 +52,8 @@ def really_traced(model: SemanticModel) -> set[int]:
 @fact
 def trace_closure(model: SemanticModel) -> TraceClosure:
     """The functions JAX runs on tracers (jitted, given to a tracing transform, or reached from
-    those; not host callbacks; none in JAX itself) and the parameters `jax.tree.map` gives traced
-    leaves."""
+    those; not host callbacks; none in JAX itself) and the `jax.tree.map` calls in traced code
+    that map each function."""
     callbacks = model.host_callback_functions
     traced: set[int] = set()
     if jax_internal(model):
