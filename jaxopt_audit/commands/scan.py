@@ -221,7 +221,7 @@ reads it, but on published code that code ran: a real tracing error does not sur
 run, so what they find there is a tutorial showing the pitfall on purpose or a misreading of the
 model (a shape built from static arguments through a helper, a list that is rebound to an array
 later, an iterator the trace itself builds, a bound method's `static_argnums`). On three rounds
-of repositories fetched fresh for the round (2026-11-25, 23 repositories) 3 of their 38 judged
+of repositories fetched fresh for the round (2026-11-25, 23 repositories) 2 of their 38 judged
 findings were right; each round's misreadings were fixed afterwards, and the next fresh round
 found new ones. They are most useful where code is being written and has not run yet: in the
 editor or in pre-commit, with `--extend-select JAX401,JAX402,JAX403,JAX404` (or `PREVIEW` for
