@@ -110,14 +110,25 @@ def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
     """Parameters of `fn` that receive traced pytree leaves: `fn` is mapped by `jax.tree.map`
     inside traced code over a tree that is traced (the model leaves such arguments unknown). A
     tree the trace closes over (a config, a tree of shapes) gives Python leaves."""
-    found: set[str] = set()
+    return _traced_leaves(model).get(id(fn), set())
+
+
+@fact
+def _traced_leaves(model: SemanticModel) -> dict[int, set[str]]:
+    """Per function id, the parameters its `jax.tree.map` calls in traced code give traced
+    leaves (see `traced_leaf_params`)."""
     facts = tracers(model)
-    for call, scope in trace_closure(model).tree_maps.get(id(fn), []):
-        params = [p for p in fn.params if p not in fn.static_params]
-        if model.resolve(call.func) in apis.TREE_MAPS_WITH_PATH:
-            params = params[1:]  # the first is the leaf's path
-        trees = [a.value for a in call.args[1:] if a.keyword is None and not a.star]
-        found.update(p for p, tree in zip(params, trees, strict=False) if facts.expr(tree, scope))
+    by_id = {id(fn): fn for fn in model.functions}
+    found: dict[int, set[str]] = {}
+    for fn_id, sites in trace_closure(model).tree_maps.items():
+        fn = by_id[fn_id]
+        for call, scope in sites:
+            params = [p for p in fn.params if p not in fn.static_params]
+            if model.resolve(call.func) in apis.TREE_MAPS_WITH_PATH:
+                params = params[1:]  # the first is the leaf's path
+            trees = [a.value for a in call.args[1:] if a.keyword is None and not a.star]
+            found.setdefault(fn_id, set()).update(
+                p for p, tree in zip(params, trees, strict=False) if facts.expr(tree, scope))
     return found
 
 
