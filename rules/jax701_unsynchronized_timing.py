@@ -24,11 +24,10 @@ from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_unt
 from jaxopt_audit.static.model.timing import (
     TimedRegion,
     calls_in_order,
-    formats_device_value,
-    is_sync,
-    structural_tree_call,
     syncing_functions,
     timed_regions,
+    unsynchronized_work,
+    work_results,
 )
 
 TIMEIT_RUNNERS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
@@ -161,26 +160,24 @@ class UnsynchronizedTiming(Rule):
     def fix(self, model: SemanticModel, report: Report):
         if isinstance(report.node, cst.Call) and model.resolve(report.node.func) in TIMEIT_RUNNERS:
             return timeit_block_until_ready(model, report.node)
-        syncing = syncing_functions(model)
         for fn in model.functions:
             if fn.traced:
                 continue
             for region in timed_regions(model, fn):
                 if region.end is report.node:
-                    pending = _unsynchronized_work(model, fn, region.calls, _work_results(model, fn), syncing)
+                    pending = unsynchronized_work(model, fn, region.calls, work_results(model, fn))
                     return block_until_ready(model, pending) if pending is not None else None
         return None
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        syncing = syncing_functions(model)
         for fn in model.functions:
             if fn.traced:
                 continue
-            results = _work_results(model, fn)
+            results = work_results(model, fn)
             order: list[cst.Call] | None = None
             windowed = {id(s.node) for s in fn.calls if s.guarded and s.loop is not None}
             for region in timed_regions(model, fn):
-                pending = _unsynchronized_work(model, fn, region.calls, results, syncing)
+                pending = unsynchronized_work(model, fn, region.calls, results)
                 # a reading every k steps of a loop is a throughput window: the device cannot run
                 # more than a few steps ahead, so steady-state windows measure the computation
                 if pending is not None and id(region.end) not in windowed:
@@ -199,68 +196,11 @@ class UnsynchronizedTiming(Rule):
             for site in fn.calls:
                 call: cst.Call = site.node
                 if model.resolve(call.func) in TIMEIT_RUNNERS:
-                    timed = _timeit_statement_pending(model, fn, call, syncing)
+                    timed = _timeit_statement_pending(model, fn, call)
                     if timed is not None:
                         yield Report(call, f"`{describe(call.func)}` times `{timed}` without "
                                            "`.block_until_ready()`: JAX dispatches asynchronously, so this "
                                            "times the dispatch, not the computation")
-
-
-def _work_results(model: SemanticModel, fn: Function) -> set[str]:
-    """Names bound from JAX work in `fn` (`out = f(x)`): converting them waits for the device."""
-    out: set[str] = set()
-    for a in fn.assignments:
-        if a.value is not None and any(isinstance(n, cst.Call) and model.call_work(n, fn) is not None
-                                       for n in walk(a.value)):
-            out.update(a.targets)
-    return out
-
-
-def _unsynchronized_work(model: SemanticModel, fn: Function, calls, results: set[str],
-                         syncing) -> cst.Call | None:
-    """The last JAX call in `calls` when nothing after it waits for the device; None when the
-    work is synced, when there is none, or when a call after it might sync (unknown function)."""
-    pending: cst.Call | None = None
-    for call in calls:
-        if type(call) is cst.FormattedStringExpression:
-            if pending is not None and formats_device_value(model, call, fn, results):
-                pending = None  # `f"{loss} {time.time() - t}"`: the loss is formatted first
-            continue
-        if structural_tree_call(model, call):
-            continue  # pytree bookkeeping on the host
-        callee = model.callee(call, fn)
-        if callee.function is not None and callee.function.jitted and not callee.function.does_array_work:
-            continue  # a jitted function that computes nothing (a dispatch-overhead benchmark)
-        if callee.function is not None and callee.function in syncing:
-            pending = None  # the function waits for its own results
-            continue
-        if is_sync(model, call, fn, results):
-            pending = None
-            continue
-        work = model.call_work(call, fn)
-        if work is not None:
-            q = model.resolve(call.func) or ""
-            if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
-                continue  # building a wrapper is not device work
-            # only work that hands back device arrays runs asynchronously (not compiling, I/O)
-            if work == "array" or model.value_kind(call, fn) == "array":
-                pending = call
-            continue
-        if pending is not None and _may_sync(model, fn, call, results):
-            return None
-    return pending
-
-
-def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[str]) -> bool:
-    """An unknown function given a device result might read it (a logger, a metrics writer)."""
-    callee = model.callee(call, fn)
-    if callee.function is not None:
-        return False  # same-module functions are known: `syncing_functions` covers them
-    q = callee.qualname or ""
-    if q.startswith("builtins.") and q not in ("builtins.print", "builtins.repr", "builtins.str"):
-        return False
-    return any(read_names(a.value) & results or model.is_array(a.value, fn) for a in call.args) or (
-        isinstance(call.func, cst.Attribute) and bool(read_names(call.func.value) & results))
 
 
 def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.CSTNode]:
@@ -348,7 +288,7 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bo
     return False
 
 
-def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call, syncing) -> str | None:
+def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call) -> str | None:
     """`timeit.timeit(lambda: f(x), ...)`: the statement does JAX work and never waits for it."""
     stmt = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "stmt"), None)
     if stmt is None:
@@ -357,7 +297,7 @@ def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call
         body = model.lambdas.get(stmt)
         if body is None:
             return None
-        pending = _unsynchronized_work(model, body, calls_in_order(body), set(), syncing)
+        pending = unsynchronized_work(model, body, calls_in_order(body), set())
         return describe(pending) if pending is not None else None
     text = string_value(stmt)
     if text is None:
@@ -373,6 +313,6 @@ def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call
             q = model.resolve(node.func)
             target = model.lookup_function(node.func.value, fn) if isinstance(node.func, cst.Name) else None
             if (q or "").startswith(("jax.numpy.", "jax.lax.", "jax.random.")) or (
-                    target is not None and target.jitted and target not in syncing):
+                    target is not None and target.jitted and target not in syncing_functions(model)):
                 return describe(node)
     return None

@@ -265,3 +265,60 @@ def test_quiet_on_a_throughput_window_read_every_k_steps():
                     last = time.time()
             return w
     """) == []
+
+
+def test_eager_helpers_are_followed_into_their_bodies():
+    # A helper of the file is pending work only when its own body ends with work nothing waits
+    # for and it hands that work back. One that returns nothing (it plots or prints), or that
+    # gives its result to code the file does not show (a sampler's summary, a checkpoint
+    # library), has nothing to wait on or may have waited already: the timer is left alone.
+    # A record built from the results (a NamedTuple) holds them, it does not read them.
+    assert lines("""
+        import time
+        from typing import NamedTuple
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        import matplotlib.pyplot as plt
+        import sampler_lib
+
+        class Posterior(NamedTuple):
+            mean: jax.Array
+            scale: jax.Array
+
+        @jax.jit
+        def fit(x):
+            return jnp.cumsum(x) / 3.0
+
+        def draw(x, path):
+            image = fit(x)
+            plt.imsave(path, image)
+
+        def refresh(cache, x):
+            cache["fit"] = fit(x)
+
+        def fit_and_summarise(x):
+            samples = fit(x)
+            chain = sampler_lib.Chain()
+            chain.record(samples)
+            return samples
+
+        def moments(x):
+            y = jnp.sort(x)
+            return Posterior(jnp.mean(y), jnp.std(y))
+
+        def main(x):
+            t0 = time.time()
+            draw(x, "a.png")
+            print("plot", time.time() - t0)
+            t3 = time.time()
+            refresh({}, x)
+            print("refresh", time.time() - t3)
+            t1 = time.time()
+            fitted = fit_and_summarise(x)
+            print("fit", time.time() - t1)
+            t2 = time.time()
+            post = moments(x)
+            print("moments", time.time() - t2)  # <- pending: the record holds running work
+            return fitted, post
+    """) == [46]

@@ -130,20 +130,155 @@ def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
 @fact
 def syncing_functions(model: SemanticModel) -> set[Function]:
     """Same-module functions that wait for device results (directly or through callees)."""
-    syncing: set[Function] = set()
+    return _closure(model, lambda fn, site: is_sync(model, site.node, fn, set()))
+
+
+@fact
+def opaque_functions(model: SemanticModel) -> set[Function]:
+    """Same-module functions that call something the file does not show (another library's
+    function, a method of an object), directly or through callees: given a device value, such a
+    function may read it (a logger, `mcmc.print_summary()`, a checkpoint writer)."""
+    return _closure(model, lambda fn, site: _unseen(model, site.node, fn))
+
+
+def _closure(model: SemanticModel, direct) -> set[Function]:
+    """The functions for which `direct(fn, site)` holds for one of their calls, or that call one
+    of those functions."""
+    found: set[Function] = set()
     changed = True
     while changed:
         changed = False
         for fn in model.functions:
-            if fn in syncing or fn.is_module:
+            if fn in found or fn.is_module:
                 continue
             for site in fn.calls:
                 target = model.callee(site.node, fn).function
-                if is_sync(model, site.node, fn, set()) or (target is not None and target in syncing):
-                    syncing.add(fn)
+                if (target is not None and target in found) or direct(fn, site):
+                    found.add(fn)
                     changed = True
                     break
-    return syncing
+    return found
+
+
+def _unseen(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    callee = model.callee(call, fn)
+    if callee.function is not None or callee.cls is not None:
+        return False  # this module's own code: `_closure` follows it
+    q = callee.qualname
+    if q is None:
+        return model.receiver_kind(call, fn) != "array"  # a method of some object
+    if _builds_record(q):
+        return False
+    root = q.split(".")[0]
+    if root in apis.JAX_ROOTS or root == "numpy":
+        return False  # the model knows these; `is_sync` says which ones wait
+    return not q.startswith("builtins.") or q in ("builtins.print", "builtins.repr", "builtins.str")
+
+
+@fact
+def pending_returns(model: SemanticModel) -> set[Function]:
+    """Same-module functions, run eagerly, whose returned value may still be computing: their
+    body ends with JAX work that nothing after it waits for. A call of one is pending work for
+    its caller; a call of another eager function of the module is not (it waited, or it hands
+    nothing back to wait on)."""
+    candidates = [fn for fn in model.functions
+                  if not fn.is_module and not fn.direct_jit and not fn.traced and fn.returns and fn.does_jax_work]
+    pending: set[Function] = set()
+    for _ in range(4):  # each round sees one level of helpers deeper
+        grown = {fn for fn in candidates
+                 if _pending(model, fn, calls_in_order(fn, fstrings=True), work_results(model, fn), pending)}
+        if grown == pending:
+            break
+        pending = grown
+    return pending
+
+
+def work_results(model: SemanticModel, fn: Function) -> set[str]:
+    """Names bound from JAX work in `fn` (`out = f(x)`): converting them waits for the device."""
+    out: set[str] = set()
+    for a in fn.assignments:
+        if a.value is not None and any(isinstance(n, cst.Call) and model.call_work(n, fn) is not None
+                                       for n in walk(a.value)):
+            out.update(a.targets)
+    return out
+
+
+def unsynchronized_work(model: SemanticModel, fn: Function, calls, results: set[str]) -> cst.Call | None:
+    """The last JAX call in `calls` (a slice of `calls_in_order(fn)`) when nothing after it
+    waits for the device; None when the work is synced, when there is none, or when a call
+    after it might sync (an unknown function given a result)."""
+    return _pending(model, fn, calls, results, pending_returns(model))
+
+
+def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
+             pending_helpers: set[Function]) -> cst.Call | None:
+    syncing = syncing_functions(model)
+    pending: cst.Call | None = None
+    for call in calls:
+        if type(call) is cst.FormattedStringExpression:
+            if pending is not None and formats_device_value(model, call, fn, results):
+                pending = None  # `f"{loss} {time.time() - t}"`: the loss is formatted first
+            continue
+        if structural_tree_call(model, call):
+            continue  # pytree bookkeeping on the host
+        callee = model.callee(call, fn)
+        target = callee.function
+        if target is not None and callee.jitted and not target.does_array_work:
+            continue  # a jitted function that computes nothing (a dispatch-overhead benchmark)
+        if target is not None and target in syncing:
+            pending = None  # the function waits for its own results
+            continue
+        if is_sync(model, call, fn, results):
+            pending = None
+            continue
+        if target is not None and not callee.jitted and callee.transform is None:
+            # an eager function of this module hands back running work only when its own body
+            # ends with some; one that may read what it is given (it calls code the file does
+            # not show) may have waited
+            if target in pending_helpers:
+                pending = call
+            elif pending is not None and target in opaque_functions(model) and _given_results(model, fn, call, results):
+                return None
+            continue
+        work = model.call_work(call, fn)
+        if work is not None:
+            q = model.resolve(call.func) or ""
+            if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
+                continue  # building a wrapper is not device work
+            # only work that hands back device arrays runs asynchronously (not compiling, I/O)
+            if work == "array" or model.value_kind(call, fn) == "array":
+                pending = call
+            continue
+        if pending is not None and _may_sync(model, fn, call, results):
+            return None
+    return pending
+
+
+def _given_results(model: SemanticModel, fn: Function, call: cst.Call, results: set[str]) -> bool:
+    """The call is handed a device value: an argument, or the object whose method it is."""
+    return any(read_names(a.value) & results or model.is_array(a.value, fn) for a in call.args) or (
+        isinstance(call.func, cst.Attribute) and bool(read_names(call.func.value) & results))
+
+
+def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[str]) -> bool:
+    """An unknown function given a device result might read it (a logger, a metrics writer)."""
+    callee = model.callee(call, fn)
+    if callee.function is not None:
+        return False  # this module's functions are known: `_pending` decided about them
+    if callee.cls is not None:  # a class of this module: only its own `__init__` could read them
+        init = callee.cls.methods.get("__init__")
+        return init is not None and init in opaque_functions(model) and _given_results(model, fn, call, results)
+    q = callee.qualname or ""
+    if q.startswith("builtins.") and q not in ("builtins.print", "builtins.repr", "builtins.str"):
+        return False
+    return not _builds_record(q) and _given_results(model, fn, call, results)
+
+
+def _builds_record(qualname: str) -> bool:
+    """`core.HMMPosterior(marginal_loglik=...)`, `TrainState(...)`: a class (CamelCase by
+    convention) given arrays holds them; it does not read them."""
+    last = qualname.rsplit(".", 1)[-1]
+    return last[:1].isupper() and not last.isupper() and "_" not in last
 
 
 def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str]) -> bool:
