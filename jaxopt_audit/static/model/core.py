@@ -185,6 +185,23 @@ class Callee:
     imported: FunctionSummary | None = None  # a function of another scanned module (project.py)
 
 
+@dataclass(frozen=True)
+class TraceRoot:
+    """A place that hands a function of this module to `jit` or to a tracing transform: the one
+    list both the jit marks (here) and the tracer analysis (tracers.py) read."""
+
+    function: Function
+    wrapper: str  # the jit wrapper or transform (`jax.jit`, `jax.vmap`, `jax.lax.scan`)
+    options: tuple[cst.Arg, ...]  # the wrapper's other arguments: `static_argnums=`, `in_axes=`
+    site: cst.CSTNode  # the decorator or the call
+    scope: Function  # where the site is
+    # the expression naming the function (`partial(step, cfg)`); None for a decorator
+    ref: cst.BaseExpression | None
+    # "decorator"; "call" (`jax.jit(f)`, `partial(jax.jit, ...)(f)`, `jax.vmap(f)`); "factory"
+    # (`jax.jit(make_step(cfg))`: a function the factory returns); "inner" (`jax.jit(jax.grad(f))`)
+    via: str
+
+
 def _param_list(params: cst.Parameters) -> tuple[list[str], dict[str, str | None]]:
     names: list[str] = []
     annotations: dict[str, str | None] = {}
@@ -560,6 +577,7 @@ class SemanticModel:
         self.name_seq: dict[int, int] = {}
         self.host_callback_functions: set[int] = set()  # ids; filled by _propagate_traced
         self.facts: dict[Callable[..., Any], Any] = {}  # the fact modules' answers (facts.py)
+        self.trace_roots: list[TraceRoot] = []  # filled when the model is analysed
         builder = _Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
@@ -978,77 +996,85 @@ class SemanticModel:
         return any(a.value is call and a.targets == (target.name,) for a in scope.assignments)
 
     def _mark_jit_and_transforms(self) -> None:
+        self.trace_roots = list(self._find_trace_roots())
         for fn in self.functions:
             for decorator in fn.decorators:
-                self._decorator(fn, decorator.decorator)
+                d = decorator.decorator
+                if isinstance(d, cst.Call):
+                    # `@partial(jax.remat, static_argnums=(0,))`: transforms take static arguments too
+                    partial = self.resolve(d.func) == "functools.partial"
+                    fn.static_params |= self._static_params(fn, list(d.args[1:] if partial else d.args))
+        for root in self.trace_roots:
+            fn, options = root.function, list(root.options)
+            if root.wrapper not in apis.JIT_WRAPPERS:
+                fn.transform_roots.append(root.wrapper)
+                if isinstance(root.ref, cst.Call):  # partial(f, a, b=...): bound arguments are static
+                    bound = root.ref.args[1:]
+                    fn.static_params |= set(fn.params[:sum(1 for a in bound if a.keyword is None)])
+                    fn.static_params |= {a.keyword.value for a in bound if a.keyword is not None}
+            elif root.via == "decorator":
+                self._mark_jit(fn, root.site, options, direct=True)
+            elif root.via == "factory":
+                self._mark_jit(fn, root.site, options)
+            elif root.via == "inner":  # jax.jit(jax.grad(loss_fn), static_argnums=...): same positions
+                fn.static_params |= self._static_params(fn, options)
+            else:
+                call = cast(cst.Call, root.site)
+                # `partial(jax.jit, ...)(self.step)` is left as it was: no offset for a bound method
+                method = root.ref is not None and not isinstance(call.func, cst.Call) \
+                    and self._bound_method(root.ref, fn)
+                self._mark_jit(fn, call, options, self._rebinds_own_name(call, fn, root.scope), bound=method)
+
+    def _find_trace_roots(self) -> Iterator[TraceRoot]:
+        for fn in self.functions:
+            for decorator in fn.decorators:
+                yield from self._decorator_roots(fn, decorator.decorator)
         for fn in self.functions:
             for site in fn.calls:
                 call = site.node
                 q = self.resolve(call.func)
                 if q in apis.JIT_WRAPPERS and call.args:
-                    target = self.function_ref(call.args[0].value, fn)
+                    ref, options = call.args[0].value, tuple(call.args[1:])
+                    target = self.function_ref(ref, fn)
                     if target is not None:
-                        self._mark_jit(target, call, list(call.args[1:]), self._rebinds_own_name(call, target, fn),
-                                       bound=self._bound_method(call.args[0].value, target))
-                    else:
-                        for returned in self._factory_returns(call.args[0].value, fn):
-                            self._mark_jit(returned, call, list(call.args[1:]))
-                        inner = call.args[0].value
-                        if isinstance(inner, cst.Call) and self.resolve(inner.func) in apis.TRACING_TRANSFORMS \
-                                and inner.args:  # jax.jit(jax.grad(loss_fn), static_argnums=...): same positions
-                            transformed = self.function_ref(inner.args[0].value, fn)
-                            if transformed is not None:
-                                transformed.static_params |= self._static_params(transformed, list(call.args[1:]))
+                        yield TraceRoot(target, q, options, call, fn, ref, "call")
+                        continue
+                    for returned in self._factory_returns(ref, fn):
+                        yield TraceRoot(returned, q, options, call, fn, ref, "factory")
+                    if isinstance(ref, cst.Call) and self.resolve(ref.func) in apis.TRACING_TRANSFORMS and ref.args:
+                        transformed = self.function_ref(ref.args[0].value, fn)
+                        if transformed is not None:
+                            yield TraceRoot(transformed, q, options, call, fn, ref.args[0].value, "inner")
                 elif isinstance(call.func, cst.Call) and self.resolve(call.func.func) == "functools.partial" \
-                        and call.func.args and self.resolve(call.func.args[0].value) in apis.JIT_WRAPPERS \
-                        and call.args:
+                        and call.func.args and call.args:
+                    wrapper = self.resolve(call.func.args[0].value)
                     target = self.function_ref(call.args[0].value, fn)
-                    if target is not None:
-                        self._mark_jit(target, call, list(call.func.args[1:]),
-                                       self._rebinds_own_name(call, target, fn))
+                    if wrapper in apis.JIT_WRAPPERS and target is not None:
+                        yield TraceRoot(target, wrapper, tuple(call.func.args[1:]), call, fn, call.args[0].value,
+                                        "call")
                 elif q in apis.TRACING_TRANSFORMS:
-                    for index in apis.TRACING_TRANSFORMS[q]:
-                        if index < len(call.args) and call.args[index].keyword is None:
-                            self._mark_transform_arg(call.args[index].value, q, fn)
-                    for arg in call.args:  # keyword spellings: body_fun=, f=, true_fun=
-                        if arg.keyword is not None and arg.keyword.value in (
-                                "f", "fun", "body_fun", "cond_fun", "true_fun", "false_fun", "fn"):
-                            self._mark_transform_arg(arg.value, q, fn)
+                    refs = [call.args[i].value for i in apis.TRACING_TRANSFORMS[q]
+                            if i < len(call.args) and call.args[i].keyword is None]
+                    refs += [a.value for a in call.args if a.keyword is not None and a.keyword.value in (
+                        "f", "fun", "body_fun", "cond_fun", "true_fun", "false_fun", "fn")]  # keyword spellings
+                    for expr in refs:
+                        exprs = [e.value for e in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
+                        for e in exprs:
+                            target = self.function_ref(e, fn)
+                            if target is not None:
+                                yield TraceRoot(target, q, tuple(call.args), call, fn, e, "call")
 
-    def _mark_transform_arg(self, expr: cst.BaseExpression, transform: str, scope: Function) -> None:
-        exprs = [e.value for e in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
-        for e in exprs:
-            target = self.function_ref(e, scope)
-            if target is not None:
-                target.transform_roots.append(transform)
-                if isinstance(e, cst.Call):  # partial(f, a, b=...): bound arguments are static
-                    bound = [a for a in e.args[1:]]
-                    positional = sum(1 for a in bound if a.keyword is None)
-                    target.static_params |= set(target.params[:positional])
-                    target.static_params |= {a.keyword.value for a in bound if a.keyword is not None}
-
-    def _decorator(self, fn: Function, decorator: cst.BaseExpression) -> None:
-        if isinstance(decorator, cst.Call):
-            # `@partial(jax.remat, static_argnums=(0,))`: transforms take static arguments too
-            partial = self.resolve(decorator.func) == "functools.partial"
-            fn.static_params |= self._static_params(fn, list(decorator.args[1:] if partial else decorator.args))
+    def _decorator_roots(self, fn: Function, decorator: cst.BaseExpression) -> Iterator[TraceRoot]:
         q = self.resolve(decorator)
-        if q in apis.JIT_WRAPPERS:
-            self._mark_jit(fn, decorator, [], direct=True)
-        elif q in apis.TRACING_TRANSFORMS:
-            fn.transform_roots.append(q)
-        elif isinstance(decorator, cst.Call):
-            inner = self.resolve(decorator.func)
-            if inner == "functools.partial" and decorator.args:
-                wrapped = self.resolve(decorator.args[0].value)
-                if wrapped in apis.JIT_WRAPPERS:
-                    self._mark_jit(fn, decorator, list(decorator.args[1:]), direct=True)
-                elif wrapped in apis.TRACING_TRANSFORMS:
-                    fn.transform_roots.append(wrapped)
-            elif inner in apis.JIT_WRAPPERS:  # @jax.jit(static_argnames=...) (newer JAX)
-                self._mark_jit(fn, decorator, list(decorator.args), direct=True)
-            elif inner in apis.TRACING_TRANSFORMS:
-                fn.transform_roots.append(inner)
+        options: tuple[cst.Arg, ...] = ()
+        if q is None and isinstance(decorator, cst.Call):
+            q = self.resolve(decorator.func)
+            options = tuple(decorator.args)
+            if q == "functools.partial" and decorator.args:  # @partial(jax.jit, static_argnums=...)
+                q, options = self.resolve(decorator.args[0].value), options[1:]
+            # else `@jax.jit(static_argnames=...)` (newer JAX), `@jax.vmap(in_axes=...)`
+        if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
+            yield TraceRoot(fn, q, options, decorator, fn.parent or fn, None, "decorator")
 
     def _factory_returns(self, expr: cst.BaseExpression, scope: Function) -> list[Function]:
         """`jax.jit(make_train(config))`: the functions the factory returns."""

@@ -99,85 +99,26 @@ class Tracers:
         return True
 
     def _roots(self) -> None:
-        model = self.model
-        if jax_internal(model):
+        """The parameters the jit wrappers and transforms of the file trace themselves (the
+        model's `trace_roots`). Quieter than the jit marks: a computed `static_argnums` leaves
+        which arguments are static unknown, a factory's product is not followed, and flax's
+        lifted transforms pass modules and variables first."""
+        if jax_internal(self.model):
             return
-        for fn in model.functions:
-            if fn.is_module:
+        for root in self.model.trace_roots:
+            fn, q = root.function, root.wrapper
+            if fn.is_module or root.via == "factory" or _unknown_static(root.options):
                 continue
-            for decorator in fn.decorators:
-                self._root_decorator(fn, decorator.decorator)
-        for fn in model.functions:
-            for site in fn.calls:
-                call = site.node
-                q = model.resolve(call.func)
-                if q in apis.JIT_WRAPPERS and call.args:
-                    target = model.function_ref(call.args[0].value, fn)
-                    if _unknown_static(call.args[1:]):
-                        continue
-                    if target is not None:
-                        self._root_jit(target, q, call.args[0].value)
-                    else:
-                        inner = transformed_function(model, call.args[0].value, fn)
-                        if inner is not None:  # jax.jit(jax.grad(loss_fn)): the model has its static params
-                            self._root_jit(inner, q, cast(cst.Call, call.args[0].value).args[0].value)
-                elif isinstance(call.func, cst.Call) and model.resolve(call.func.func) == "functools.partial" \
-                        and call.func.args and call.args:
-                    wrapper = model.resolve(call.func.args[0].value)
-                    target = model.function_ref(call.args[0].value, fn)
-                    if target is not None and wrapper in apis.JIT_WRAPPERS \
-                            and not _unknown_static(call.func.args[1:]):
-                        self._root_jit(target, wrapper, call.args[0].value)
-                elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS:
-                    for index in apis.TRACING_TRANSFORMS.get(q, ()):
-                        if index < len(call.args) and call.args[index].keyword is None:
-                            self._root_transform(call.args[index].value, q, call, fn)
-                    for arg in call.args:
-                        if arg.keyword is not None and arg.keyword.value in (
-                                "f", "fun", "body_fun", "cond_fun", "true_fun", "false_fun"):
-                            self._root_transform(arg.value, q, call, fn)
-
-    def _root_decorator(self, fn: Function, decorator: cst.BaseExpression) -> None:
-        model = self.model
-        q = model.resolve(decorator)
-        if isinstance(decorator, cst.Call):
-            inner = model.resolve(decorator.func)
-            options = list(decorator.args)
-            if inner == "functools.partial" and decorator.args:
-                q = model.resolve(decorator.args[0].value)
-                options = options[1:]
-            else:
-                q = inner
-            if _unknown_static(options):
-                return
-        if q in ALL_ARGUMENT_JITS:
-            self._add(fn, set(fn.params), root=True)
-        elif q in apis.JIT_WRAPPERS:
-            self._add(fn, _array_annotated(fn), root=True)
-        elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS:
-            names = set(fn.params)
-            if q in VMAPS:  # `@partial(jax.vmap, in_axes=(0, None))`
-                names -= _unmapped(fn, decorator, list(decorator.args[1:]) if isinstance(decorator, cst.Call)
-                                   and model.resolve(decorator.func) == "functools.partial" else [], 0)
-            self._add(fn, names, root=True)
-
-    def _root_jit(self, target: Function, wrapper: str, ref: cst.BaseExpression) -> None:
-        bound = _partial_bound(target, ref)
-        if wrapper in ALL_ARGUMENT_JITS:
-            self._add(target, set(target.params) - bound, root=True)
-        else:  # equinox.filter_jit: non-array leaves are static
-            self._add(target, _array_annotated(target) - bound, root=True)
-
-    def _root_transform(self, expr: cst.BaseExpression, transform: str, call: cst.Call, scope: Function) -> None:
-        refs = [e.value for e in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
-        for ref in refs:
-            target = self.model.function_ref(ref, scope)
-            if target is None or target.is_module:
-                continue
-            names = set(target.params) - _partial_bound(target, ref)
-            if transform in VMAPS:
-                names -= _unmapped(target, ref, list(call.args), 1)
-            self._add(target, names, root=True)
+            bound = _partial_bound(fn, root.ref) if root.ref is not None else set()
+            if q in ALL_ARGUMENT_JITS:
+                self._add(fn, set(fn.params) - bound, root=True)
+            elif q in apis.JIT_WRAPPERS:  # equinox.filter_jit: non-array leaves are static
+                self._add(fn, _array_annotated(fn) - bound, root=True)
+            elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS and root.via != "inner":
+                names = set(fn.params) - bound
+                if q in VMAPS:  # `vmap(f, in_axes=(0, None))`, `@partial(jax.vmap, in_axes=...)`
+                    names -= _unmapped(fn, root.ref, list(root.options), 1 if root.via == "call" else 0)
+                self._add(fn, names, root=True)
 
     # ------------------------------------------------------------------ propagation
     def _propagate(self) -> None:
@@ -492,8 +433,9 @@ def _partial_bound(target: Function, ref: cst.BaseExpression) -> set[str]:
     return bound | {a.keyword.value for a in ref.args[1:] if a.keyword is not None}
 
 
-def _unmapped(target: Function, ref: cst.BaseExpression, args: list[cst.Arg], position: int) -> set[str]:
+def _unmapped(target: Function, ref: cst.BaseExpression | None, args: list[cst.Arg], position: int) -> set[str]:
     """Parameters given `in_axes=None` by `vmap`: broadcast as they are, not traced by vmap.
+    `ref` names the function (`partial(f, cfg)` binds the first ones; None for a decorator),
     `args` are vmap's arguments; `position` is where a positional `in_axes` would be."""
     in_axes = next((a.value for a in args if a.keyword is not None and a.keyword.value == "in_axes"), None)
     if in_axes is None:
