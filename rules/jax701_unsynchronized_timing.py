@@ -73,7 +73,11 @@ class UnsynchronizedTiming(Rule):
     The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
     call before the second reading, when a function called in between may sync (an unknown
     function given the result), when the timed function syncs itself, when an f-string formats a
-    device value before the second reading (`print(f"{loss} {time.time() - t0}")`), on pytree
+    device value or an `if`/`while` tests one before the second reading
+    (`print(f"{loss} {time.time() - t0}")`, `if all_done(mask): break`), on an eager helper of
+    the file unless its own body ends with work nothing waits for and it returns that work (one
+    that plots, prints or hands its result to another library may have waited), on an eager
+    function of another scanned module (its summary does not say whether it waits), on pytree
     bookkeeping (`tree_flatten`, `tree_structure`: no device work), on jitted functions that
     compute nothing (dispatch-overhead benchmarks), on a reading every k steps of a loop (a
     throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), and on a

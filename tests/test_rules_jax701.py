@@ -322,3 +322,80 @@ def test_eager_helpers_are_followed_into_their_bodies():
             print("moments", time.time() - t2)  # <- pending: the record holds running work
             return fitted, post
     """) == [46]
+
+
+def test_an_if_or_while_test_on_a_device_value_waits_for_it():
+    # `if done(mask): break` asks Python for the truth of a device value every step: the loop
+    # cannot run ahead of the device, so the timer after it measures the computation.
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(state):
+            return state * 0.5, jnp.abs(state).max()
+
+        @jax.jit
+        def done(err):
+            return err < 1e-3
+
+        def rollout(state, limit):
+            t0 = time.perf_counter()
+            for _ in range(limit):
+                state, err = step(state)
+                if done(err):
+                    break
+            settled = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            state, err = step(state)
+            if limit > 3:
+                print("more")
+            return settled, time.perf_counter() - t1  # <- JAX701: a Python test reads nothing
+    """) == [24]
+
+
+def test_an_eager_function_of_another_module_is_not_known_to_leave_work_running(tmp_path):
+    # A project's own helper defined in another module (a metrics summary, an evaluation loop)
+    # may wait for the device inside; its summary does not say, so the timer is left alone. The
+    # same summary written in the timed file itself is read, and the missing wait reported.
+    import textwrap
+
+    from jaxopt_audit.static.engine import scan_paths
+
+    (tmp_path / "helpers.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def summarise(metrics):
+            total = jnp.sum(jnp.stack([jnp.mean(m) for m in metrics])) * 2.0
+            print("total", np.asarray(total))
+            return total
+    """))
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        import time
+        import jax
+        import jax.numpy as jnp
+        from helpers import summarise
+
+        def summarise_here(metrics):
+            return jnp.sum(jnp.stack([jnp.mean(m) for m in metrics])) * 2.0
+
+        def report(metrics):
+            t0 = time.time()
+            summary = summarise(metrics)
+            print("summary", time.time() - t0)
+            t1 = time.time()
+            means = summarise_here(metrics)
+            print("means", time.time() - t1)
+            return summary, means
+
+        def per_metric(metrics):  # a call in a loop: the project pass gives this file the summaries
+            out = []
+            for m in metrics:
+                out.append(summarise([m]))
+            return out
+    """))
+    result = scan_paths([str(tmp_path)], select=["JAX701"], jobs=1)
+    assert sorted((f.path.rsplit("/", 1)[-1], f.line) for f in result.findings) == [("main.py", 16)]

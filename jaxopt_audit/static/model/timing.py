@@ -28,17 +28,26 @@ TREE_STRUCTURE_PREFIXES = ("jax.tree_util.", "jax.tree.")
 
 
 @dataclass(frozen=True)
+class Truth:
+    """An `if`/`while` test: Python asks for its truth value, which for an array waits for it."""
+
+    test: cst.BaseExpression
+
+
+@dataclass(frozen=True)
 class TimedRegion:
     start: cst.Call  # the first timer reading
     end: cst.Call  # the second one
-    # the calls evaluated between them, in order, and the f-string fields (formatting reads the value)
-    calls: tuple[cst.Call | cst.FormattedStringExpression, ...]
+    # the calls evaluated between them, in order, with the f-string fields and `if`/`while` tests
+    # (formatting a value or asking its truth reads it)
+    calls: tuple[cst.Call | cst.FormattedStringExpression | Truth, ...]
     in_loop: bool  # the second reading sits in a loop (per-iteration or windowed measurement)
 
 
 def calls_in_order(fn: Function, fstrings: bool = False) -> list:
     """`fn`'s own calls in evaluation order: arguments and receivers before the call; with
-    `fstrings`, the f-string fields too, each right after the value it formats."""
+    `fstrings`, the f-string fields and `if`/`while` tests too (`Truth`), each right after the
+    value it reads."""
     body = fn.body
     out: list = []
 
@@ -52,6 +61,13 @@ def calls_in_order(fn: Function, fstrings: bool = False) -> list:
             visit(node.value)
             for t in node.targets:
                 visit(t)
+            return
+        if fstrings and isinstance(node, (cst.If, cst.While)):
+            visit(node.test)
+            out.append(Truth(node.test))
+            for child in children(node):
+                if child is not node.test:
+                    visit(child)
             return
         for child in children(node):
             visit(child)
@@ -219,6 +235,10 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
             if pending is not None and formats_device_value(model, call, fn, results):
                 pending = None  # `f"{loss} {time.time() - t}"`: the loss is formatted first
             continue
+        if type(call) is Truth:
+            if pending is not None and _reads_device_value(model, call.test, fn, results):
+                pending = None  # `if all_done(mask): break`: the test waits for the mask
+            continue
         if structural_tree_call(model, call):
             continue  # pytree bookkeeping on the host
         callee = model.callee(call, fn)
@@ -230,6 +250,11 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
             continue
         if is_sync(model, call, fn, results):
             pending = None
+            continue
+        if callee.imported is not None and not callee.jitted:
+            # another module's eager function: whether it waits is not in its summary
+            if pending is not None and _given_results(model, fn, call, results):
+                return None
             continue
         if target is not None and not callee.jitted and callee.transform is None:
             # an eager function of this module hands back running work only when its own body
@@ -319,6 +344,18 @@ def _reads_to_host(model: SemanticModel, fn: cst.BaseExpression) -> bool:
     """`np.asarray`, `float`, `jax.device_get` passed as a function: each call reads a value back."""
     q = model.resolve(fn)
     return q in (apis.HOST_PULL_FUNCTIONS - {"builtins.print"}) or q in SYNC_CALLS
+
+
+def _reads_device_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function, results: set[str]) -> bool:
+    """The truth of `expr` is a device value's: an array, a name bound from JAX work, a
+    comparison or `not` of one, or a call that computes one."""
+    if isinstance(expr, cst.UnaryOperation):
+        return _reads_device_value(model, expr.expression, fn, results)
+    if isinstance(expr, cst.Comparison):
+        return model.is_array(expr.left, fn) or _reads_any(expr.left, results)
+    if isinstance(expr, cst.Call) and model.call_work(expr, fn) is not None:
+        return model.value_kind(expr, fn) == "array"
+    return model.is_array(expr, fn) or (isinstance(expr, cst.Name) and expr.value in results)
 
 
 def formats_device_value(model: SemanticModel, field: cst.FormattedStringExpression, fn: Function,
