@@ -77,7 +77,9 @@ class UnsynchronizedTiming(Rule):
     (`print(f"{loss} {time.time() - t0}")`, `if all_done(mask): break`), on an eager helper of
     the file unless its own body ends with work nothing waits for and it returns that work (one
     that plots, prints or hands its result to another library may have waited), on an eager
-    function of another scanned module (its summary does not say whether it waits), on pytree
+    function of another scanned module (its summary does not say whether it waits), after a
+    call named for waiting (`executable.sync()`, `sync_func()`, `barrier()`) or a multihost
+    `process_allgather` (it returns host arrays), on pytree
     bookkeeping (`tree_flatten`, `tree_structure`: no device work), on jitted functions that
     compute nothing (dispatch-overhead benchmarks), on a reading every k steps of a loop (a
     throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), and on a

@@ -399,3 +399,37 @@ def test_an_eager_function_of_another_module_is_not_known_to_leave_work_running(
     """))
     result = scan_paths([str(tmp_path)], select=["JAX701"], jobs=1)
     assert sorted((f.path.rsplit("/", 1)[-1], f.line) for f in result.findings) == [("main.py", 16)]
+
+
+def test_waits_named_by_the_library_end_the_pending_work():
+    # A multihost all-gather hands back host NumPy arrays; a function or method of another
+    # library named for waiting (`runner.sync()`, `synchronize_all()`) is taken at its word.
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import multihost_utils
+        import runtime_lib
+
+        @jax.jit
+        def generate(params, tokens):
+            return jnp.tanh(tokens @ params)
+
+        def bench(params, tokens, runner):
+            t0 = time.perf_counter()
+            images = multihost_utils.process_allgather(generate(params, tokens))
+            gathered = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            out = generate(params, tokens)
+            runner.sync()
+            synced = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            out = generate(params, tokens)
+            sync_devices = runtime_lib.device_barrier_fn()
+            sync_devices()
+            barrier = time.perf_counter() - t2
+            t3 = time.perf_counter()
+            out = generate(params, tokens)
+            runner.flush_logs()
+            return images, gathered, synced, barrier, time.perf_counter() - t3  # <- JAX701
+    """) == [27]

@@ -20,7 +20,13 @@ from .facts import fact
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
 SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.device_get",
-                        "jax.experimental.multihost_utils.sync_global_devices"})
+                        "jax.experimental.multihost_utils.sync_global_devices",
+                        # returns host NumPy arrays of every process's values
+                        "jax.experimental.multihost_utils.process_allgather"})
+# A function or method of another library named for waiting (`executable.sync()`,
+# `sync_func()`, `synchronize_all_activity()`, `barrier()`): taken at its word, once some
+# JAX work is pending.
+_WAIT_WORDS = frozenset({"sync", "synchronize", "synchronise", "barrier", "wait"})
 # Methods that wait for a device value: block_until_ready and the host reads.
 SYNC_METHODS = apis.SYNC_METHODS | apis.HOST_METHODS
 # jax.tree_util functions that only look at a pytree's structure: no device work is dispatched.
@@ -296,6 +302,11 @@ def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[s
     q = callee.qualname or ""
     if q.startswith("builtins.") and q not in ("builtins.print", "builtins.repr", "builtins.str"):
         return False
+    func = call.func
+    name = q.rsplit(".", 1)[-1] if q else (func.attr.value if isinstance(func, cst.Attribute)
+                                           else func.value if isinstance(func, cst.Name) else "")
+    if _WAIT_WORDS & set(name.lower().split("_")):
+        return True  # `executable.sync()`, `sync_func()`: named for waiting
     return not _builds_record(q) and _given_results(model, fn, call, results)
 
 
