@@ -23,6 +23,8 @@ SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.dev
                         "jax.experimental.multihost_utils.sync_global_devices",
                         # returns host NumPy arrays of every process's values
                         "jax.experimental.multihost_utils.process_allgather"})
+# The builtins that may read a device value given to them: they format it as text.
+_FORMATTING_BUILTINS = frozenset({"builtins.print", "builtins.repr", "builtins.str"})
 # A function or method of another library named for waiting (`executable.sync()`,
 # `sync_func()`, `synchronize_all_activity()`, `barrier()`): taken at its word, once some
 # JAX work is pending.
@@ -194,7 +196,7 @@ def _unseen(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
     root = q.split(".")[0]
     if root in apis.JAX_ROOTS or root == "numpy":
         return False  # the model knows these; `is_sync` says which ones wait
-    return not q.startswith("builtins.") or q in ("builtins.print", "builtins.repr", "builtins.str")
+    return not q.startswith("builtins.") or q in _FORMATTING_BUILTINS
 
 
 @fact
@@ -300,7 +302,7 @@ def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[s
         init = callee.cls.methods.get("__init__")
         return init is not None and init in opaque_functions(model) and _given_results(model, fn, call, results)
     q = callee.qualname or ""
-    if q.startswith("builtins.") and q not in ("builtins.print", "builtins.repr", "builtins.str"):
+    if q.startswith("builtins.") and q not in _FORMATTING_BUILTINS:
         return False
     func = call.func
     name = q.rsplit(".", 1)[-1] if q else (func.attr.value if isinstance(func, cst.Attribute)
