@@ -205,12 +205,11 @@ def pending_returns(model: SemanticModel) -> set[Function]:
     body ends with JAX work that nothing after it waits for. A call of one is pending work for
     its caller; a call of another eager function of the module is not (it waited, or it hands
     nothing back to wait on)."""
-    candidates = [fn for fn in model.functions
+    candidates = [(fn, calls_in_order(fn, fstrings=True), work_results(model, fn)) for fn in model.functions
                   if not fn.is_module and not fn.direct_jit and not fn.traced and fn.returns and fn.does_jax_work]
     pending: set[Function] = set()
     for _ in range(4):  # each round sees one level of helpers deeper
-        grown = {fn for fn in candidates
-                 if _pending(model, fn, calls_in_order(fn, fstrings=True), work_results(model, fn), pending)}
+        grown = {fn for fn, calls, results in candidates if _pending(model, fn, calls, results, pending)}
         if grown == pending:
             break
         pending = grown
@@ -289,7 +288,7 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
 
 def _given_results(model: SemanticModel, fn: Function, call: cst.Call, results: set[str]) -> bool:
     """The call is handed a device value: an argument, or the object whose method it is."""
-    return any(read_names(a.value) & results or model.is_array(a.value, fn) for a in call.args) or (
+    return any(_device_value(model, a.value, fn, results) for a in call.args) or (
         isinstance(call.func, cst.Attribute) and bool(read_names(call.func.value) & results))
 
 
@@ -336,7 +335,7 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
     if q in apis.HOST_PULL_FUNCTIONS or (q or "").startswith("numpy."):
         for arg in call.args:
             value = arg.value
-            if model.is_array(value, fn) or _reads_any(value, results):
+            if _device_value(model, value, fn, results):
                 return True
             # `float(step(x))`: converting a call's result waits for it
             if q in apis.HOST_PULL_FUNCTIONS and isinstance(value, cst.Call) and q != "builtins.print":
@@ -347,6 +346,11 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
 def _lambda_syncs(node: cst.Lambda) -> bool:
     return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
                and n.func.attr.value in SYNC_METHODS for n in walk(node.body))
+
+
+def _device_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function, results: set[str]) -> bool:
+    """`expr` is, or reads, a device value: a JAX array, or a name bound from JAX work."""
+    return model.is_array(expr, fn) or _reads_any(expr, results)
 
 
 def _reads_any(expr: cst.BaseExpression, names: set[str]) -> bool:
@@ -365,7 +369,7 @@ def _reads_device_value(model: SemanticModel, expr: cst.BaseExpression, fn: Func
     if isinstance(expr, cst.UnaryOperation):
         return _reads_device_value(model, expr.expression, fn, results)
     if isinstance(expr, cst.Comparison):
-        return model.is_array(expr.left, fn) or _reads_any(expr.left, results)
+        return _device_value(model, expr.left, fn, results)
     if isinstance(expr, cst.Call) and model.call_work(expr, fn) is not None:
         return model.value_kind(expr, fn) == "array"
     return model.is_array(expr, fn) or (isinstance(expr, cst.Name) and expr.value in results)
@@ -375,7 +379,7 @@ def formats_device_value(model: SemanticModel, field: cst.FormattedStringExpress
                          results: set[str]) -> bool:
     """An f-string field formatting a device array (or a name bound from JAX work) converts it
     to text on the host: it waits for the value."""
-    return model.is_array(field.expression, fn) or _reads_any(field.expression, results)
+    return _device_value(model, field.expression, fn, results)
 
 
 def structural_tree_call(model: SemanticModel, call: cst.Call) -> bool:

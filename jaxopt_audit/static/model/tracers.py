@@ -114,7 +114,7 @@ class Tracers:
                 self._add(fn, set(fn.params) - bound, root=True)
             elif q in apis.JIT_WRAPPERS:  # equinox.filter_jit: non-array leaves are static
                 self._add(fn, _array_annotated(fn) - bound, root=True)
-            elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS and root.via != "inner":
+            elif q in ABSTRACT_TRANSFORMS and q not in LIFTED_TRANSFORMS:
                 names = set(fn.params) - bound
                 if q in VMAPS:  # `vmap(f, in_axes=(0, None))`, `@partial(jax.vmap, in_axes=...)`
                     names -= _unmapped(fn, root.ref, list(root.options), 1 if root.via == "call" else 0)
