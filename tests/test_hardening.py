@@ -469,7 +469,10 @@ def test_ctrl_c_in_a_pooled_scan_exits_quietly_with_130(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "jaxopt_audit.cli", "scan", str(src), "--no-config",
                              "-j", "2", "--rules-dir", str(rules_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "SCAN_STARTED": str(started)}, start_new_session=True)
+                            env={**os.environ, "SCAN_STARTED": str(started)}, start_new_session=True,
+                            # as from a terminal: a background job of a non-interactive shell (a CI
+                            # step run with `&`) inherits SIGINT ignored, and so would the scan
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
