@@ -28,7 +28,9 @@ class DeprecatedApi(Rule):
     ## Why is this bad?
     A removed API fails with `AttributeError` or `ImportError` on current JAX, so the code does
     not run after an upgrade (reported as a warning). A deprecated one warns today and will be
-    removed (info).
+    removed (info). In an annotation that `from __future__ import annotations` leaves
+    unevaluated, a removed name fails no run; type checkers and documentation tools still reject
+    it (info, and the message says so).
 
     APIs that still work without a warning but have a modern replacement (`jax.random.PRNGKey`,
     `jax.pmap`) are not deprecated: they are JAX602 legacy-api, which is off by default.
@@ -36,8 +38,17 @@ class DeprecatedApi(Rule):
     test suite on upgrade like any other code.
 
     ## How to fix
-    Use the replacement the message names. The list is data (`jaxopt_audit/static/deprecations.py`)
-    and is checked against the installed JAX in the test suite.
+    Use the replacement the message names. Where it is a migration rather than a rename, the
+    message says what else changes: `jax.shard_map` takes `mesh`, `in_specs` and `out_specs` as
+    keywords and calls `check_rep` `check_vma`; `jax.jit` replacing `pjit` needs a mesh in
+    context (`jax.set_mesh`) for bare `PartitionSpec`s; `device_put` takes a sharding where
+    `device_put_sharded`/`device_put_replicated` stacked per-device arrays. The list is data
+    (`jaxopt_audit/static/deprecations.py`) and is checked against the installed JAX in the
+    test suite.
+
+    Version-compatibility code is left alone: an `if` on the JAX version or `hasattr(jax, ...)`,
+    and a `try` that imports one spelling with the other in its `except ImportError` /
+    `AttributeError` handler (or any handler, when the `try` holds nothing but imports).
 
     ## Automatic fix
     Safe: `scan --fix` re-spells a use of a renamed function, class or constant as its current
@@ -103,10 +114,26 @@ class DeprecatedApi(Rule):
         return rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
+        lazy = _lazy_annotations(model.module)
         for node, entry, spelled in _find(model):
-            if entry.status != "legacy":  # legacy advice is JAX602's, opt-in
-                yield Report(node, _message(entry, spelled), fix=_fix(entry),
-                             severity="warning" if entry.status == "removed" else "info")
+            if entry.status == "legacy":  # legacy advice is JAX602's, opt-in
+                continue
+            # under `from __future__ import annotations` an annotation is never evaluated: a
+            # removed name there fails no run, though type checkers and doc tools still read it
+            evaluated = id(node) not in lazy
+            yield Report(node, _message(entry, spelled, evaluated), fix=_fix(entry),
+                         severity="warning" if entry.status == "removed" and evaluated else "info")
+
+
+def _lazy_annotations(module: cst.Module) -> set[int]:
+    """Ids of the nodes inside annotations, when the module postpones their evaluation."""
+    future = any(isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
+                 and not isinstance(s.names, cst.ImportStar) and any(a.name.value == "annotations" for a in s.names
+                                                                     if isinstance(a.name, cst.Name))
+                 for line in module.body if isinstance(line, cst.SimpleStatementLine) for s in line.body)
+    if not future:
+        return set()
+    return {id(n) for a in walk(module) if isinstance(a, cst.Annotation) for n in walk(a.annotation)}
 
 
 _LAST_SEGMENT = re.compile(r"\b(?:" + "|".join(sorted({re.escape(e.name.rsplit(".", 1)[-1]) for e in DEPRECATIONS},
@@ -231,12 +258,21 @@ def _is_version_check(test: cst.BaseExpression) -> bool:
 
 
 def _catches_missing_api(node: cst.Try | cst.TryStar) -> bool:
-    """`try: from jax.experimental import maps` / `except ImportError:`: a deliberate fallback."""
+    """`try: from jax.experimental import maps` / `except ImportError:`: a deliberate fallback.
+    A broad handler (`except Exception:`, bare `except:`) counts when the body only imports:
+    then what it catches is a missing name. Around other code it may be catching anything."""
+    imports_only = all(isinstance(line, cst.SimpleStatementLine)
+                       and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body)
+                       for line in node.body.body)
     for handler in node.handlers:
         if handler.type is None:
+            if imports_only:
+                return True
             continue
         names = {n.value for n in walk(handler.type) if isinstance(n, cst.Name)}
         if names & {"ImportError", "ModuleNotFoundError", "AttributeError"}:
+            return True
+        if imports_only and names & {"Exception", "BaseException"}:
             return True
     return False
 
@@ -250,17 +286,26 @@ def _attribute_names(node: cst.Attribute) -> set[str]:
     return names
 
 
-def _message(entry: Deprecation, spelled: str) -> str:
+def _message(entry: Deprecation, spelled: str, evaluated: bool = True) -> str:
     subject = f"`{entry.name}`" if spelled == entry.name else f"`{spelled}` (from `{entry.name}`)"
-    if entry.status == "removed":
+    if entry.status == "removed" and not evaluated:
+        what = ("was removed from JAX; in an annotation that `from __future__ import annotations` leaves "
+                "unevaluated it fails no run, but type checkers and documentation tools reject it")
+    elif entry.status == "removed":
         what = "was removed from JAX: it fails with AttributeError or ImportError on current versions"
     elif entry.status == "deprecated":
         what = "is deprecated in JAX and will be removed"
     else:
         what = "is a legacy API that JAX recommends replacing"
+    return f"{subject} {what}{_replacement_clause(entry)}"
+
+
+def _replacement_clause(entry: Deprecation) -> str:
     if not entry.replacement:
-        return f"{subject} {what}; JAX plans no replacement"
-    return f"{subject} {what}; use {_code(entry.replacement)} instead"
+        return "; JAX plans no replacement"
+    if entry.caveat:
+        return f"; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
+    return f"; use {_code(entry.replacement)} instead"
 
 
 def _code(replacement: str) -> str:
@@ -281,4 +326,6 @@ def _code(replacement: str) -> str:
 def _fix(entry: Deprecation) -> str:
     if not entry.replacement:
         return f"Remove the use of `{entry.name}`; JAX offers no replacement."
+    if entry.caveat:
+        return f"Migrate from `{entry.name}` to {_code(entry.replacement)}: {entry.caveat}."
     return f"Replace `{entry.name}` with {_code(entry.replacement)}."

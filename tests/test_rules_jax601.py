@@ -275,6 +275,50 @@ def test_quiet_on_the_old_api_as_the_fallback_of_the_new_one():
     """)] == [8]
 
 
+def test_a_broad_handler_around_imports_only_is_a_fallback_too():
+    # `except Exception:` around nothing but imports catches a missing name: the old spelling
+    # in the handler runs only on a JAX old enough to have it
+    assert _findings("""
+        try:
+            from jax.sharding import get_abstract_mesh
+        except Exception:
+            def get_abstract_mesh():
+                try:
+                    from jax.interpreters.pxla import thread_resources
+                except:
+                    from jax.experimental.maps import thread_resources
+                return thread_resources.env.physical_mesh
+    """) == []
+    # around other code a broad handler may be catching anything: the removed API fails there
+    # on every call, and that is reported
+    assert [line for line, _, _ in _findings("""
+        import jax
+
+        def total(tree):
+            try:
+                return sum(jax.tree_leaves(tree))
+            except Exception:
+                return 0
+    """)] == [5]
+
+
+def test_a_migration_says_what_changes_beyond_the_name():
+    found = _findings("""
+        from jax.experimental.shard_map import shard_map
+        from jax.experimental.pjit import pjit
+    """)
+    assert len(found) == 2
+    shard, pjit_ = (message for _, _, message in found)
+    assert "not a rename" in shard and "check_vma" in shard and "keywords only" in shard
+    assert "not a rename" in pjit_ and "jax.set_mesh" in pjit_
+    # a plain rename says nothing more
+    [(_, _, renamed)] = _findings("""
+        import jax
+        leaves = jax.tree_leaves({})
+    """)
+    assert "not a rename" not in renamed
+
+
 def test_seed_001_preprocessing_key_and_planned_pmap():
     found = _findings("""
         import jax
@@ -293,3 +337,25 @@ def test_seed_001_preprocessing_key_and_planned_pmap():
     """, LEGACY)
     assert [(line, severity) for line, severity, _ in found] == [(7, "info"), (13, "info")]
     assert "jax.random.key" in found[0][2] and "shard_map" in found[1][2]
+
+
+def test_a_removed_name_in_an_unevaluated_annotation_is_info_and_says_so():
+    source = """
+        import jax
+
+        def sample(key: jax.random.KeyArray, n: int) -> jax.Array:
+            return jax.random.normal(key, (n,))
+    """
+    [(_, evaluated_severity, evaluated_message)] = _findings(source)
+    assert evaluated_severity == "warning" and "fails with AttributeError" in evaluated_message
+    postponed = source.replace("import jax", "from __future__ import annotations\n        import jax")
+    [(_, severity, message)] = _findings(postponed)
+    assert severity == "info" and "fails no run" in message and "jax.Array" in message
+    # outside annotations the same module's uses still fail at run time
+    [(_, severity, _)] = _findings("""
+        from __future__ import annotations
+        import jax
+
+        KeyType = jax.random.KeyArray
+    """)
+    assert severity == "warning"

@@ -23,6 +23,9 @@ class Deprecation(NamedTuple):
     name: str  # fully qualified: a module, a function, a class or a constant
     replacement: str  # what to use instead; "" when JAX plans none
     status: str  # "removed" | "deprecated" | "legacy"
+    # What changes beyond the name, when the replacement is a migration and not a rename
+    # (arguments renamed or keyword-only, a mesh needed in context, results of another shape).
+    caveat: str = ""
 
 
 STATUSES = ("removed", "deprecated", "legacy")
@@ -87,7 +90,9 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.lib.xla_client", "jax.extend or the public jax APIs", "removed"),
     Deprecation("jax.dlpack.to_dlpack", "pass the array itself to the consumer's from_dlpack", "removed"),
     # NumPy aliases NumPy 2 removed, and jnp with it
-    Deprecation("jax.numpy.in1d", "jax.numpy.isin", "removed"),
+    Deprecation("jax.numpy.in1d", "jax.numpy.isin", "removed",
+                "`in1d` flattened its result; `isin` keeps the shape of its first argument "
+                "(add `.ravel()` where the flat result is needed)"),
     Deprecation("jax.numpy.trapz", "jax.numpy.trapezoid", "removed"),
     Deprecation("jax.numpy.round_", "jax.numpy.round", "removed"),
     Deprecation("jax.numpy.row_stack", "jax.numpy.vstack", "removed"),
@@ -107,8 +112,13 @@ CURATED: tuple[Deprecation, ...] = (
 # Snapshot of the `_deprecations` tables of jax 0.10.2 (public modules), replacements taken
 # from their messages.
 JAX_TABLES: tuple[Deprecation, ...] = (
-    Deprecation("jax.device_put_replicated", "jax.device_put", "removed"),
-    Deprecation("jax.device_put_sharded", "jax.device_put", "removed"),
+    Deprecation("jax.device_put_replicated", "jax.device_put", "removed",
+                "`device_put_replicated(x, devices)` stacked one copy per device on a new leading axis "
+                "(the layout `pmap` expects); `device_put` takes a sharding instead "
+                "(`NamedSharding(mesh, PartitionSpec())` replicates without the new axis)"),
+    Deprecation("jax.device_put_sharded", "jax.device_put", "removed",
+                "`device_put_sharded(shards, devices)` took a list of per-device arrays; stack them "
+                "and give `device_put` a sharding that splits the leading axis over the devices"),
     Deprecation("jax.ad_checkpoint.checkpoint", "jax.checkpoint", "removed"),
     Deprecation("jax.ad_checkpoint.remat", "jax.remat", "removed"),
     Deprecation("jax.cloud_tpu_init.cloud_tpu_init", "nothing: JAX calls it automatically", "removed"),
@@ -170,8 +180,12 @@ JAX_TABLES: tuple[Deprecation, ...] = (
     Deprecation("jax.experimental.pallas.tpu.semaphore_signal",
                 "jax.experimental.pallas.semaphore_signal", "deprecated"),
     Deprecation("jax.experimental.pallas.tpu.semaphore_wait", "jax.experimental.pallas.semaphore_wait", "deprecated"),
-    Deprecation("jax.experimental.pjit.pjit", "jax.jit", "deprecated"),
-    Deprecation("jax.experimental.shard_map.shard_map", "jax.shard_map", "deprecated"),
+    Deprecation("jax.experimental.pjit.pjit", "jax.jit", "deprecated",
+                "`jax.jit` takes the same `in_shardings`/`out_shardings`; a bare `PartitionSpec` needs a "
+                "mesh in context (`jax.set_mesh(mesh)`) or a `NamedSharding(mesh, spec)`"),
+    Deprecation("jax.experimental.shard_map.shard_map", "jax.shard_map", "deprecated",
+                "`jax.shard_map` takes `mesh`, `in_specs` and `out_specs` as keywords only, and "
+                "`check_rep=` is now `check_vma=`"),
     Deprecation("jax.interpreters.ad.reducing_transposes", "", "removed"),
     Deprecation("jax.interpreters.batching.NotMapped", "", "removed"),
     Deprecation("jax.interpreters.pxla.Index", "", "deprecated"),

@@ -11,21 +11,20 @@ from typing import cast
 
 import libcst as cst
 
-from .deprecations import lookup
+from .deprecations import DEPRECATIONS, lookup
 from .fixes import SAFE, UNSAFE, Fix, dotted_expression, module_alias, wrap_call
 from .rule import describe
 
 _DOTTED = re.compile(r"jax(?:\.\w+)+")
-# Listed replacements that are not drop-in renames: other signatures or semantics (in1d
-# flattens, device_put_replicated stacks, sph_harm's argument order), a module replaced by a
-# class, or a flag turned into a context manager.
+# Listed replacements that are not drop-in renames: the migrations the data describes (a
+# `caveat`: in1d flattens, device_put_replicated stacks, shard_map's keywords), and the others
+# below (sph_harm's argument order, a module replaced by a class, a flag turned into a context
+# manager).
 _NOT_DROP_IN = frozenset({
-    "jax.numpy.in1d", "jax.device_put_replicated", "jax.device_put_sharded",
     "jax.experimental.enable_x64", "jax.lib.xla_bridge", "jax.linear_util", "jax.core.get_aval",
-    "jax.experimental.pjit.pjit", "jax.experimental.shard_map.shard_map", "jax.abstract_arrays",
-    "jax.experimental.global_device_array", "jax.random.default_prng_impl",
+    "jax.abstract_arrays", "jax.experimental.global_device_array", "jax.random.default_prng_impl",
     "jax.scipy.special.sph_harm", "jax.experimental.pallas.debug_checks_enabled",
-})
+}) | {entry.name for entry in DEPRECATIONS if entry.caveat}
 
 
 def rename_deprecated(model, node: cst.CSTNode) -> Fix | None:
