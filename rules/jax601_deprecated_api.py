@@ -114,24 +114,25 @@ class DeprecatedApi(Rule):
         return rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        lazy = _lazy_annotations(model.module)
+        lazy: set[int] | None = None
         for node, entry, spelled in _find(model):
             if entry.status == "legacy":  # legacy advice is JAX602's, opt-in
                 continue
             # under `from __future__ import annotations` an annotation is never evaluated: a
             # removed name there fails no run, though type checkers and doc tools still read it
-            evaluated = id(node) not in lazy
+            if entry.status == "removed" and lazy is None:
+                lazy = _lazy_annotations(model.module)  # only files with a removed name pay the walk
+            evaluated = lazy is None or id(node) not in lazy
             yield Report(node, _message(entry, spelled, evaluated), fix=_fix(entry),
                          severity="warning" if entry.status == "removed" and evaluated else "info")
 
 
 def _lazy_annotations(module: cst.Module) -> set[int]:
     """Ids of the nodes inside annotations, when the module postpones their evaluation."""
-    future = any(isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
-                 and not isinstance(s.names, cst.ImportStar) and any(a.name.value == "annotations" for a in s.names
-                                                                     if isinstance(a.name, cst.Name))
-                 for line in module.body if isinstance(line, cst.SimpleStatementLine) for s in line.body)
-    if not future:
+    imports = [s for line in module.body if isinstance(line, cst.SimpleStatementLine) for s in line.body
+               if isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"]
+    if not any(not isinstance(s.names, cst.ImportStar) and any(a.evaluated_name == "annotations" for a in s.names)
+               for s in imports):
         return set()
     return {id(n) for a in walk(module) if isinstance(a, cst.Annotation) for n in walk(a.annotation)}
 
@@ -297,15 +298,11 @@ def _message(entry: Deprecation, spelled: str, evaluated: bool = True) -> str:
         what = "is deprecated in JAX and will be removed"
     else:
         what = "is a legacy API that JAX recommends replacing"
-    return f"{subject} {what}{_replacement_clause(entry)}"
-
-
-def _replacement_clause(entry: Deprecation) -> str:
     if not entry.replacement:
-        return "; JAX plans no replacement"
+        return f"{subject} {what}; JAX plans no replacement"
     if entry.caveat:
-        return f"; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
-    return f"; use {_code(entry.replacement)} instead"
+        return f"{subject} {what}; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
+    return f"{subject} {what}; use {_code(entry.replacement)} instead"
 
 
 def _code(replacement: str) -> str:
