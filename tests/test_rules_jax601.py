@@ -359,3 +359,26 @@ def test_a_removed_name_in_an_unevaluated_annotation_is_info_and_says_so():
         KeyType = jax.random.KeyArray
     """)
     assert severity == "warning"
+
+
+def test_a_moved_module_names_its_new_home_not_a_different_library():
+    # the example libraries moved with their API intact; optax and flax are other APIs
+    found = _findings("""
+        from jax.experimental import optimizers
+        from jax.experimental import stax
+    """)
+    assert len(found) == 2
+    optimizers_, stax_ = (message for _, _, message in found)
+    assert "jax.example_libraries.optimizers" in optimizers_ and "optax" not in optimizers_
+    assert "jax.example_libraries.stax" in stax_ and "flax" not in stax_
+
+
+def test_the_mesh_context_migration_says_where_the_devices_of_the_mesh_are():
+    [(_, _, message)] = _findings("""
+        from jax.interpreters.pxla import thread_resources
+
+        def devices():
+            return thread_resources.env.physical_mesh.devices
+    """)
+    assert "jax.set_mesh" in message and "jax.sharding.get_mesh()" in message
+    assert "axis names and sizes only" in message

@@ -71,8 +71,9 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.ops.index_min", "x.at[idx].min(y)", "removed"),
     Deprecation("jax.ops.index_max", "x.at[idx].max(y)", "removed"),
     Deprecation("jax.lax.tie_in", "nothing: drop the call, it has been a no-op since omnistaging", "removed"),
-    Deprecation("jax.experimental.optimizers", "optax", "removed"),
-    Deprecation("jax.experimental.stax", "flax or equinox", "removed"),
+    # moved, same API (optax, and flax or equinox, are the maintained libraries for new code)
+    Deprecation("jax.experimental.optimizers", "jax.example_libraries.optimizers", "removed"),
+    Deprecation("jax.experimental.stax", "jax.example_libraries.stax", "removed"),
     Deprecation("jax.experimental.enable_x64", "jax.enable_x64", "removed"),
     Deprecation("jax.experimental.disable_x64", "jax.enable_x64(False)", "removed"),
     Deprecation("jax.linear_util", "jax.extend.linear_util", "removed"),
@@ -196,7 +197,10 @@ JAX_TABLES: tuple[Deprecation, ...] = (
     Deprecation("jax.interpreters.pxla.global_avals_to_results_handler", "", "deprecated"),
     Deprecation("jax.interpreters.pxla.global_result_handlers", "", "deprecated"),
     Deprecation("jax.interpreters.pxla.thread_resources",
-                "jax.set_mesh(mesh) and jax.sharding.get_abstract_mesh()", "deprecated"),
+                "jax.set_mesh(mesh) and jax.sharding.get_abstract_mesh()", "deprecated",
+                "`with mesh:` becomes `with jax.set_mesh(mesh):`; code that needs the devices of the "
+                "current mesh (`thread_resources.env.physical_mesh.devices`) reads "
+                "`jax.sharding.get_mesh()`, the abstract mesh has axis names and sizes only"),
     Deprecation("jax.interpreters.pxla.are_hlo_shardings_equal", "", "deprecated"),
     Deprecation("jax.interpreters.pxla.is_hlo_sharding_replicated", "", "deprecated"),
     Deprecation("jax.interpreters.pxla.op_sharding_to_indices", "", "deprecated"),
