@@ -433,3 +433,66 @@ def test_waits_named_by_the_library_end_the_pending_work():
             runner.flush_logs()
             return images, gathered, synced, barrier, time.perf_counter() - t3  # <- JAX701
     """) == [27]
+
+
+def test_work_in_a_branch_that_leaves_does_not_reach_a_later_reading():
+    # the `continue` branch starts device work and goes to the next iteration, which reads the
+    # start again: the reading after the branch never follows that work
+    assert lines("""
+        import time
+        import jax.numpy as jnp
+        from .types import Staged
+
+        def postprocess(batches, prefetch, pending):
+            host_time = 0.0
+            for batch in batches:
+                t0 = time.perf_counter()
+                if prefetch:
+                    pending.append(Staged(values=jnp.asarray(batch) * 2))
+                    continue
+                rows = [len(row) for row in batch]
+                pending.append(rows)
+                host_time += time.perf_counter() - t0
+            return host_time
+
+        def solve(x, tol):
+            t0 = time.perf_counter()
+            if tol is None:
+                return Staged(values=jnp.linalg.inv(x))
+            n = len(x)
+            return n, time.perf_counter() - t0
+    """) == []
+
+
+def test_work_that_breaks_out_of_a_loop_still_reaches_a_reading_after_it():
+    assert lines("""
+        import time
+        import jax.numpy as jnp
+        from .types import Staged
+
+        def search(xs, records):
+            t0 = time.perf_counter()
+            for x in xs:
+                if x is None:
+                    records.append(Staged(values=jnp.cumsum(jnp.ones(1000))))
+                    break
+            return time.perf_counter() - t0  # <- JAX701: the break leads here
+    """) == [11]
+
+
+def test_the_result_of_a_compiled_loop_is_the_work_to_wait_for():
+    # `lax.scan` runs its body now and hands back arrays: it is the pending work, not its input
+    found = findings("""
+        import time
+        import jax.numpy as jnp
+        from jax import lax
+
+        def step(carry, x):
+            return carry + x, carry
+
+        start = time.time()
+        final, history = lax.scan(step, 0.0, jnp.arange(1000))
+        print(time.time() - start)
+    """)
+    assert [f.line for f in found] == [10]
+    assert "lax.scan(step, 0.0, jnp.arange(1000))" in found[0].message

@@ -28,6 +28,8 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
     "jax.numpy.vectorize": (0,),
 }
 
+# Of those, the ones that run their function now and hand back its arrays (not a wrapper).
+RUNS_ITS_FUNCTION = frozenset(q for q in TRACING_TRANSFORMS if q.startswith("jax.lax."))
 # Compiled loops: their body function runs once per iteration, each iteration a step.
 COMPILED_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop"})
 SCAN_LIKE = COMPILED_LOOPS | frozenset({"jax.lax.map", "flax.nnx.scan", "flax.linen.scan"})

@@ -872,6 +872,8 @@ class SemanticModel:
         root = q.split(".")[0]
         if root not in apis.JAX_ROOTS:
             return None
+        if q in apis.RUNS_ITS_FUNCTION:
+            return "array"  # `lax.scan(step, init, xs)` runs now: its results are arrays
         if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
             return "object"
         if q in apis.JAX_HOST_RESULTS or q.startswith(apis.JAX_HOST_PREFIXES):
@@ -1212,8 +1214,10 @@ class SemanticModel:
                     self.is_array(a.value, scope) for a in call.args[1:]):
                 return "dispatch" if mapped.does_jax_work else None
             return "array"
+        if q in apis.RUNS_ITS_FUNCTION:
+            return "array"
         if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
-            return "dispatch" if q in apis.TRACING_TRANSFORMS and q.startswith("jax.lax.") else None
+            return None  # building a wrapper
         kind = self._call_kind(call, scope, 0)
         if kind == "object":
             return None  # building an optimizer or a model is not per-step work

@@ -145,10 +145,43 @@ def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
             if key in seen:
                 continue
             seen.add(key)
+            jumped = _jumped_away(fn, start, end)
             between = tuple(c for c in order[i + 1:j] if id(c) not in reading_of
+                            and id(c.test if type(c) is Truth else c) not in jumped
                             and (type(c) is not cst.Call or model.resolve(c.func) not in TIMER_READS))
             regions.append(TimedRegion(start, end, between, loop_of.get(id(end)) is not None))
     return regions
+
+
+def _jumped_away(fn: Function, start: cst.Call, end: cst.Call) -> set[int]:
+    """ids of the nodes in blocks that leave before `end` can be read: a branch ending in
+    `return` or `raise`, in `break` out of a loop holding `end`, or in `continue` of a loop
+    holding both readings (the next iteration reads the start again)."""
+    out: set[int] = set()
+
+    def holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+        return any(n is target for n in walk(node))
+
+    def visit(node: cst.CSTNode, loop: cst.CSTNode | None) -> None:
+        if node is not fn.body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and node.body:
+            last = node.body[-1]
+            if isinstance(last, cst.SimpleStatementLine) and last.body:
+                last = last.body[-1]
+            leaves = isinstance(last, (cst.Return, cst.Raise)) or (
+                loop is not None and (isinstance(last, cst.Break) and holds(loop, end)
+                                      or isinstance(last, cst.Continue) and holds(loop, end) and holds(loop, start)))
+            if leaves and not holds(node, end):
+                out.update(id(n) for n in walk(node))
+                return
+        if isinstance(node, (cst.For, cst.While)):
+            loop = node
+        for child in children(node):
+            visit(child, loop)
+
+    visit(fn.body, None)
+    return out
 
 
 @fact
@@ -275,7 +308,7 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
         work = model.call_work(call, fn)
         if work is not None:
             q = model.resolve(call.func) or ""
-            if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS:
+            if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS and q not in apis.RUNS_ITS_FUNCTION:
                 continue  # building a wrapper is not device work
             # only work that hands back device arrays runs asynchronously (not compiling, I/O)
             if work == "array" or model.value_kind(call, fn) == "array":
