@@ -16,6 +16,7 @@ from jaxopt_audit.static import (
     Site,
     Valid,
     apis,
+    children,
     describe,
     read_names,
     walk,
@@ -57,9 +58,14 @@ class JitInLoop(Rule):
     The rule stays quiet on jit at module level, in `__init__`/`setup`, in a factory called once,
     under a memoisation guard (`if self._step is None:`) or in a `functools.cache`d function, on
     ahead-of-time compilation (`jax.jit(f).lower(x).compile()`, one executable per shape), under
-    a periodic guard (`if step % k == 0`), inside traced code (a `jax.jit` while tracing is
-    inlined), and on `jax.jit(make_fn(config))` where the factory's arguments change with the loop
-    (each configuration needs its own compilation).
+    a periodic guard (`if step % k == 0`) or a divergence test (`if np.isnan(loss):`, a
+    recovery), inside traced code (a `jax.jit` while tracing is inlined), and on
+    `jax.jit(make_fn(config))` where the factory's arguments change with the loop (each
+    configuration needs its own compilation). It also stays quiet when each wrapper serves many
+    calls: handed to another function (a benchmark's timer), returned, stored, captured by a
+    nested function or called in a loop of its own, and on a jit in a builder that returns a
+    function (one build per configuration of a sweep, a benchmark or a server). Real code
+    rebuilds wrappers that way once per case; the step loops that rebuild one call it directly.
 
     ## Measured
     Same function, 50 calls on CPU (jax 0.10): hoisted wrapper 7 us per call; `jax.jit(f)(x)` in
@@ -178,6 +184,7 @@ class JitInLoop(Rule):
                     continue
                 if _factory_of_varying_values(model, target, site) \
                         or _returned_per_configuration(model, site, context.step_call) \
+                        or _serves_many_calls(fn, site.node, site.loop) or _builds_functions(model, site) \
                         or _closes_over_configuration(model, model.function_ref(target, fn), site):
                     continue
                 what = self._target_consequence(model, target, site)
@@ -196,7 +203,8 @@ class JitInLoop(Rule):
                 continue
             context = why_every_step(model, def_site)
             if context is None or _under_memo_guard(parent, fn.node, def_site.loop) \
-                    or _closes_over_configuration(model, fn, def_site):
+                    or _closes_over_configuration(model, fn, def_site) \
+                    or _serves_many_calls(parent, fn.node, def_site.loop) or _builds_functions(model, def_site):
                 continue
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
                                     f"{where(model, def_site, context)}: each time a new function is "
@@ -278,6 +286,76 @@ def _under_memo_guard(fn: Function, node: cst.CSTNode, loop: Loop | None = None)
         if isinstance(stmt, cst.If) and _is_memo_test(stmt.test):
             return True
         if isinstance(stmt, cst.ExceptHandler):
+            return True
+    return False
+
+
+def _serves_many_calls(fn: Function, node: cst.CSTNode, loop: Loop | None) -> bool:
+    """The wrapper built at `node` (a jit call or a jitted def) outlives one call: it is handed
+    to another function, returned, stored, captured by a nested function, or called in a loop
+    of its own. Each build then serves a benchmark's repeats, a server's requests or one
+    configuration of a sweep; the step loops that rebuild a wrapper call it once."""
+    if any(r is node for r in fn.returns) or any(
+            a.value is node for s in fn.calls for a in s.node.args):
+        return True
+    if isinstance(node, cst.FunctionDef):
+        name = node.name.value
+    else:
+        bound = [a for a in fn.assignments if a.value is node]
+        if not bound:
+            return False
+        if any(a.attribute_target is not None or len(a.targets) != 1 for a in bound):
+            return True  # `self._fn = jax.jit(...)`, `fns[k] = ...`: kept for later calls
+        name = bound[0].targets[0]
+    called_in = {id(s.node.func): s.loop for s in fn.calls if isinstance(s.node.func, cst.Name)}
+    bound_names = {id(t) for t in _binding_names(fn.body)}
+    stack: list[tuple[cst.CSTNode, bool]] = [(fn.body, False)]
+    while stack:
+        current, nested = stack.pop()
+        if isinstance(current, cst.Name) and current.value == name and id(current) not in bound_names:
+            if nested or id(current) not in called_in:
+                return True  # captured by a nested function, or used as a value
+            use_loop = called_in[id(current)]
+            if use_loop is not None and use_loop is not loop and (loop is None or loop.encloses(use_loop)):
+                return True  # called in a loop of its own: many calls per build
+        if isinstance(current, cst.Attribute):  # `obj.name` and `name=` are not reads of name
+            stack.append((current.value, nested))
+        elif isinstance(current, cst.Arg):
+            stack.append((current.value, nested))
+        elif not isinstance(current, cst.Param):  # a parameter of that name shadows it
+            inner = nested or isinstance(current, (cst.FunctionDef, cst.Lambda)) and current is not node
+            stack.extend((child, inner) for child in children(current)
+                         if not (isinstance(current, cst.FunctionDef) and child is current.name))
+    return False
+
+
+def _binding_names(body: cst.CSTNode) -> list[cst.Name]:
+    """The names an assignment, a `for` or a `with ... as` binds (their uses are elsewhere)."""
+    targets: list[cst.BaseExpression] = []
+    for node in walk(body):
+        if isinstance(node, cst.Assign):
+            targets.extend(t.target for t in node.targets)
+        elif isinstance(node, (cst.AnnAssign, cst.For, cst.CompFor)):
+            targets.append(node.target)
+        elif isinstance(node, cst.AsName):
+            targets.append(node.name)
+    return [n for t in targets for n in walk(t) if isinstance(n, cst.Name)]
+
+
+def _builds_functions(model: SemanticModel, site: Site) -> bool:
+    """The jit sits, outside any loop of its own, in a function that returns a function (a
+    lambda, a nested def, a jitted wrapper): a builder, called once per configuration."""
+    fn = site.function
+    if site.loop is not None or fn.is_module:
+        return False
+    for r in fn.returns:
+        if isinstance(r, cst.Lambda):
+            return True
+        if isinstance(r, cst.Name) and (r.value in fn.nested or any(
+                isinstance(a.value, cst.Call) and _jit_target(model, a.value) is not None
+                for a in fn.bindings(r.value))):
+            return True
+        if isinstance(r, cst.Call) and _jit_target(model, r) is not None:
             return True
     return False
 

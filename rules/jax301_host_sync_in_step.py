@@ -32,7 +32,8 @@ class HostSyncInStep(Rule):
     or accumulate them in the carry of a `lax.scan`. Use `jax.debug.print` inside jitted code.
 
     The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
-    `track(range(n))`, `zip(range(n), loader)`), on reads after the loop, on plain Python numbers,
+    `track(range(n))`, `zip(range(n), loader)`) or under a divergence test (`if np.isnan(loss):`,
+    a recovery), on reads after the loop, on plain Python numbers,
     on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a

@@ -229,3 +229,120 @@ def test_the_two_messages_match_what_jax_does():
     assert _compiles_during(lambda: jax.jit(lambda v: jnp.sin(v) * 2.0)(x)) == 3
     assert _compiles_during(lambda: jax.jit(functools.partial(scaled, s=2.0))(x)) == 3
     assert _compiles_during(lambda: jax.jit(model.apply)(x)) == 3
+
+
+def test_quiet_when_each_wrapper_serves_many_calls():
+    # a benchmark builds one wrapper per case and hands it to its timer (warm-up and repeats);
+    # a server builds one per batch size and keeps it in a closure; a builder returns it
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def timed(fn, repeats):
+            fn()
+            return [fn() for _ in range(repeats)]
+
+        def kernel(x, scale):
+            return jnp.tanh(x) * scale
+
+        def bench(sizes, scales):
+            for n in sizes:
+                for s in scales:
+                    x = jnp.ones((n, n))
+                    fn = jax.jit(lambda: kernel(x, s))
+                    print(timed(fn, 10))
+                    again = jax.jit(lambda: kernel(x, 2 * s))
+                    for _ in range(10):
+                        again()
+
+        class Server:
+            def serving_fn(self, batch_size):
+                compiled = jax.jit(lambda x: kernel(x, batch_size))
+
+                def serve(x):
+                    return compiled(x)
+                return serve
+
+            def load(self, batch_sizes):
+                for b in batch_sizes:
+                    self.fns = {b: self.serving_fn(b)}
+                    print(self.fns[b](jnp.ones((b, 4))))
+
+        def make_step(scale):
+            @jax.jit
+            def step(x):
+                return kernel(x, scale)
+            return step
+
+        def sweep(scales, x):
+            for s in scales:
+                step = make_step(s)
+                for _ in range(100):
+                    x = step(x)
+            return x
+    """) == []
+
+
+def test_quiet_on_jit_in_a_builder_that_returns_a_function_per_configuration():
+    # the builder sets a case up (state made by an inline jitted init) and returns what the
+    # caller times: it runs once per configuration, not once per step
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def init(key, n):
+            return jax.random.normal(key, (n,))
+
+        def build_case(key, n):
+            state = jax.jit(init, static_argnums=1)(key, n)
+            return lambda: jnp.sum(state ** 2)
+
+        def time_all(key, sizes):
+            for n in sizes:
+                run = build_case(key, n)
+                print(run())
+    """) == []
+
+
+def test_quiet_on_a_recovery_branch_under_a_divergence_test():
+    # re-initialising after a NaN loss happens on a few steps of a run, not on every one
+    assert lines("""
+        import math
+        import jax
+        import jax.numpy as jnp
+
+        def fresh_state(key):
+            @jax.jit
+            def init(key):
+                return jax.random.normal(key, (8,))
+            return init(key)
+
+        @jax.jit
+        def train_step(state):
+            return state * 0.9, jnp.sum(state)
+
+        def train(key, steps):
+            state = fresh_state(key)
+            for step in range(steps):
+                state, loss = train_step(state)
+                if math.isnan(float(loss)):
+                    state = fresh_state(jax.random.fold_in(key, step))
+            return state
+    """) == []
+
+
+def test_a_wrapper_rebuilt_and_called_each_step_is_still_reported():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        def loss(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        def fit(w, batches, lr):
+            for x in batches:
+                grad = jax.jit(jax.grad(loss))  # <- JAX102: called twice, rebuilt every step
+                g = grad(w, x)
+                w = w - lr * g - lr * grad(w, 2 * x)
+            return w
+    """) == [9]

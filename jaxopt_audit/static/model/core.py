@@ -2,7 +2,8 @@
 
 One walk over the libcst tree indexes each function (the module body and lambdas count as
 functions) with its calls, loops, tests, subscripts and bindings, each tagged with its innermost
-enclosing loop and whether it sits under a periodic guard (`if step % k == 0`). A few fixpoint
+enclosing loop and whether it sits under a guard that selects some iterations (`if step % k == 0`,
+or a recovery under `if np.isnan(loss):`). A few fixpoint
 passes then answer the questions rules ask (docs/design.md): what each name is bound to, which
 functions are jitted or traced and which of their parameters are static, which expressions are
 JAX arrays, which loops are step loops, and which functions run once per step.
@@ -18,7 +19,7 @@ import libcst as cst
 
 from .. import apis
 from ..names import ImportTable, dotted
-from ..walk import children, int_value, names_in, string_value, target_names
+from ..walk import children, int_value, names_in, string_value, target_names, walk
 
 if TYPE_CHECKING:
     from ..positions import Positions
@@ -60,7 +61,9 @@ class Site(Generic[N]):
     node: N
     function: Function
     loop: Loop | None
-    guarded: bool  # under an `if` testing a counter of the innermost loop (runs every k steps)
+    # under an `if` that selects some iterations: testing a counter of an enclosing loop (runs
+    # every k steps) or testing for a diverged value (`if np.isnan(loss):`, a recovery)
+    guarded: bool
     in_test: bool = False  # part of an if/while test
 
 
@@ -440,7 +443,8 @@ class _Builder:
     def _if(self, node: cst.If, fn: Function, loop: Loop | None, guarded: bool) -> None:
         fn.tests.append(Site(node, fn, loop, guarded, True))
         self.visit(node.test, fn, loop, guarded, in_test=True)
-        periodic = guarded or (loop is not None and _is_periodic_guard(node.test, loop))
+        periodic = guarded or (loop is not None and (_is_periodic_guard(node.test, loop)
+                                                     or _is_divergence_guard(node.test)))
         self.walk_body(fn, node.body, loop, periodic)
         if node.orelse is not None:
             self.visit(node.orelse, fn, loop, periodic)
@@ -507,6 +511,22 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
         counters |= current.counters
         current = current.parent
     return bool(counters) and any(name in counters for name in names_in(test))
+
+
+# Tests for a diverged value: the branch under them recovers (restarts from a checkpoint,
+# lowers the learning rate), which happens on a few steps of a run, not every step.
+_DIVERGENCE_TESTS = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf"})
+
+
+def _is_divergence_guard(test: cst.BaseExpression) -> bool:
+    """`if np.isnan(loss) and restarts < limit:`, `if not math.isfinite(loss):`."""
+    for node in walk(test):
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.attr if isinstance(func, cst.Attribute) else func
+            if isinstance(name, cst.Name) and name.value in _DIVERGENCE_TESTS:
+                return True
+    return False
 
 
 # Annotations that say a parameter holds a host value, never an array.
