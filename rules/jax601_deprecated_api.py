@@ -9,7 +9,13 @@ from typing import cast
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, canonical, child_fields, dotted, walk
-from jaxopt_audit.static.deprecations import DEPRECATIONS, Deprecation, lookup
+from jaxopt_audit.static.deprecations import (
+    DEPRECATIONS,
+    TREE_MODULE_SINCE,
+    Deprecation,
+    lookup,
+    older_spelling,
+)
 from jaxopt_audit.static.fix_codemods import rename_deprecated
 
 
@@ -123,7 +129,8 @@ class DeprecatedApi(Rule):
             if entry.status == "removed" and lazy is None:
                 lazy = _lazy_annotations(model.module)  # only files with a removed name pay the walk
             evaluated = lazy is None or id(node) not in lazy
-            yield Report(node, _message(entry, spelled, evaluated), fix=_fix(entry),
+            imported = isinstance(node, (cst.ImportAlias, cst.ImportFrom))
+            yield Report(node, _message(entry, spelled, evaluated), fix=_fix(entry, imported),
                          severity="warning" if entry.status == "removed" and evaluated else "info")
 
 
@@ -302,6 +309,10 @@ def _message(entry: Deprecation, spelled: str, evaluated: bool = True) -> str:
         return f"{subject} {what}; JAX plans no replacement"
     if entry.caveat:
         return f"{subject} {what}; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
+    older = older_spelling(entry.replacement)
+    if older is not None:
+        return (f"{subject} {what}; use {_code(entry.replacement)} instead (JAX {TREE_MODULE_SINCE} or newer; "
+                f"`{older}` works on older versions too)")
     return f"{subject} {what}; use {_code(entry.replacement)} instead"
 
 
@@ -320,9 +331,13 @@ def _code(replacement: str) -> str:
     return replacement
 
 
-def _fix(entry: Deprecation) -> str:
+def _fix(entry: Deprecation, imported: bool = False) -> str:
     if not entry.replacement:
         return f"Remove the use of `{entry.name}`; JAX offers no replacement."
+    if imported and not entry.caveat and re.fullmatch(r"[\w.]+", entry.replacement):
+        # `from jax import tree_map`: the name is bound here and used elsewhere in the file
+        return (f"Change the import to `{entry.replacement}` (instead of `{entry.name}`); where the "
+                "imported name changes, update its uses in the file.")
     if entry.caveat:
         return f"Migrate from `{entry.name}` to {_code(entry.replacement)}: {entry.caveat}."
     return f"Replace `{entry.name}` with {_code(entry.replacement)}."

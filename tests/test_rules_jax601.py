@@ -12,7 +12,14 @@ import warnings
 
 import pytest
 
-from jaxopt_audit.static.deprecations import BY_NAME, CURATED, DEPRECATIONS, JAX_TABLES, STATUSES
+from jaxopt_audit.static.deprecations import (
+    BY_NAME,
+    CURATED,
+    DEPRECATIONS,
+    JAX_TABLES,
+    STATUSES,
+    older_spelling,
+)
 
 from conftest import rules_with_code, scan_text
 
@@ -115,6 +122,10 @@ def test_replacements_exist_in_the_installed_jax():
     pytest.importorskip("jax")
     names = {e.replacement for e in DEPRECATIONS if re.fullmatch(r"jax(\.\w+)+", e.replacement)}
     assert "jax.tree.map" in names and "jax.random.key" in names
+    # the spellings offered for a JAX older than the `jax.tree` module must exist too
+    older = {older_spelling(n) for n in names} - {None}
+    assert "jax.tree_util.tree_map" in older
+    names |= older
     broken = sorted(n for n in names if _resolve(n) not in (PRESENT, UNKNOWN) or n in BY_NAME)
     assert not broken, "replacements that do not exist or are themselves deprecated: " + ", ".join(broken)
 
@@ -382,3 +393,31 @@ def test_the_mesh_context_migration_says_where_the_devices_of_the_mesh_are():
     """)
     assert "jax.set_mesh" in message and "jax.sharding.get_mesh()" in message
     assert "axis names and sizes only" in message
+
+
+def test_the_tree_module_replacement_names_the_version_it_needs():
+    # `jax.tree` arrived in JAX 0.4.25: code that supports older versions needs `jax.tree_util`
+    [(_, _, message)] = _findings("""
+        import jax
+        total = jax.tree_leaves({"a": 1})
+    """)
+    assert "`jax.tree.leaves`" in message and "0.4.25" in message and "`jax.tree_util.tree_leaves`" in message
+
+
+def test_a_removed_name_imported_by_name_is_fixed_at_the_import():
+    found = scan_text("""
+        from jax import nn, tree_map
+
+        def widths(params):
+            return tree_map(lambda p: p.shape[-1], params)
+    """, RULE)
+    assert [f.line for f in found] == [1]
+    assert found[0].fix.startswith("Change the import to `jax.tree.map`")
+
+
+def test_device_put_replicated_says_how_to_keep_the_layout_pmap_expects():
+    [(_, _, message)] = _findings("""
+        import jax
+        params = jax.device_put_replicated({"w": 1.0}, jax.local_devices())
+    """)
+    assert "jnp.stack" in message and "splits the leading axis" in message

@@ -115,8 +115,9 @@ CURATED: tuple[Deprecation, ...] = (
 JAX_TABLES: tuple[Deprecation, ...] = (
     Deprecation("jax.device_put_replicated", "jax.device_put", "removed",
                 "`device_put_replicated(x, devices)` stacked one copy per device on a new leading axis "
-                "(the layout `pmap` expects); `device_put` takes a sharding instead "
-                "(`NamedSharding(mesh, PartitionSpec())` replicates without the new axis)"),
+                "(the layout `pmap` expects): to keep it, stack the copies (`jnp.stack([x] * len(devices))`) "
+                "and give `device_put` a sharding that splits the leading axis over the devices; for `jit` "
+                "code, `NamedSharding(mesh, PartitionSpec())` replicates `x` without the new axis"),
     Deprecation("jax.device_put_sharded", "jax.device_put", "removed",
                 "`device_put_sharded(shards, devices)` took a list of per-device arrays; stack them "
                 "and give `device_put` a sharding that splits the leading axis over the devices"),
@@ -227,6 +228,18 @@ JAX_TABLES: tuple[Deprecation, ...] = (
 
 DEPRECATIONS: tuple[Deprecation, ...] = CURATED + JAX_TABLES
 BY_NAME: dict[str, Deprecation] = {d.name: d for d in DEPRECATIONS}
+
+
+# The `jax.tree` module arrived in JAX 0.4.25; its `jax.tree_util` twins work on every version,
+# which matters to code that still supports an older JAX.
+TREE_MODULE_SINCE = "0.4.25"
+
+
+def older_spelling(replacement: str) -> str | None:
+    """`jax.tree.map` -> `jax.tree_util.tree_map`: the replacement's name before `jax.tree`."""
+    if replacement.startswith("jax.tree."):
+        return "jax.tree_util.tree_" + replacement[len("jax.tree."):]
+    return None
 
 
 def lookup(qualname: str) -> Deprecation | None:
