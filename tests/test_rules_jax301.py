@@ -258,3 +258,25 @@ def train(w, x):
         w, loss = train_step(w, x)
         history = jax.device_get(loss)
 """) == [24]
+
+
+def test_a_string_method_reads_a_dict_key_not_a_device_value():
+    # iterating a dict of metrics gives its keys; `key.startswith(...)` is Python on a string
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return x * 0.5, {"loss_main": jnp.sum(x), "grad_norm": jnp.linalg.norm(x)}
+
+        def train(x, n, totals):
+            for _ in range(n):
+                x, info = step(x)
+                for key in info:
+                    if key.startswith("loss_"):
+                        totals[key] = totals.get(key, 0.0) + info[key]
+                if jnp.any(jnp.isnan(x)):  # <- JAX301
+                    break
+            return x
+    """) == [14]

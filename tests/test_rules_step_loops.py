@@ -542,3 +542,27 @@ def train(w, batches):
     return w
 """, [MissingJit])]
     assert found == [14]
+
+
+def test_a_name_rebound_to_its_jitted_gradient_is_jitted(all_rules):
+    # a notebook defines the loss, then rebinds the name to `jit(value_and_grad(loss))` before
+    # the training loop: the loop calls the wrapper, not the def
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def loss_fn(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        loss_fn = jax.jit(jax.value_and_grad(loss_fn))
+
+        def predict(w, x):
+            return jnp.tanh(x @ w)
+
+        def train(w, batches):
+            for x in batches:
+                loss, g = loss_fn(w, x)
+                w = w - 0.1 * g * predict(w, x).mean()
+            return w
+    """
+    assert found(source, all_rules, "JAX101") == [9]  # the un-jitted helper only

@@ -121,6 +121,12 @@ STATIC_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "sharding", "de
 # Array methods whose result lives on the host.
 HOST_METHODS = frozenset({"item", "tolist", "tobytes", "__array__", "copy_to_host_async"})
 SYNC_METHODS = frozenset({"block_until_ready"})
+# Methods of `str` that no array has: a value they are called on is text (a dict's key), and
+# what they return is a Python value.
+STRING_METHODS = frozenset({"startswith", "endswith", "split", "rsplit", "splitlines", "strip", "lstrip",
+                            "rstrip", "lower", "upper", "casefold", "title", "format", "join", "encode",
+                            "isdigit", "isalpha", "isalnum", "isspace", "partition", "rpartition",
+                            "removeprefix", "removesuffix", "zfill", "ljust", "rjust", "center"})
 # Methods of jitted wrappers and compiled objects that return host objects (AOT and introspection).
 COMPILED_OBJECT_METHODS = frozenset({"lower", "compile", "cost_analysis", "memory_analysis", "as_text",
                                      "trace", "eval_shape", "_cache_size", "clear_cache"})

@@ -709,6 +709,11 @@ class SemanticModel:
             return Callee(None, cls=self.classes[func.value])
         fn = self.function_ref(func, scope)
         if fn is not None:
+            if not fn.direct_jit and isinstance(func, cst.Name):
+                # `loss_fn = jax.jit(jax.value_and_grad(loss_fn))`: the name now holds the wrapper
+                rebound = self._jit_binding(func.value, scope)
+                if rebound is not None:
+                    return rebound
             return Callee(qualname, fn, jitted=fn.direct_jit)
         if qualname is not None and self.project is not None:  # the one cross-module lookup
             imported = self.project.get(dotted(func))
@@ -881,7 +886,8 @@ class SemanticModel:
         receiver = self.receiver_kind(call, scope, depth) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            return None if method in apis.HOST_METHODS or method == "keys" else "array"
+            return None if method in apis.HOST_METHODS or method == "keys" or method in apis.STRING_METHODS \
+                else "array"
         if receiver == "object":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             if method in apis.COMPILED_OBJECT_METHODS:
@@ -1217,7 +1223,8 @@ class SemanticModel:
         receiver = self.receiver_kind(call, scope) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            if method in apis.HOST_METHODS or method in apis.CONTAINER_METHODS or method in apis.SYNC_METHODS:
+            if method in apis.HOST_METHODS or method in apis.CONTAINER_METHODS or method in apis.SYNC_METHODS \
+                    or method in apis.STRING_METHODS:
                 return None
             return "array"
         if receiver == "object":
