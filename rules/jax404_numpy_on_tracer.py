@@ -30,7 +30,7 @@ class NumpyOnTracer(Rule):
     ## What it does
     Finds NumPy, `math` and SciPy functions applied to traced values inside code that JAX traces
     (a jitted function, the body of `lax.scan` / `fori_loop` / `cond` / `vmap` / `grad`, and
-    the same-module functions these call): `np.sum(x)`, `np.asarray(x)`, `np.where(m, x, 0)`,
+    the same-module functions these call): `np.exp(x)`, `np.asarray(x)`, `np.where(m, x, 0)`,
     `math.sqrt(x)`, `scipy.special.expit(x)`, where `x` is a traced argument or an array
     computed from one.
 
@@ -49,7 +49,10 @@ class NumpyOnTracer(Rule):
     The rule stays quiet on NumPy applied to static values: shapes (`np.prod(x.shape)`), dtypes,
     Python constants, arguments named in `static_argnums` / `static_argnames`, attributes set at
     construction, and on NumPy inside host callbacks (`jax.pure_callback(f, ...)`) or inside a
-    `jax.tree.map` lambda in plain Python code.
+    `jax.tree.map` lambda in plain Python code. It also stays quiet on the NumPy functions that
+    hand a non-NumPy array to its own method of the same name (`np.sum(x)` runs `x.sum()`,
+    `np.reshape(x, s)` runs `x.reshape(s)`, likewise `mean`, `max`, `argmax`, `transpose`, ...):
+    on a tracer they trace like `jnp`.
     """
 
     CODE = "JAX404"
@@ -68,7 +71,7 @@ class NumpyOnTracer(Rule):
 
             @jax.jit
             def normalize(x, eps):
-                centered = x - np.mean(x)  # <- JAX404
+                centered = x - np.median(x)  # <- JAX404
                 scale = math.sqrt(jnp.sum(centered ** 2) + eps)  # <- JAX404
                 return centered / scale
         """),
@@ -129,7 +132,8 @@ class NumpyOnTracer(Rule):
             for site in fn.calls:
                 call: cst.Call = site.node
                 q = model.resolve(call.func)
-                if q is None or not q.startswith(HOST_MATH_ROOTS) or q in apis.NUMPY_METADATA:
+                if q is None or not q.startswith(HOST_MATH_ROOTS) or q in apis.NUMPY_METADATA \
+                        or _calls_own_method(call, q, fn):
                     continue
                 traced_arg = next((a.value for a in call.args if is_traced_value(model, a.value, fn)
                                    and not _dict_value(model, a.value, fn)), None)
@@ -145,6 +149,20 @@ class NumpyOnTracer(Rule):
         where = "a traced lambda" if fn.name == "<lambda>" else f"`{fn.name}`, which JAX traces,"
         return (f"`{describe(call)}` applies {library} to the traced value `{describe(arg)}` in {where}: "
                 f"{failure} (or a constant is silently baked in)")
+
+
+_SEQUENCES = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Set)
+
+
+def _calls_own_method(call: cst.Call, qualname: str, fn: Function) -> bool:
+    """`np.sum(x)` on an array: NumPy calls `x.sum()`, which traces. Not on a sequence of
+    tracers (`np.sum([a, b])` converts the list first)."""
+    if qualname not in apis.NUMPY_METHOD_DISPATCH or not call.args or call.args[0].keyword is not None:
+        return False
+    first = call.args[0].value
+    if isinstance(first, cst.Name):
+        return not any(isinstance(a.value, _SEQUENCES) for a in fn.bindings(first.value))
+    return not isinstance(first, _SEQUENCES)
 
 
 def _dict_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:

@@ -110,3 +110,32 @@ def test_rules_that_only_resolve_names_skip_the_analysis(tmp_path, monkeypatch):
     assert [(f.line, f.code) for f in quick.findings] == [(f.line, f.code) for f in analysed.findings
                                                           if f.code == "JAX601"] == [(6, "JAX601")]
     assert all(not rule.ANALYSIS for rule in quick.rules)
+
+
+def test_a_name_or_attribute_rebound_to_its_wrapper_is_called_jitted():
+    # `f = jax.jit(jax.value_and_grad(f))` and, under a mode test in `__init__`,
+    # `self.step = jax.jit(self.step)`: calls made later go through the wrapper
+    model = SemanticModel(cst.parse_module("""
+import jax
+import jax.numpy as jnp
+
+def loss(w, x):
+    return jnp.mean((x @ w) ** 2)
+
+loss = jax.jit(jax.value_and_grad(loss))
+
+class Runner:
+    def __init__(self, mode):
+        if mode == "eval":
+            self.step = jax.jit(self.step)
+
+    def step(self, w, x):
+        return jnp.tanh(x @ w).sum()
+
+    def run(self, w, xs):
+        return [loss(w, x) for x in xs] + [self.step(w, x) for x in xs]
+"""))
+    run = next(f for f in model.functions if f.name == "run")
+    callees = {cst.Module([]).code_for_node(s.node.func): model.callee(s.node, run) for s in run.calls}
+    assert callees["loss"].jitted
+    assert callees["self.step"].jitted and callees["self.step"].function.name == "step"

@@ -47,6 +47,16 @@ NUMPY_METADATA = frozenset({
     "numpy.iinfo", "numpy.broadcast_shapes", "numpy.min_scalar_type", "numpy.obj2sctype",
 })
 
+# NumPy functions that, given an array that is not a NumPy array, call its own method of the
+# same name (`np.sum(x)` is `x.sum()`): on a tracer they trace like `jnp`. Checked against the
+# installed NumPy and JAX by tests/test_rules_jax404.py.
+NUMPY_METHOD_DISPATCH = frozenset({
+    "numpy.sum", "numpy.mean", "numpy.max", "numpy.min", "numpy.amax", "numpy.amin", "numpy.prod",
+    "numpy.std", "numpy.var", "numpy.any", "numpy.all", "numpy.argmax", "numpy.argmin",
+    "numpy.transpose", "numpy.squeeze", "numpy.cumsum", "numpy.cumprod", "numpy.round", "numpy.around",
+    "numpy.reshape", "numpy.repeat", "numpy.swapaxes", "numpy.searchsorted",
+})
+
 JAX_ROOTS = frozenset({"jax", "jaxlib", "optax", "flax", "equinox", "haiku", "distrax", "chex",
                        "rlax", "jraph", "orbax", "diffrax", "lineax", "optimistix", "brax", "gymnax"})
 

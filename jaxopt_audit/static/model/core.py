@@ -709,9 +709,11 @@ class SemanticModel:
             return Callee(None, cls=self.classes[func.value])
         fn = self.function_ref(func, scope)
         if fn is not None:
-            if not fn.direct_jit and isinstance(func, cst.Name):
-                # `loss_fn = jax.jit(jax.value_and_grad(loss_fn))`: the name now holds the wrapper
-                rebound = self._jit_binding(func.value, scope)
+            if not fn.direct_jit:
+                # `loss_fn = jax.jit(jax.value_and_grad(loss_fn))`, `self.step = jax.jit(self.step)`
+                # under a mode test: the name now holds the wrapper
+                rebound = self._jit_binding(func.value, scope) if isinstance(func, cst.Name) \
+                    else self._jit_attribute(func, scope)
                 if rebound is not None:
                     return rebound
             return Callee(qualname, fn, jitted=fn.direct_jit)
@@ -728,16 +730,19 @@ class SemanticModel:
             bound = self._jit_binding(func.value, scope)
             if bound is not None:
                 return bound
-        if isinstance(func, cst.Attribute):
-            base = func.value
-            if isinstance(base, cst.Name) and base.value in ("self", "cls"):
-                cls = scope.cls or self._enclosing_class(scope)
-                if cls is not None:
-                    for value, owner in cls.attribute_values.get(func.attr.value, []):
-                        wrapped = self._jit_of(value, owner)
-                        if wrapped is not None:
-                            return wrapped
-        return Callee(qualname)
+        wrapped = self._jit_attribute(func, scope)
+        return wrapped if wrapped is not None else Callee(qualname)
+
+    def _jit_attribute(self, func: cst.BaseExpression, scope: Function) -> Callee | None:
+        """`self.step` where the class assigns `self.step = jax.jit(...)`: the jitted Callee."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            cls = scope.cls or self._enclosing_class(scope)
+            if cls is not None:
+                for value, owner in cls.attribute_values.get(func.attr.value, []):
+                    wrapped = self._jit_of(value, owner)
+                    if wrapped is not None:
+                        return wrapped
+        return None
 
     def receiver_kind(self, call: cst.Call, scope: Function, depth: int = 0) -> str | None:
         """"array"/"object" when `call` is a method call on a JAX value (`x.sum()`, `model.apply`)."""
