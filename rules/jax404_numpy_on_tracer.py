@@ -146,7 +146,7 @@ class NumpyOnTracer(Rule):
         library = qualname.split(".")[0]
         failure = ("`float()` conversion raises ConcretizationTypeError" if library == "math"
                    else "conversion to a NumPy array raises TracerArrayConversionError")
-        where = "a traced lambda" if fn.name == "<lambda>" else f"`{fn.name}`, which JAX traces,"
+        where = "a traced lambda" if fn.name == "<lambda>" else f"`{fn.name}`, which JAX traces"
         return (f"`{describe(call)}` applies {library} to the traced value `{describe(arg)}` in {where}: "
                 f"{failure} (or a constant is silently baked in)")
 

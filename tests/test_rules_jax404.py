@@ -168,3 +168,56 @@ def test_the_method_dispatch_list_matches_the_installed_numpy_and_jax():
     # and a function left off the list does fail on a tracer, as the rule says
     with pytest.raises(jax.errors.TracerArrayConversionError):
         jax.jit(lambda v: np.exp(v))(x)
+
+
+def test_a_numpy_fallback_for_a_missing_jax_does_not_rebind_jnp():
+    # `import numpy as jnp` under `except ImportError:` runs only without JAX, when nothing traces
+    assert lines("""
+        try:
+            import jax
+            import jax.numpy as jnp
+            HAVE_JAX = True
+        except ImportError:
+            HAVE_JAX = False
+            import numpy as jnp
+
+        @jax.jit
+        def wrap(x, lo, hi):
+            return jnp.mod(x - lo, hi - lo) + lo
+    """) == []
+    # the same under an availability flag, in either order of the branches
+    for header in ("""
+        from .flags import JAX_AVAILABLE
+        if JAX_AVAILABLE:
+            try:
+                import jax
+                import jax.numpy as jnp
+            except ImportError:
+                JAX_AVAILABLE = False
+        if not JAX_AVAILABLE:
+            import numpy as jnp
+    """, """
+        from .flags import HAVE_JAX
+        import jax
+        if not HAVE_JAX:
+            import numpy as jnp
+        else:
+            import jax.numpy as jnp
+    """):
+        assert lines(header + """
+        @jax.jit
+        def wrap(x, lo, hi):
+            return jnp.mod(x - lo, hi - lo) + lo
+        """) == []
+    # the fallback still binds what the `try` did not
+    assert lines("""
+        try:
+            import jax
+        except ImportError:
+            import numpy as np
+        import jax.numpy as jnp
+
+        @jax.jit
+        def wrap(x):
+            return np.mod(x, 2.0) + jnp.ones(())  # <- JAX404
+    """) == [9]

@@ -216,11 +216,12 @@ function on purpose, tutorials written step by step. JAX701 (unsynchronized timi
 closest: 18 of 25 on three rounds, then 16 of 36 on two rounds of repositories fetched after its
 misreadings were fixed (a timer around work that a called function, another module or another
 library already waits for; setup work too small to matter), and 7 of 21 on the next two (a
-serving engine timing asynchronous copies on purpose). JAX102 (jit in a loop) was wrong on all 12
-findings of two rounds (one wrapper built per benchmark case, batch size or file); after those
-patterns were fixed it was 1 of 7 on a fresh round, the rest setup loops over a few axes. JAX501 (prng-key-reuse) was right about
-half the time (14 of 29: keys reused on purpose so two networks start equal, draws in distant
-notebook cells), then 17 of 60 in a later sample. A narrower JAX501 was tried for the default
+serving engine timing asynchronous copies on purpose; 1 of 7 on a third). JAX102 (jit in a
+loop) was wrong on all 12 findings of two rounds (one wrapper built per benchmark case, batch
+size or file); after those patterns were fixed it was 1 of 7 and 5 of 21 on two fresh rounds,
+the rest setup loops over a few axes and one-off diagnostic sweeps. JAX501 (prng-key-reuse) was
+right about half the time (14 of 29: keys reused on purpose so two networks start equal, draws
+in distant notebook cells), then 17 of 60 in a later sample. A narrower JAX501 was tried for the default
 output: only two draws from one key inside a function, or a key drawn from anew every
 iteration (not a draw then a split, two splits, a flax `init`, a placeholder input for `init`,
 top-level demonstration code or a benchmark). That part was 12 of 14 right on the sample it was

@@ -42,7 +42,21 @@ class ImportTable:
         self.bound: dict[str, str] = {}
         self.defined: set[str] = set()  # names defined in the module (defs, classes, assignments)
 
-    def add_import(self, node: cst.Import | cst.ImportFrom, package: str = "") -> None:
+    def add_import(self, node: cst.Import | cst.ImportFrom, package: str = "", alternative: bool = False) -> None:
+        """Bind the names `node` imports. An `alternative` (an import under an `if` or an
+        `except ImportError:`) does not replace a binding to JAX with one elsewhere: `import numpy
+        as jnp` for when JAX is absent is not what traced code calls."""
+        if alternative:
+            bound = self.bound
+            self.bound = {}
+            try:
+                self.add_import(node, package)
+            finally:
+                added, self.bound = self.bound, bound
+            for name, value in added.items():
+                if not (bound.get(name, "").split(".")[0] == "jax" and value.split(".")[0] != "jax"):
+                    bound[name] = value
+            return
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = _module_name(alias.name)

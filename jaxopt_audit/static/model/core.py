@@ -234,6 +234,9 @@ class _Builder:
         self.model = model
         self.seq = 0
         self.class_depth = 0  # inside a class body: its assignments are attributes, not module names
+        # inside an `if` or an `except ImportError:`: its imports are alternatives (`import numpy
+        # as jnp` when JAX is absent), and a name some alternative binds to JAX stays JAX's
+        self.conditional_depth = 0
 
     def _assignment(self, fn: Function, targets: tuple[str, ...], value: cst.BaseExpression | None,
                     site: Site, **kwargs: Any) -> Assignment:
@@ -334,7 +337,14 @@ class _Builder:
             if value is not None:
                 fn.returns.append(value)
         elif t is cst.Import or t is cst.ImportFrom:
-            model.imports.add_import(cast("cst.Import | cst.ImportFrom", node), model.package)
+            model.imports.add_import(cast("cst.Import | cst.ImportFrom", node), model.package,
+                                     alternative=self.conditional_depth > 0)
+            return
+        elif t is cst.ExceptHandler and _catches_import_error(cast(cst.ExceptHandler, node)):
+            self.conditional_depth += 1
+            for child in children(node):
+                self.visit(child, fn, loop, guarded, in_test)
+            self.conditional_depth -= 1
             return
         elif t is cst.Global:
             fn.global_names.update(n.name.value for n in cast(cst.Global, node).names)
@@ -445,9 +455,11 @@ class _Builder:
         self.visit(node.test, fn, loop, guarded, in_test=True)
         periodic = guarded or (loop is not None and (_is_periodic_guard(node.test, loop)
                                                      or _is_divergence_guard(node.test)))
+        self.conditional_depth += 1
         self.walk_body(fn, node.body, loop, periodic)
         if node.orelse is not None:
             self.visit(node.orelse, fn, loop, periodic)
+        self.conditional_depth -= 1
 
 
 def _simple_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
@@ -511,6 +523,12 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
         counters |= current.counters
         current = current.parent
     return bool(counters) and any(name in counters for name in names_in(test))
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    """`except ImportError:`, `except (ImportError, ModuleNotFoundError):`."""
+    return handler.type is not None and any(
+        isinstance(n, cst.Name) and n.value in ("ImportError", "ModuleNotFoundError") for n in walk(handler.type))
 
 
 # Tests for a diverged value: the branch under them recovers (restarts from a checkpoint,
