@@ -208,16 +208,16 @@ class JitInLoop(Rule):
                 continue
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
                                     f"{where(model, def_site, context)}: each time a new function is "
-                                    "defined, so it is traced and compiled again every step")
+                                    "defined, so it is traced and compiled again on every iteration")
 
     def _target_consequence(self, model: SemanticModel, target: cst.BaseExpression, site: Site) -> str:
         if _fresh_function(model, target, site):
             return ("the function it wraps is a new object each time, so it is traced and compiled "
-                    "again every step")
+                    "again on every iteration")
         if _stable_function(model, target, site.function):
-            return ("a new wrapper each step; the compiled code comes from JAX's cache, but every call "
+            return ("a new wrapper each iteration; the compiled code comes from JAX's cache, but every call "
                     "of a fresh wrapper takes the slow dispatch path (about 20x a hoisted wrapper)")
-        return ("a new wrapper each step: slow dispatch at best, and a new trace and compilation "
+        return ("a new wrapper each iteration: slow dispatch at best, and a new trace and compilation "
                 "whenever the wrapped function is a new object")
 
 

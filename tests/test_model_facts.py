@@ -82,7 +82,7 @@ def test_the_two_per_step_questions_differ_only_on_traced_code():
     assert id(step) in really_traced(model)
     assert not model.dispatched_per_step(print_site)
     assert step in per_step_functions(model)
-    assert "every step" in why_every_step(model, print_site).describe(model)
+    assert "every iteration" in why_every_step(model, print_site).describe(model)
 
 
 DEPRECATED = """

@@ -48,7 +48,7 @@ def test_a_new_function_each_step_is_traced_and_compiled_each_step(wrapped):
             return loss
     """)
     assert [f.line for f in found] == [10]
-    assert "traced and compiled again every step" in found[0].message
+    assert "traced and compiled again on every iteration" in found[0].message
 
 
 def test_jit_in_an_unjitted_function_called_every_step_names_the_loop():

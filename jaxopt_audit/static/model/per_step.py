@@ -42,7 +42,7 @@ class StepContext:
         call = describe(self.step_call.node.func, 30)
         if loop is None:
             return f"is called every step (via `{call}`)"
-        return f"is called every step (via `{call}` in {loop_header(loop)})"
+        return f"is called on every iteration of {loop_header(loop)} (via `{call}`)"
 
 
 def loop_header(loop: Loop) -> str:
@@ -111,9 +111,9 @@ def _in_short_loop(model: SemanticModel, site: Site) -> bool:
 
 
 def where(model: SemanticModel, site: Site, context: StepContext) -> str:
-    """Where a per-step site sits, for messages: `in the step loop `for b in data`` or
-    `in `preprocess`, which is called every step (via ...)`."""
+    """Where a per-step site sits, for messages: `on every iteration of the loop `for b in
+    data`` or `in `preprocess`, which is called on every iteration of the loop ... (via ...)`."""
     if site.loop is not None and context.step_call is site:
-        return f"in {loop_header(site.loop)}, which runs every step"
+        return f"on every iteration of {loop_header(site.loop)}"
     return f"in `{site.function.name}`, which {context.describe(model)}"
 
