@@ -8,7 +8,9 @@ libcst's PositionProvider costs about as much as the parse.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -213,8 +215,27 @@ def _scan_task(task: tuple[str, ImportedView | None], rules: list[Rule],
     """First scan (no view): the result and the module's summary. Second (a view): the result."""
     path, project = task
     summaries: list[ModuleSummary] | None = [] if project is None else None
-    result = scan_file_isolated(path, rules, config.ignored_for(path), project, summaries)
+    with _collected_once():
+        result = scan_file_isolated(path, rules, config.ignored_for(path), project, summaries)
     return result, (summaries[0] if summaries else None)
+
+
+@contextlib.contextmanager
+def _collected_once():
+    """A file's syntax tree and model are hundreds of thousands of objects held in reference
+    cycles (a Function and its Sites point at each other). Left to the generational collector,
+    each file's survivors are traversed again while later files parse: a fifth of a cold scan
+    (flax, one core). The collector waits while one file is scanned; its objects, all young,
+    are then traversed once, and the file's garbage goes with them."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 def _size(path: str) -> int:
