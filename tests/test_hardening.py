@@ -4,6 +4,7 @@ is replaced by something of another kind."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -482,3 +483,21 @@ def test_ctrl_c_in_a_pooled_scan_exits_quietly_with_130(tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert err.strip() == "jaxopt-audit: interrupted"
+
+
+def test_each_files_model_is_freed_after_its_scan_and_the_collector_left_as_found(tmp_path):
+    # a model holds reference cycles: the scan collects each file's objects once it is done
+    from jaxopt_audit.static.model import SemanticModel
+
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(SYNC_IN_LOOP)
+    assert gc.isenabled()
+    result = scan_paths([str(tmp_path)], jobs=1, extend_select=["PREVIEW"])
+    assert result.findings and gc.isenabled()
+    assert not [o for o in gc.get_objects() if isinstance(o, SemanticModel)]
+    gc.disable()  # a caller that turned collection off keeps it off
+    try:
+        scan_paths([str(tmp_path)], jobs=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
