@@ -11,12 +11,14 @@ import libcst as cst
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, canonical, child_fields, dotted, walk
 from jaxopt_audit.static.deprecations import (
     DEPRECATIONS,
+    KEYWORDS_BY_FUNCTION,
     TREE_MODULE_SINCE,
     Deprecation,
+    Keyword,
     lookup,
     older_spelling,
 )
-from jaxopt_audit.static.fix_codemods import rename_deprecated
+from jaxopt_audit.static.fix_codemods import rename_deprecated, rename_keyword
 
 
 class DeprecatedApi(Rule):
@@ -29,10 +31,14 @@ class DeprecatedApi(Rule):
     `jax.abstract_arrays`, `jax.ShapedArray`, `DeviceArray` (→ `jax.Array`), the `jax.ops.index_*`
     updates, and every entry of the `_deprecations` tables JAX itself keeps. Reported where the
     name is spelled: at the import (`from jax import tree_map`) or the attribute
-    (`jax.tree_map(...)`).
+    (`jax.tree_map(...)`). Also keyword arguments that current functions dropped:
+    `jnp.clip(x, a_min=..., a_max=...)` (now `min=`, `max=`), `jnp.reshape(x, newshape=...)`
+    (now `shape=`), `jax.scipy.linalg.solve(..., sym_pos=True)`, and `jax.jit(..., device=...,
+    backend=...)` given a value (deprecated), reported at the argument.
 
     ## Why is this bad?
-    A removed API fails with `AttributeError` or `ImportError` on current JAX, so the code does
+    A removed API fails with `AttributeError` or `ImportError` (a removed keyword with
+    `TypeError`) on current JAX, so the code does
     not run after an upgrade (reported as a warning). A deprecated one warns today and will be
     removed (info). In an annotation that `from __future__ import annotations` leaves
     unevaluated, a removed name fails no run; type checkers and documentation tools still reject
@@ -59,7 +65,9 @@ class DeprecatedApi(Rule):
     ## Automatic fix
     Safe: `scan --fix` re-spells a use of a renamed function, class or constant as its current
     name where it is a drop-in replacement (`jax.tree_map` -> `jax.tree.map`, `jnp.trapz` ->
-    `jnp.trapezoid`, `jnp.DeviceArray` -> `jax.Array`). Imports, legacy APIs (`PRNGKey`, `pmap`)
+    `jnp.trapezoid`, `jnp.DeviceArray` -> `jax.Array`), and renames a removed keyword whose
+    replacement takes the same value (`a_min=` -> `min=`, `newshape=` -> `shape=`). Imports,
+    legacy APIs (`PRNGKey`, `pmap`)
     and replacements with another signature or meaning (`in1d`, `device_put_replicated`) are left
     for you.
     """
@@ -117,6 +125,8 @@ class DeprecatedApi(Rule):
     ]
 
     def fix(self, model: SemanticModel, report: Report):
+        if isinstance(report.node, cst.Arg):
+            return rename_keyword(report.node, _keyword_entry(model, report.node))
         return rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
@@ -132,6 +142,75 @@ class DeprecatedApi(Rule):
             imported = isinstance(node, (cst.ImportAlias, cst.ImportFrom))
             yield Report(node, _message(entry, spelled, evaluated), fix=_fix(entry, imported),
                          severity="warning" if entry.status == "removed" and evaluated else "info")
+        for arg, keyword in _keyword_uses(model):
+            yield Report(arg, _keyword_message(keyword), fix=_keyword_fix(keyword),
+                         severity="warning" if keyword.status == "removed" else "info")
+
+
+# Every listed keyword, spelled as passed: files without one skip the walk over their calls.
+_KEYWORD_SPELLED = re.compile(r"\b(?:" + "|".join(
+    sorted({k for table in KEYWORDS_BY_FUNCTION.values() for k in table})) + r")\s*=")
+
+
+def _called_function(model: SemanticModel, call: cst.Call) -> str | None:
+    """`jnp.clip(...)` -> jax.numpy.clip; `partial(jax.jit, ...)` -> jax.jit (its keywords are jit's)."""
+    q = model.resolve(call.func)
+    if q == "functools.partial" and call.args:
+        q = model.resolve(call.args[0].value)
+    return q
+
+
+def _keyword_uses(model: SemanticModel) -> Iterator[tuple[cst.Arg, Keyword]]:
+    """Calls of a listed function that pass one of its removed or deprecated keywords."""
+    if model.source is not None and _KEYWORD_SPELLED.search(model.source) is None:
+        return
+    for fn in model.functions:
+        for site in fn.calls:
+            table = KEYWORDS_BY_FUNCTION.get(_called_function(model, site.node) or "")
+            if table is None:
+                continue
+            for arg in site.node.args:
+                if arg.keyword is None or arg.keyword.value not in table:
+                    continue
+                keyword = table[arg.keyword.value]
+                if keyword.status == "deprecated" and _forwards_nothing(arg.value, fn):
+                    continue  # JAX warns only when a value is given
+                yield arg, keyword
+
+
+def _forwards_nothing(value: cst.BaseExpression, fn) -> bool:
+    """`device=None`, or `device=device` forwarding a wrapper's own parameter (None unless its
+    caller passes one: the caller's call is where the deprecated use would be)."""
+    return isinstance(value, cst.Name) and (value.value == "None" or value.value in fn.params)
+
+
+def _keyword_entry(model: SemanticModel, arg: cst.Arg) -> Keyword | None:
+    return next((k for a, k in _keyword_uses(model) if a is arg), None)
+
+
+def _plain_name(replacement: str) -> bool:
+    return replacement.isidentifier()
+
+
+def _keyword_message(keyword: Keyword) -> str:
+    subject = f"the `{keyword.keyword}=` argument of `{keyword.function}`"
+    if keyword.status == "removed":
+        what = "was removed from JAX: the call fails with TypeError on current versions"
+    else:
+        what = "is deprecated in JAX and will be removed"
+    if _plain_name(keyword.replacement):
+        return f"{subject} {what}; pass `{keyword.replacement}=` instead (same meaning)"
+    if keyword.replacement.startswith("nothing: "):
+        return f"{subject} {what}; drop it and {keyword.replacement[len('nothing: '):]}"
+    return f"{subject} {what}; pass {keyword.replacement} instead"
+
+
+def _keyword_fix(keyword: Keyword) -> str:
+    if _plain_name(keyword.replacement):
+        return f"Rename the keyword: `{keyword.keyword}=` -> `{keyword.replacement}=`."
+    if keyword.replacement.startswith("nothing: "):
+        return f"Drop `{keyword.keyword}=` and {keyword.replacement[len('nothing: '):]}."
+    return f"Replace `{keyword.keyword}=` with {keyword.replacement}."
 
 
 def _lazy_annotations(module: cst.Module) -> set[int]:

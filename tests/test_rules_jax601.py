@@ -8,6 +8,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import textwrap
 import warnings
 
 import pytest
@@ -17,9 +18,11 @@ from jaxopt_audit.static.deprecations import (
     CURATED,
     DEPRECATIONS,
     JAX_TABLES,
+    KEYWORDS,
     STATUSES,
     older_spelling,
 )
+from jaxopt_audit.static.fixes import fix_source
 
 from conftest import rules_with_code, scan_text
 
@@ -421,3 +424,58 @@ def test_device_put_replicated_says_how_to_keep_the_layout_pmap_expects():
         params = jax.device_put_replicated({"w": 1.0}, jax.local_devices())
     """)
     assert "jnp.stack" in message and "splits the leading axis" in message
+
+
+def test_a_removed_keyword_is_reported_at_the_argument_and_renamed_by_the_fix():
+    source = """
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        @functools.partial(jax.jit, backend="cpu")
+        def bounded(x, lo, hi):
+            y = jnp.clip(x, a_min=lo, a_max=hi)
+            return jnp.reshape(y, newshape=(-1,)), jax.device_put(y, device=None)
+    """
+    found = scan_text(source, RULE)
+    assert [(f.line, f.severity) for f in found] == [(5, "info"), (7, "warning"), (7, "warning"), (8, "warning")]
+    assert "`min=`" in found[1].message and "TypeError" in found[1].message
+    assert "deprecated" in found[0].message and "jax.device_put" in found[0].message
+    # the renames are safe fixes; `device=` of device_put is current and not reported
+    fixed = fix_source(textwrap.dedent(source), "example.py", [r() for r in RULE]).fixed
+    assert "jnp.clip(x, min=lo, max=hi)" in fixed and "jnp.reshape(y, shape=(-1,))" in fixed
+    assert 'backend="cpu"' in fixed  # dropping it is for the user to decide
+    # a wrapper forwarding its own `device` parameter, or None, gives JAX nothing to warn about
+    assert scan_text("""
+        import jax
+
+        def compile_fn(fn, device=None, backend=None):
+            return jax.jit(fn, device=device, backend=None)
+    """, RULE) == []
+
+
+@pytest.mark.slow
+def test_the_keyword_facts_hold_in_the_installed_jax():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x = jnp.arange(4.0)
+    calls = {
+        "jax.numpy.clip": lambda **kw: jnp.clip(x, **kw),
+        "jax.numpy.reshape": lambda **kw: jnp.reshape(x, **kw),
+        "jax.scipy.linalg.solve": lambda **kw: jax.scipy.linalg.solve(jnp.eye(2), x[:2], **kw),
+        "jax.jit": lambda **kw: jax.jit(lambda v: v, **kw)(x),
+    }
+    values = {"a_min": 0.0, "a_max": 1.0, "min": 0.0, "max": 1.0, "newshape": (2, 2), "shape": (2, 2),
+              "sym_pos": True, "device": jax.devices()[0], "backend": "cpu"}
+    for keyword in KEYWORDS:
+        call = calls[keyword.function]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if keyword.status == "removed":
+                with pytest.raises(TypeError):
+                    call(**{keyword.keyword: values[keyword.keyword]})
+            else:
+                call(**{keyword.keyword: values[keyword.keyword]})
+                assert any(issubclass(w.category, DeprecationWarning) for w in caught), keyword
+        if keyword.replacement.isidentifier():
+            call(**{keyword.replacement: values[keyword.replacement]})

@@ -230,6 +230,32 @@ DEPRECATIONS: tuple[Deprecation, ...] = CURATED + JAX_TABLES
 BY_NAME: dict[str, Deprecation] = {d.name: d for d in DEPRECATIONS}
 
 
+class Keyword(NamedTuple):
+    """A keyword argument of a current function that JAX removed or deprecated."""
+
+    function: str  # fully qualified
+    keyword: str
+    replacement: str  # the keyword to pass instead (a plain name: a safe rename), or advice
+    status: str  # "removed" (TypeError on current JAX) | "deprecated" (warns)
+
+
+# Checked against the installed JAX by tests/test_rules_jax601.py: a removed keyword raises
+# TypeError, a deprecated one warns, and a plain-name replacement is accepted.
+KEYWORDS: tuple[Keyword, ...] = (
+    Keyword("jax.numpy.clip", "a_min", "min", "removed"),
+    Keyword("jax.numpy.clip", "a_max", "max", "removed"),
+    Keyword("jax.numpy.reshape", "newshape", "shape", "removed"),
+    Keyword("jax.scipy.linalg.solve", "sym_pos", "`assume_a=\"pos\"`", "removed"),
+    Keyword("jax.jit", "device", "nothing: put the arguments on the device with `jax.device_put`",
+            "deprecated"),
+    Keyword("jax.jit", "backend", "nothing: put the arguments on the backend's device with `jax.device_put`",
+            "deprecated"),
+)
+KEYWORDS_BY_FUNCTION: dict[str, dict[str, Keyword]] = {}
+for _k in KEYWORDS:
+    KEYWORDS_BY_FUNCTION.setdefault(_k.function, {})[_k.keyword] = _k
+
+
 # The `jax.tree` module arrived in JAX 0.4.25; its `jax.tree_util` twins work on every version,
 # which matters to code that still supports an older JAX.
 TREE_MODULE_SINCE = "0.4.25"

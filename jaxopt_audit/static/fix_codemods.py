@@ -52,6 +52,15 @@ def rename_deprecated(model, node: cst.CSTNode) -> Fix | None:
     return Fix(SAFE, ((node, new),), f"`{describe(node)}` -> `{describe(new)}`")
 
 
+def rename_keyword(arg: cst.Arg, keyword) -> Fix | None:
+    """JAX601: `jnp.clip(x, a_min=0)` -> `jnp.clip(x, min=0)`: a removed keyword whose
+    replacement takes the same value. None when the replacement is not a plain keyword."""
+    if keyword is None or arg.keyword is None or not keyword.replacement.isidentifier():
+        return None
+    new = arg.with_changes(keyword=cst.Name(keyword.replacement))
+    return Fix(SAFE, ((arg, new),), f"`{arg.keyword.value}=` -> `{keyword.replacement}=`")
+
+
 # Modules that `import jax` loads, so `jax.<module>.<name>` works with no import of its own.
 _LOADED_BY_JAX = frozenset({"jax", "jax.tree", "jax.tree_util", "jax.numpy", "jax.random", "jax.lax",
                             "jax.core", "jax.errors", "jax.sharding", "jax.nn"})
