@@ -441,6 +441,7 @@ def test_a_removed_keyword_is_reported_at_the_argument_and_renamed_by_the_fix():
     assert [(f.line, f.severity) for f in found] == [(5, "info"), (7, "warning"), (7, "warning"), (8, "warning")]
     assert "`min=`" in found[1].message and "TypeError" in found[1].message
     assert "deprecated" in found[0].message and "jax.device_put" in found[0].message
+    assert "jax.default_device" in found[0].message  # for a function of no arguments
     # the renames are safe fixes; `device=` of device_put is current and not reported
     fixed = fix_source(textwrap.dedent(source), "example.py", [r() for r in RULE]).fixed
     assert "jnp.clip(x, min=lo, max=hi)" in fixed and "jnp.reshape(y, shape=(-1,))" in fixed

@@ -246,10 +246,10 @@ KEYWORDS: tuple[Keyword, ...] = (
     Keyword("jax.numpy.clip", "a_max", "max", "removed"),
     Keyword("jax.numpy.reshape", "newshape", "shape", "removed"),
     Keyword("jax.scipy.linalg.solve", "sym_pos", "`assume_a=\"pos\"`", "removed"),
-    Keyword("jax.jit", "device", "nothing: put the arguments on the device with `jax.device_put`",
-            "deprecated"),
-    Keyword("jax.jit", "backend", "nothing: put the arguments on the backend's device with `jax.device_put`",
-            "deprecated"),
+    Keyword("jax.jit", "device", "nothing: put the arguments on the device with `jax.device_put` (a "
+            "function of no arguments: call it under `with jax.default_device(device):`)", "deprecated"),
+    Keyword("jax.jit", "backend", "nothing: put the arguments on the backend's device with `jax.device_put` "
+            "(a function of no arguments: call it under `with jax.default_device(...)`)", "deprecated"),
 )
 KEYWORDS_BY_FUNCTION: dict[str, dict[str, Keyword]] = {}
 for _k in KEYWORDS:
