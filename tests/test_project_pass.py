@@ -183,3 +183,52 @@ def test_batches_inside_an_epoch_loop_count_as_steps(tmp_path):
     """
     _write(tmp_path, {"model.py": MODEL.format(decorator=""), "train.py": train})
     assert _codes(scan_paths([str(tmp_path)], select=["JAX101"], jobs=1), "train.py") == [(7, "JAX101")]
+
+
+HELPERS = """
+    import jax.numpy as jnp
+
+    def edge_flux(u, i):
+        shifted = jnp.roll(u, i)
+        return 0.5 * jnp.sin(shifted) + jnp.cos(u)
+
+    def total_flux(u):
+        out = jnp.zeros_like(u)
+        for i in range(12):
+            out = out + edge_flux(u, i)
+        return out
+
+    if __name__ == "__main__":
+        print(total_flux(jnp.linspace(0.0, 1.0, 64)))
+"""
+
+SIMULATE = """
+    import jax
+    from helpers import total_flux
+
+    @jax.jit
+    def advance(u):
+        return u + 0.01 * total_flux(u)
+
+    def run(u, n):
+        for _ in range(n):
+            u = advance(u)
+        return u
+"""
+
+
+def test_a_helper_traced_from_another_modules_jitted_code_is_traced(tmp_path):
+    # `helpers.py` alone reads as eager code (its demo runs a loop calling an un-jitted array
+    # helper and carrying state); `simulate.py` calls it inside `jax.jit`, where the loop unrolls
+    # at trace time
+    _write(tmp_path, {"helpers.py": HELPERS})
+    alone = scan_paths([str(tmp_path)], jobs=1, extend_select=["PREVIEW"])
+    assert {code for _, code in _codes(alone, "helpers.py")} == {"JAX101", "JAX201"}
+    _write(tmp_path, {"simulate.py": SIMULATE})
+    together = scan_paths([str(tmp_path)], jobs=1, extend_select=["PREVIEW"])
+    assert _codes(together, "helpers.py") == []
+    assert _codes(together, "simulate.py") == [(10, "JAX201")]  # its own step loop still counts
+    summaries = [summarise_file(str(tmp_path / name)) for name in ("helpers.py", "simulate.py")]
+    project = Project({s.path: s for s in summaries})
+    assert project.view(str(tmp_path / "helpers.py")).traced == frozenset({"total_flux"})
+    assert project.view(str(tmp_path / "simulate.py")).traced == frozenset()

@@ -353,7 +353,12 @@ def _scan_project(result: ScanResult, files: list[str], cfg: Config, chosen: lis
         from .cache_use import cached_results, open_cache
         cache = open_cache(cache_dir, chosen, cfg, lambda path, content: (project.view(path).digest(),))
         todo, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
-    again = [(p, view) for p in todo if (view := project.view(p)).functions or p not in scanned]
+    # a file whose functions another module traces is scanned again only when its first scan
+    # found something: knowing them traced silences the speed rules there; what it could add
+    # (a tracing rule on a value the file itself makes an array) is rare, and a second parse
+    # of every such file costs a twentieth of a scan
+    again = [(p, view) for p in todo if (view := project.view(p)).functions or p not in scanned
+             or (view.traced and scanned[p].findings)]
     for file_result, _ in run(again):
         scanned[file_result.path] = file_result
     for path in todo:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
 
+from . import apis
 from .names import dotted
 
 if TYPE_CHECKING:
@@ -50,17 +51,20 @@ class ModuleSummary(NamedTuple):
     functions: dict[str, FunctionSummary]
     imports: tuple[ImportRef, ...]
     loop_calls: frozenset[str]  # spellings of imported callables called inside a loop here
+    # spellings of imported callables this module traces: called from its traced code, or handed
+    # to jit or a tracing transform (`jax.jit(helpers.step)`, `lax.scan(body, ...)`)
+    traced_calls: frozenset[str] = frozenset()
 
     def to_json(self) -> list:
         return [self.path, {k: [*f[:3], sorted(f.static_params), *f[4:]] for k, f in self.functions.items()},
-                [list(r) for r in self.imports], sorted(self.loop_calls)]
+                [list(r) for r in self.imports], sorted(self.loop_calls), sorted(self.traced_calls)]
 
     @classmethod
     def from_json(cls, data: list) -> ModuleSummary:
-        path, functions, imports, calls = data
+        path, functions, imports, calls, traced = data
         return cls(path, {k: FunctionSummary(f[0], tuple(f[1]), f[2], frozenset(f[3]), *f[4:])
                           for k, f in functions.items()},
-                   tuple(ImportRef(*r) for r in imports), frozenset(calls))
+                   tuple(ImportRef(*r) for r in imports), frozenset(calls), frozenset(traced))
 
 
 def _imports(module: cst.Module) -> list[ImportRef]:
@@ -110,14 +114,29 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
                 functions[a.targets[0]] = base._replace(name=a.targets[0], jitted=True)
     imports = _imports(model.module)
     roots = {ref.local.split(".")[0] for ref in imports}
-    calls = set()
+
+    def imported(expr: cst.BaseExpression) -> str | None:
+        spelled = dotted(expr)
+        return spelled if spelled is not None and spelled.split(".")[0] in roots else None
+
+    calls, traced = set(), set()
     for fn in model.functions:
         for site in fn.calls:
-            if site.loop is not None:
-                spelled = dotted(site.node.func)
-                if spelled is not None and spelled.split(".")[0] in roots:
-                    calls.add(spelled)
-    return ModuleSummary(os.path.abspath(model.path), functions, tuple(imports), frozenset(calls))
+            call = site.node
+            spelled = imported(call.func)
+            if spelled is not None and site.loop is not None:
+                calls.add(spelled)
+            if spelled is not None and fn.traced:
+                traced.add(spelled)
+            q = model.resolve(call.func)
+            positions = (0,) if q in apis.JIT_WRAPPERS else apis.TRACING_TRANSFORMS.get(q or "", ())
+            for i in positions:
+                if i < len(call.args) and call.args[i].keyword is None:
+                    handed = imported(call.args[i].value)
+                    if handed is not None:
+                        traced.add(handed)
+    return ModuleSummary(os.path.abspath(model.path), functions, tuple(imports), frozenset(calls),
+                         frozenset(traced))
 
 
 def summarise_file(path: str) -> ModuleSummary:
@@ -169,6 +188,7 @@ class Project:
 
     def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
         self.summaries = summaries
+        self._traced: dict[str, frozenset[str]] | None = None
 
     def _module(self, base: str, dotted: str) -> ModuleSummary | None:
         stem = os.path.join(base, *dotted.split(".")) if dotted else base
@@ -188,39 +208,63 @@ class Project:
         `model.step`, `m.Trainer.update`); empty when none of them is called in a loop there, so
         such a file keeps the result of its first (and only) scan."""
         own = self.summaries.get(os.path.abspath(path))
-        if own is None or not own.loop_calls:
+        if own is None:
             return _EMPTY
-        view = self._imported(own)
-        return view if any(c in view.functions for c in own.loop_calls) else _EMPTY
-
-    def _imported(self, own: ModuleSummary) -> ImportedView:
+        traced = self.traced_elsewhere().get(own.path, frozenset())
         functions: dict[str, FunctionSummary] = {}
+        if own.loop_calls:
+            imported = {spelling: fn for spelling, (_, fn) in self._imported(own).items()}
+            if any(c in imported for c in own.loop_calls):
+                functions = imported
+        return ImportedView(functions, traced) if functions or traced else _EMPTY
+
+    def traced_elsewhere(self) -> dict[str, frozenset[str]]:
+        """Module path -> its functions that another scanned module traces (calls from jitted
+        code, or hands to jit or a transform): their bodies run under tracing there."""
+        if self._traced is None:
+            found: dict[str, set[str]] = {}
+            for own in self.summaries.values():
+                if own.traced_calls:
+                    resolved = self._imported(own)
+                    for spelling in own.traced_calls:
+                        if spelling in resolved:
+                            path, fn = resolved[spelling]
+                            found.setdefault(path, set()).add(fn.name)
+            self._traced = {path: frozenset(names) for path, names in found.items()}
+        return self._traced
+
+    def _imported(self, own: ModuleSummary) -> dict[str, tuple[str, FunctionSummary]]:
+        """Spelling in `own` -> (the path of the module that defines it, its summary)."""
+        functions: dict[str, tuple[str, FunctionSummary]] = {}
         for ref in own.imports:
             if ref.attr is not None:  # from X import attr: a function of X, or a submodule X.attr
                 target = self._find(own.path, ref.module, ref.level)
                 if target is not None and ref.attr in target.functions:
-                    functions[ref.local] = target.functions[ref.attr]
+                    functions[ref.local] = (target.path, target.functions[ref.attr])
                     continue
                 sub = f"{ref.module}.{ref.attr}" if ref.module else ref.attr
                 module = self._find(own.path, sub, ref.level)
             else:
                 module = self._find(own.path, ref.module, 0)
             if module is not None and module.path != own.path:
-                functions.update((f"{ref.local}.{name}", fn) for name, fn in module.functions.items())
-        return ImportedView(functions)
+                functions.update((f"{ref.local}.{name}", (module.path, fn)) for name, fn in module.functions.items())
+        return functions
 
 
 class ImportedView(NamedTuple):
     """What one file's model knows of the functions it imports from the scanned project."""
 
     functions: dict[str, FunctionSummary]
+    # this module's own functions (qualified names) that another scanned module traces
+    traced: frozenset[str] = frozenset()
 
     def get(self, spelling: str | None) -> FunctionSummary | None:
         return self.functions.get(spelling) if spelling is not None else None
 
     def digest(self) -> bytes:
-        """The cache's dependency input: changes when an imported summary changes."""
-        return repr(sorted(self.functions.items())).encode()
+        """The cache's dependency input: changes when an imported summary, or who traces this
+        module's functions, changes."""
+        return repr((sorted(self.functions.items()), sorted(self.traced))).encode()
 
 
 _EMPTY = ImportedView({})

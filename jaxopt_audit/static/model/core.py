@@ -1166,6 +1166,14 @@ class SemanticModel:
                 fn.array_params = {p for p in fn.params if p not in fn.static_params
                                    and p not in ("self", "cls")}
                 work.append(fn)
+        # traced by another scanned module (project.py): the body runs under tracing there, but
+        # which parameters are arrays is that caller's business, so none is assumed traced
+        elsewhere = self.project.traced if self.project is not None else frozenset()
+        for fn in self.functions:
+            if not fn.traced and fn.qualname in elsewhere and not fn.is_module \
+                    and (fn.parent is None or fn.parent.is_module):
+                fn.traced = True
+                work.append(fn)
         # nested defs and lambdas inside traced functions run at trace time too
         while work:
             fn = work.pop()
