@@ -87,6 +87,10 @@ def _imports(module: cst.Module) -> list[ImportRef]:
     return refs
 
 
+# The last names of jit wrappers and tracing transforms (`jit`, `vmap`, `scan`, ...).
+_WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in (*apis.JIT_WRAPPERS, *apis.TRACING_TRANSFORMS))
+
+
 def summarise_model(model: SemanticModel) -> ModuleSummary:
     """The module's top-level functions, class methods and `name = jax.jit(f, ...)` bindings, from
     the facts its model already has (one parse, one answer per fact), and what it imports."""
@@ -123,12 +127,17 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
     for fn in model.functions:
         for site in fn.calls:
             call = site.node
-            spelled = imported(call.func)
-            if spelled is not None and site.loop is not None:
-                calls.add(spelled)
-            if spelled is not None and fn.traced:
-                traced.add(spelled)
-            q = model.resolve(call.func)
+            if site.loop is not None or fn.traced:
+                spelled = imported(call.func)
+                if spelled is not None and site.loop is not None:
+                    calls.add(spelled)
+                if spelled is not None and fn.traced:
+                    traced.add(spelled)
+            func = call.func
+            last = func.attr if isinstance(func, cst.Attribute) else func
+            if not call.args or not isinstance(last, cst.Name) or last.value not in _WRAPPER_NAMES:
+                continue  # resolved only when spelled like a jit or a transform
+            q = model.resolve(func)
             positions = (0,) if q in apis.JIT_WRAPPERS else apis.TRACING_TRANSFORMS.get(q or "", ())
             for i in positions:
                 if i < len(call.args) and call.args[i].keyword is None:
