@@ -566,3 +566,30 @@ def test_a_name_rebound_to_its_jitted_gradient_is_jitted(all_rules):
             return w
     """
     assert found(source, all_rules, "JAX101") == [9]  # the un-jitted helper only
+
+
+def test_a_parameter_named_like_a_module_function_shadows_it(all_rules):
+    # the sampler loop calls whatever step it is given (callers pass the jitted one); the
+    # module's un-jitted `sample_step` of the same name is not what runs there
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def sample_step(params, x, t):
+            v = jnp.tanh(x @ params)
+            return x - t * v, v
+
+        jit_sample_step = jax.jit(sample_step)
+
+        def sample_loop(params, x, steps, sample_step):
+            for t in steps:
+                x, _ = sample_step(params, x, t)
+            return x
+
+        def run(params, x):
+            return sample_loop(params, x, jnp.linspace(1.0, 0.0, 50), jit_sample_step)
+    """
+    assert found(source, all_rules, "JAX101") == []
+    # without the parameter, the module's function is what the loop calls
+    eager = source.replace("steps, sample_step):", "steps):").replace("50), jit_sample_step)", "50))")
+    assert found(eager, all_rules, "JAX101") == [4]

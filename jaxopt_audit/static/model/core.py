@@ -629,8 +629,15 @@ class SemanticModel:
         return self.imports.resolve(expr)
 
     def lookup_function(self, name: str, scope: Function) -> Function | None:
-        """A def named `name` visible from `scope` (nested defs first, then module level)."""
-        return next((s.nested[name] for s in scope.scopes() if name in s.nested), None)
+        """A def named `name` visible from `scope` (nested defs first, then module level); None
+        when a parameter of that name shadows it (`def loop(x, step): step(x)` calls whatever
+        the caller passed, not the module's `step`)."""
+        for s in scope.scopes():
+            if name in s.nested:
+                return s.nested[name]
+            if name in s.params:
+                return None
+        return None
 
     def function_ref(self, expr: cst.BaseExpression, scope: Function) -> Function | None:
         """The same-module function an expression names: `f`, `self.m`, `Cls.m`, `obj.m`, a lambda,
