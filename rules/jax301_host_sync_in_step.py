@@ -7,7 +7,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Site, Valid, apis, describe
+from jaxopt_audit.static import (
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    apis,
+    describe,
+    read_names,
+    walk,
+)
+from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_device_rows
 from jaxopt_audit.static.model.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
 
@@ -33,7 +45,8 @@ class HostSyncInStep(Rule):
 
     The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
     `track(range(n))`, `zip(range(n), loader)`) or under a divergence test (`if np.isnan(loss):`,
-    a recovery), on reads after the loop, on plain Python numbers,
+    a recovery), on a value an `if` above it in the loop already read (that test is the
+    finding), on reads after the loop, on plain Python numbers,
     on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
@@ -154,14 +167,16 @@ class HostSyncInStep(Rule):
                 found = self._host_pull(model, site, timed_loops, statements)
                 if found is not None and _feeds_host_environment(fn, site):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
-                if found is not None and not statements.on_error_path(site.node):
+                if found is not None and not statements.on_error_path(site.node) \
+                        and not _read_by_the_test_above(model, site):
                     yield Report(site.node, self._message(model, site, found))
             for fstring in fn.fstrings:
                 if per_step(fstring) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in fstring.node.parts):
                     if not _inside_printed_call(model, fstring, fn.calls) \
-                            and not statements.on_error_path(fstring.node):
+                            and not statements.on_error_path(fstring.node) \
+                            and not _read_by_the_test_above(model, fstring):
                         yield Report(fstring.node, self._message(model, fstring, "an f-string of an array"))
             for test_site in fn.tests:
                 node = test_site.node
@@ -224,6 +239,25 @@ class HostSyncInStep(Rule):
 
 # Functions whose job is to show a value to a person: converting it is the point.
 _DISPLAY_NAME = re.compile(r"(^|_)(render|repr|str|string|plot|draw|show|display|visuali[sz]e)(_|$)")
+
+
+def _read_by_the_test_above(model: SemanticModel, site: Site) -> bool:
+    """`if n_bad > 0: print(f"{n_bad} bad")`: the `if` in the loop already waited for `n_bad`
+    (that test is the finding); reading it again in the branch costs no second stall."""
+    node = site.node
+    statements = enclosing_statements(site.function, node) or []
+    if site.loop is not None and site.loop.node in statements:
+        statements = statements[statements.index(site.loop.node) + 1:]
+    read = read_names(node)
+    for stmt in statements:
+        if not isinstance(stmt, cst.If):
+            continue
+        names = [n for n in walk(stmt.test) if isinstance(n, cst.Name)]
+        if any(n is node for n in walk(stmt.test)):
+            continue  # the site is (in) the test itself
+        if any(n.value in read and model.is_array(n, site.function) for n in names):
+            return True
+    return False
 
 
 def _displays(fn) -> bool:

@@ -280,3 +280,23 @@ def test_a_string_method_reads_a_dict_key_not_a_device_value():
                     break
             return x
     """) == [14]
+
+
+def test_a_value_the_if_above_already_read_is_reported_once():
+    # the test waits for `n_bad` (reported); printing it in the branch adds no second stall
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            return x * 0.5, jnp.sum(jnp.isnan(x))
+
+        def train(x, n):
+            for _ in range(n):
+                x, n_bad = step(x)
+                if n_bad > 0:  # <- JAX301
+                    print(f"{n_bad} bad values")
+                print(f"norm {jnp.linalg.norm(x)}")  # <- JAX301: a read of its own
+            return x
+    """) == [11, 13]
