@@ -35,6 +35,33 @@ def _module_name(node: cst.BaseExpression) -> str:
     return dotted(node) or ""
 
 
+def _imported_names(node: cst.Import | cst.ImportFrom, package: str) -> list[tuple[str, str]]:
+    """(local name, fully qualified name) for each name an import statement binds."""
+    if isinstance(node, cst.Import):
+        out = []
+        for alias in node.names:
+            full = _module_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append((alias.asname.name.value, full))
+            else:  # `import jax.numpy` binds `jax`
+                head = full.split(".")[0]
+                out.append((head, head))
+        return out
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    module = _module_name(node.module) if node.module is not None else ""
+    if node.relative:  # relative import: resolve against the file's package when known
+        module = ".".join(p for p in (package, module) if p) or module
+    out = []
+    for alias in node.names:
+        name = _module_name(alias.name)
+        local = (alias.asname.name.value
+                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                 else name)
+        out.append((local, f"{module}.{name}" if module else name))
+    return out
+
+
 class ImportTable:
     """Local name -> fully qualified name, from the imports and simple aliases of one file."""
 
@@ -46,37 +73,10 @@ class ImportTable:
         """Bind the names `node` imports. An `alternative` (an import under an `if` or an
         `except ImportError:`) does not replace a binding to JAX with one elsewhere: `import numpy
         as jnp` for when JAX is absent is not what traced code calls."""
-        if alternative:
-            bound = self.bound
-            self.bound = {}
-            try:
-                self.add_import(node, package)
-            finally:
-                added, self.bound = self.bound, bound
-            for name, value in added.items():
-                if not (bound.get(name, "").split(".")[0] == "jax" and value.split(".")[0] != "jax"):
-                    bound[name] = value
-            return
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = _module_name(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.bound[alias.asname.name.value] = full
-                else:  # `import jax.numpy` binds `jax`
-                    head = full.split(".")[0]
-                    self.bound[head] = head
-            return
-        if isinstance(node.names, cst.ImportStar):
-            return
-        module = _module_name(node.module) if node.module is not None else ""
-        if node.relative:  # relative import: resolve against the file's package when known
-            module = ".".join(p for p in (package, module) if p) or module
-        for alias in node.names:
-            name = _module_name(alias.name)
-            local = (alias.asname.name.value
-                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
-                     else name)
-            self.bound[local] = f"{module}.{name}" if module else name
+        for local, full in _imported_names(node, package):
+            if alternative and self.bound.get(local, "").split(".")[0] == "jax" and full.split(".")[0] != "jax":
+                continue
+            self.bound[local] = full
 
     def add_alias(self, name: str, value: cst.BaseExpression) -> None:
         """`jit = jax.jit` / `np_ = jnp` at module level: an alias when the value resolves."""

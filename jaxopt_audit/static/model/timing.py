@@ -158,29 +158,40 @@ def _jumped_away(fn: Function, start: cst.Call, end: cst.Call) -> set[int]:
     `return` or `raise`, in `break` out of a loop holding `end`, or in `continue` of a loop
     holding both readings (the next iteration reads the start again)."""
     out: set[int] = set()
+    holds_end: set[int] = set()  # ids of the nodes on the way from the body down to a reading
+    holds_start: set[int] = set()
 
-    def holds(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-        return any(n is target for n in walk(node))
-
-    def visit(node: cst.CSTNode, loop: cst.CSTNode | None) -> None:
+    def visit(node: cst.CSTNode, loop: cst.CSTNode | None, path: list[int]) -> None:
         if node is not fn.body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return
-        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and node.body:
+        path.append(id(node))
+        if node is end:
+            holds_end.update(path)
+        if node is start:
+            holds_start.update(path)
+        for child in children(node):
+            visit(child, node if isinstance(node, (cst.For, cst.While)) else loop, path)
+        path.pop()
+
+    visit(fn.body, None, [])
+
+    def leave(node: cst.CSTNode, loop: cst.CSTNode | None) -> None:
+        if node is not fn.body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and node.body \
+                and id(node) not in holds_end:
             last = node.body[-1]
             if isinstance(last, cst.SimpleStatementLine) and last.body:
                 last = last.body[-1]
-            leaves = isinstance(last, (cst.Return, cst.Raise)) or (
-                loop is not None and (isinstance(last, cst.Break) and holds(loop, end)
-                                      or isinstance(last, cst.Continue) and holds(loop, end) and holds(loop, start)))
-            if leaves and not holds(node, end):
+            in_loop = loop is not None and id(loop) in holds_end
+            if isinstance(last, (cst.Return, cst.Raise)) or in_loop and (
+                    isinstance(last, cst.Break) or isinstance(last, cst.Continue) and id(loop) in holds_start):
                 out.update(id(n) for n in walk(node))
                 return
-        if isinstance(node, (cst.For, cst.While)):
-            loop = node
         for child in children(node):
-            visit(child, loop)
+            leave(child, node if isinstance(node, (cst.For, cst.While)) else loop)
 
-    visit(fn.body, None)
+    leave(fn.body, None)
     return out
 
 
