@@ -501,3 +501,37 @@ def test_each_files_model_is_freed_after_its_scan_and_the_collector_left_as_foun
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_scanned_files_objects_are_freed_by_reference_counting_not_left_in_cycles(tmp_path):
+    # SemanticModel.release breaks the model's cycles: nothing of the file waits for the collector
+    from jaxopt_audit.static.engine import scan_source
+    from jaxopt_audit.static.registry import load_rules
+
+    rules = [r() for r in load_rules([])]
+    source = SYNC_IN_LOOP + textwrap.dedent("""
+        import time
+
+        class Net:
+            def step(self, x):
+                start = time.perf_counter()
+                for i in range(3):
+                    if i > 5:
+                        return x
+                    x = self.f(x)
+                print(time.perf_counter() - start)
+                return x
+        """)
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = scan_source(source, str(tmp_path / "m.py"), rules)
+        gc.collect()
+        kept = [o for o in gc.garbage if type(o).__module__.startswith(("libcst", "jaxopt_audit"))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert result.findings  # the rules ran on the model
+    assert kept == []

@@ -17,21 +17,19 @@ def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode]
     """The `If`/`While`/`For`/`Try`/`ExceptHandler`/`With` nodes around `target` in `fn`'s own
     body, outermost first; None when `target` is not in it (nested defs are not entered)."""
     body = fn.body
-    path: list[cst.CSTNode] = []
-
-    def search(node: cst.CSTNode) -> bool:
+    # an explicit stack, each node with the blocks around it: a recursive closure would hold the
+    # tree in a reference cycle (the closure's cell) until the cyclic collector ran
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(body, ())]
+    while stack:
+        node, path = stack.pop()
         if node is target:
-            return True
+            return list(path)
         if node is not body and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return False
-        is_block = isinstance(node, (cst.If, cst.While, cst.For, cst.Try, cst.ExceptHandler, cst.With))
-        if is_block:
-            path.append(node)
-        for child in children(node):
-            if search(child):
-                return True
-        if is_block:
-            path.pop()
-        return False
+            continue
+        if isinstance(node, _BLOCKS):
+            path = (*path, node)
+        stack.extend((child, path) for child in children(node))
+    return None
 
-    return list(path) if search(body) else None
+
+_BLOCKS = (cst.If, cst.While, cst.For, cst.Try, cst.ExceptHandler, cst.With)

@@ -117,7 +117,16 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     analyse = any(rule.ANALYSIS for rule in rules)
     model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project,
                           analyse=analyse)
-    if summaries is not None and analyse:  # summaries feed only rules that ask analysed facts
+    try:
+        return _checked(model, path, lines, rules, ignored_codes, summaries)
+    finally:
+        model.release()
+
+
+def _checked(model: SemanticModel, path: str, lines: list[str], rules: list[Rule], ignored_codes: Iterable[str],
+             summaries: list[ModuleSummary] | None) -> FileResult:
+    """The file's summary (when asked) and its findings, from its model."""
+    if summaries is not None and model.analysed:  # summaries feed only rules that ask analysed facts
         try:
             summaries.append(summarise_model(model))
         except Exception:  # noqa: BLE001 - no summary: callers of this module stay unknown (silent)
@@ -222,11 +231,11 @@ def _scan_task(task: tuple[str, ImportedView | None], rules: list[Rule],
 
 @contextlib.contextmanager
 def _collected_once():
-    """A file's syntax tree and model are hundreds of thousands of objects held in reference
-    cycles (a Function and its Sites point at each other). Left to the generational collector,
-    each file's survivors are traversed again while later files parse: a fifth of a cold scan
-    (flax, one core). The collector waits while one file is scanned; its objects, all young,
-    are then traversed once, and the file's garbage goes with them."""
+    """A file's syntax tree and model are hundreds of thousands of young objects. Left to the
+    generational collector, they are traversed again and again while the file parses and is
+    analysed (a fifth of a cold scan of flax, one core). The collector waits while one file is
+    scanned; `SemanticModel.release` breaks the model's cycles, so reference counting frees the
+    file's objects and the one collection after it finds little left to traverse."""
     if not gc.isenabled():
         yield
         return

@@ -56,34 +56,35 @@ def calls_in_order(fn: Function, fstrings: bool = False) -> list:
     """`fn`'s own calls in evaluation order: arguments and receivers before the call; with
     `fstrings`, the f-string fields and `if`/`while` tests too (`Truth`), each right after the
     value it reads."""
-    body = fn.body
     out: list = []
-
-    def visit(node: cst.CSTNode) -> None:
-        if node is not body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            if isinstance(node, cst.FunctionDef):
-                for d in node.decorators:
-                    visit(d)
-            return
-        if isinstance(node, cst.Assign):  # the value is evaluated before the targets
-            visit(node.value)
-            for t in node.targets:
-                visit(t)
-            return
-        if fstrings and isinstance(node, (cst.If, cst.While)):
-            visit(node.test)
-            out.append(Truth(node.test))
-            for child in children(node):
-                if child is not node.test:
-                    visit(child)
-            return
-        for child in children(node):
-            visit(child)
-        if type(node) is cst.Call or (fstrings and type(node) is cst.FormattedStringExpression):
-            out.append(node)
-
-    visit(body)
+    _in_order(fn.body, fn.body, fstrings, out)
     return out
+
+
+# The walks below are module functions, not closures: a recursive closure holds itself through
+# its cell, a reference cycle that would keep the file's tree alive for the cyclic collector.
+def _in_order(node: cst.CSTNode, body: cst.CSTNode, fstrings: bool, out: list) -> None:
+    if node is not body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if isinstance(node, cst.FunctionDef):
+            for d in node.decorators:
+                _in_order(d, body, fstrings, out)
+        return
+    if isinstance(node, cst.Assign):  # the value is evaluated before the targets
+        _in_order(node.value, body, fstrings, out)
+        for t in node.targets:
+            _in_order(t, body, fstrings, out)
+        return
+    if fstrings and isinstance(node, (cst.If, cst.While)):
+        _in_order(node.test, body, fstrings, out)
+        out.append(Truth(node.test))
+        for child in children(node):
+            if child is not node.test:
+                _in_order(child, body, fstrings, out)
+        return
+    for child in children(node):
+        _in_order(child, body, fstrings, out)
+    if type(node) is cst.Call or (fstrings and type(node) is cst.FormattedStringExpression):
+        out.append(node)
 
 
 def _timer_bindings(model: SemanticModel, fn: Function) -> dict[str, list[cst.Call]]:
@@ -160,39 +161,40 @@ def _jumped_away(fn: Function, start: cst.Call, end: cst.Call) -> set[int]:
     out: set[int] = set()
     holds_end: set[int] = set()  # ids of the nodes on the way from the body down to a reading
     holds_start: set[int] = set()
-
-    def visit(node: cst.CSTNode, loop: cst.CSTNode | None, path: list[int]) -> None:
-        if node is not fn.body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return
-        path.append(id(node))
-        if node is end:
-            holds_end.update(path)
-        if node is start:
-            holds_start.update(path)
-        for child in children(node):
-            visit(child, node if isinstance(node, (cst.For, cst.While)) else loop, path)
-        path.pop()
-
-    visit(fn.body, None, [])
-
-    def leave(node: cst.CSTNode, loop: cst.CSTNode | None) -> None:
-        if node is not fn.body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return
-        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and node.body \
-                and id(node) not in holds_end:
-            last = node.body[-1]
-            if isinstance(last, cst.SimpleStatementLine) and last.body:
-                last = last.body[-1]
-            in_loop = loop is not None and id(loop) in holds_end
-            if isinstance(last, (cst.Return, cst.Raise)) or in_loop and (
-                    isinstance(last, cst.Break) or isinstance(last, cst.Continue) and id(loop) in holds_start):
-                out.update(id(n) for n in walk(node))
-                return
-        for child in children(node):
-            leave(child, node if isinstance(node, (cst.For, cst.While)) else loop)
-
-    leave(fn.body, None)
+    _mark_paths(fn.body, fn.body, {end: holds_end, start: holds_start}, [])
+    _leave(fn.body, fn.body, None, holds_end, holds_start, out)
     return out
+
+
+def _mark_paths(node: cst.CSTNode, body: cst.CSTNode, marks: dict[cst.CSTNode, set[int]], path: list[int]) -> None:
+    """Adds to `marks[n]` the ids of the nodes from `body` down to `n`, for each node `n` it holds."""
+    if node is not body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return
+    path.append(id(node))
+    for target, ids in marks.items():
+        if node is target:
+            ids.update(path)
+    for child in children(node):
+        _mark_paths(child, body, marks, path)
+    path.pop()
+
+
+def _leave(node: cst.CSTNode, body: cst.CSTNode, loop: cst.CSTNode | None, holds_end: set[int],
+           holds_start: set[int], out: set[int]) -> None:
+    if node is not body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and node.body \
+            and id(node) not in holds_end:
+        last = node.body[-1]
+        if isinstance(last, cst.SimpleStatementLine) and last.body:
+            last = last.body[-1]
+        in_loop = loop is not None and id(loop) in holds_end
+        if isinstance(last, (cst.Return, cst.Raise)) or in_loop and (
+                isinstance(last, cst.Break) or isinstance(last, cst.Continue) and id(loop) in holds_start):
+            out.update(id(n) for n in walk(node))
+            return
+    for child in children(node):
+        _leave(child, body, node if isinstance(node, (cst.For, cst.While)) else loop, holds_end, holds_start, out)
 
 
 @fact
