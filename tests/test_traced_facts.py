@@ -582,3 +582,29 @@ def test_static_argnums_of_a_jitted_bound_method_do_not_count_self():
     """
     assert found(source) == []
     assert found(source.replace("static_argnums=(1,)", "static_argnums=(0,)")) == [(9, "JAX402")]
+
+
+def test_a_local_variable_named_like_its_function_is_what_jit_wraps():
+    # `def square(n): square = table(n); return jax.jit(square)` jits the closure `table` built,
+    # not the def: the local name shadows it (Python scoping), so `table` runs eagerly on ints
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def table(n: int):
+            grid = jnp.zeros((2 * n, 2 * n))
+            rows = jnp.arange(n)
+
+            def lookup(x):
+                return grid[rows] * x
+
+            return lookup
+
+        def square(n: int):
+            {name} = table(n)
+            return jax.jit({name})
+    """
+    assert found(source.replace("{name}", "square")) == []
+    # a reading through the def itself: `square` is jitted, so `table` is traced from it
+    assert found(source.replace("{name} = table(n)", "table(n)").replace("{name}", "square")) \
+        == [(5, "JAX401"), (6, "JAX401")]

@@ -659,13 +659,16 @@ class SemanticModel:
 
     def lookup_function(self, name: str, scope: Function) -> Function | None:
         """A def named `name` visible from `scope` (nested defs first, then module level); None
-        when a parameter of that name shadows it (`def loop(x, step): step(x)` calls whatever
-        the caller passed, not the module's `step`)."""
+        when a parameter or a local variable of that name shadows it (`def loop(x, step): step(x)`
+        calls whatever the caller passed, not the module's `step`)."""
         for s in scope.scopes():
             if name in s.nested:
                 return s.nested[name]
             if name in s.params:
                 return None
+            if not s.is_module and s.bindings(name) and name not in s.global_names \
+                    and name not in s.nonlocal_names:
+                return None  # a local variable: `def square(n): square = table(n)` shadows the def
         return None
 
     def function_ref(self, expr: cst.BaseExpression, scope: Function) -> Function | None:
