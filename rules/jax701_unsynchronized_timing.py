@@ -224,7 +224,7 @@ def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.CSTNode]:
                 out[a.targets[0]] = value
     if fn.is_module:
         for other in model.functions:
-            if other.parent is fn and other.jitted and isinstance(other.node, cst.FunctionDef):
+            if other.parent is fn and other.direct_jit and isinstance(other.node, cst.FunctionDef):
                 out.setdefault(other.name, other.node)
     return out
 
@@ -246,9 +246,16 @@ def _first_jitted_call(model: SemanticModel, fn: Function, region: TimedRegion,
     for call in region.calls:
         if type(call) is cst.Call and isinstance(call.func, cst.Name) and call.func.value in jitted \
                 and call.func.value not in called_before \
-                and _small_program(model, fn, jitted[call.func.value]):
+                and _small_program(model, fn, jitted[call.func.value]) and not _plain_def_here(model, fn, call):
             return call
     return None
+
+
+def _plain_def_here(model: SemanticModel, fn: Function, call: cst.Call) -> bool:
+    """The def bound to the called name where the call runs is not jitted: a notebook that
+    times one `step` and redefines `step` with `@jax.jit` in a later cell."""
+    target = model.function_ref(call.func, fn)
+    return target is not None and isinstance(target.node, cst.FunctionDef) and not target.direct_jit
 
 
 def _small_program(model: SemanticModel, fn: Function, jitted: cst.CSTNode) -> bool:

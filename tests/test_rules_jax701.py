@@ -496,3 +496,29 @@ def test_the_result_of_a_compiled_loop_is_the_work_to_wait_for():
     """)
     assert [f.line for f in found] == [10]
     assert "lax.scan(step, 0.0, jnp.arange(1000))" in found[0].message
+
+
+def test_first_call_check_reads_the_def_bound_at_the_call_not_a_later_one():
+    # a notebook times a step written for another framework, then redefines the name as a
+    # jitted JAX step in a later cell: the timed call is the earlier def, which compiles nothing
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        {first}
+        def step(w):
+            return jnp.tanh(w) * 0.5
+
+        w = jnp.ones(3)
+        start = time.time()
+        step(w).block_until_ready()
+        print(f"took {time.time() - start:.2f} s")
+
+        @jax.jit
+        def step(w):
+            return jnp.tanh(w) * 0.5
+    """
+    assert lines(source.replace("{first}", "")) == []
+    # the same timing where the def bound at the call is the jitted one
+    assert lines(source.replace("{first}", "@jax.jit")) == [12]
