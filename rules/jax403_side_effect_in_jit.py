@@ -27,8 +27,7 @@ class SideEffectInJit(Rule):
     ## What it does
     Finds Python side effects in code that JAX traces (a jitted function, the body of
     `lax.scan` / `fori_loop` / `cond` / `vmap` / `grad`, and the same-module functions these
-    call): `print(...)` (of a traced value, or of a constant message) and logging of a traced
-    value; storing a traced value in a list, dict or
+    call): `print(...)` (of a traced value, or of a constant message); storing a traced value in a list, dict or
     set that lives outside the function (`history.append(loss)`, `cache[k] = x`,
     `self.log.append(x)`); writing a traced value to a `global` or `nonlocal` name; and
     in-place item assignment on a JAX array (`x[i] = v`), inside or outside traced code; and
@@ -55,7 +54,9 @@ class SideEffectInJit(Rule):
     on every call), on stores of static
     values (a trace counter), on containers created inside the traced function or in an
     enclosing function of the same trace, on host callbacks (`jax.debug.callback(f, ...)`),
-    and on item assignment into dicts, lists and NumPy arrays.
+    and on item assignment into dicts, lists and NumPy arrays. It stays quiet on logging calls
+    (`logging.info("train_step(batch=%s)", batch)`): in traced code they are the common
+    trace-time log, written once per compilation on purpose to show each trace's shapes.
     """
 
     CODE = "JAX403"
@@ -181,7 +182,9 @@ class SideEffectInJit(Rule):
         q = model.resolve(call.func)
         if q == "builtins.next":
             return _host_iterator_read(model, call, fn)
-        if q in PRINT_FUNCTIONS or (q is not None and q.startswith(LOGGING_PREFIXES)):
+        if q is not None and q.startswith(LOGGING_PREFIXES):
+            return None  # a trace-time log of shapes, once per compilation: the usual intent
+        if q in PRINT_FUNCTIONS:
             traced = _traced_argument(model, call, fn)
             fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
             if traced is not None:

@@ -75,8 +75,24 @@ def test_outer_writes_of_traced_values():
             seen.extend([x])
             last = jnp.sum(x)
             return x
-    """) == [(16, "warning"), (25, "warning"), (32, "warning"), (33, "warning"), (34, "warning"),
-             (35, "warning")]
+    """) == [(16, "warning"), (25, "warning"), (33, "warning"), (34, "warning"), (35, "warning")]
+
+
+def test_logging_a_traced_value_is_a_trace_time_log_and_print_is_not():
+    # `logging.info("step(batch=%s)", batch)` in a pmapped step logs each compilation's shapes on
+    # purpose; `print(loss)` shows a tracer where the author wanted values
+    source = """
+        import logging
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(params, batch):
+            {call}("step(batch=%s)", batch)
+            return jnp.mean((batch @ params) ** 2)
+    """
+    assert found(source.replace("{call}", "logging.info")) == []
+    assert found(source.replace("{call}", "print")) == [(7, "warning")]
 
 
 def test_item_assignment_on_jax_arrays_is_an_error_everywhere():
