@@ -83,7 +83,9 @@ class UnsynchronizedTiming(Rule):
     bookkeeping (`tree_flatten`, `tree_structure`: no device work), on jitted functions that
     compute nothing (dispatch-overhead benchmarks), on a reading every k steps of a loop (a
     throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), and on a
-    first call whose measurement says it includes compilation (`compile_s`, "first call", "warm-up").
+    measurement that says it is a compile time (`compile_s`, "first call", "warm-up",
+    "compiling eval_step... done in"): tracing and compilation run synchronously inside the call,
+    so such a figure is what it says, whether or not the run after it was waited for.
 
     ## Measured
     `jit_basics` pipeline (seed 002): the async-dispatch benchmark times the same call with and
@@ -187,6 +189,8 @@ class UnsynchronizedTiming(Rule):
                 # a reading every k steps of a loop is a throughput window: the device cannot run
                 # more than a few steps ahead, so steady-state windows measure the computation
                 if pending is not None and id(region.end) not in windowed:
+                    if _says_compile(model, fn, region):
+                        continue  # a compile time: tracing and compiling run synchronously in the call
                     yield Report(region.end, f"`{describe(region.end)}` is read after `{describe(pending)}` "
                                              "without waiting for its result: JAX dispatches asynchronously, "
                                              "so this times the dispatch, not the computation")
@@ -278,27 +282,43 @@ def _small_program(model: SemanticModel, fn: Function, jitted: cst.CSTNode) -> b
 
 
 def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bool:
-    """The measurement is labelled as including compilation: its variable name or the text
-    printed with it mentions compile / first / warm-up."""
+    """The measurement is labelled as including compilation: its variable name, the text printed
+    with it, or a message the timed region itself prints or logs ("Testing and compiling
+    eval_step...") mentions compile / first / warm-up."""
     labels: set[str] = set()
     for a in fn.assignments:
         if a.value is not None and any(n is region.end for n in walk(a.value)):
             labels.update(a.targets)
     if any(_SAYS_COMPILE.search(name) for name in labels):
         return True
+    announced = {id(c) for c in region.calls if type(c) is cst.Call and _announces(c)}
     for site in fn.calls:
         call = site.node
-        uses = any(read_names(arg.value) & labels or any(n is region.end for n in walk(arg.value))
-                   for arg in call.args)
-        if not uses:
-            continue
-        for node in walk(call):
-            text = string_value(node) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else (
-                "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
-                if isinstance(node, cst.FormattedString) else None)
-            if text and _SAYS_COMPILE.search(text):
-                return True
+        uses = id(call) in announced or any(
+            read_names(arg.value) & labels or any(n is region.end for n in walk(arg.value)) for arg in call.args)
+        if uses and any(_SAYS_COMPILE.search(text) for text in _texts(call)):
+            return True
     return False
+
+
+def _announces(call: cst.Call) -> bool:
+    """A print or a logging call (`print(...)`, `logging.info(...)`, `LOGGER.info(...)`)."""
+    func = call.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    return name in ("print", "info", "debug", "warning", "log")
+
+
+def _texts(call: cst.Call) -> Iterator[str]:
+    """The literal text in a call: plain strings and the literal parts of f-strings."""
+    for node in walk(call):
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            text = string_value(node)
+        elif isinstance(node, cst.FormattedString):
+            text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+        else:
+            continue
+        if text:
+            yield text
 
 
 def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call) -> str | None:

@@ -522,3 +522,30 @@ def test_first_call_check_reads_the_def_bound_at_the_call_not_a_later_one():
     assert lines(source.replace("{first}", "")) == []
     # the same timing where the def bound at the call is the jitted one
     assert lines(source.replace("{first}", "@jax.jit")) == [12]
+
+
+def test_a_timing_labelled_as_compile_time_needs_no_wait():
+    # the first call traces and compiles before it returns: a figure logged as compile time is
+    # that, with or without the execution after it; the same timing labelled as a step is not
+    source = """
+        import logging
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def loss(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        def main(w, x):
+            step = jax.jit(jax.grad(loss))
+            start = time.perf_counter()
+            step(w, x)
+            logging.info("{label} in %.1f s", time.perf_counter() - start)
+    """
+    assert lines(source.replace("{label}", "compiled the step")) == []
+    assert lines(source.replace("{label}", "ran the step")) == [13]
+    # the region announces what it times: "Compiling the step..." logged between the readings
+    call = "            step(w, x)\n"
+    announced = source.replace(call, "            logging.info('{said} the step...')\n" + call)
+    assert lines(announced.replace("{said}", "Compiling").replace("{label}", "done")) == []
+    assert lines(announced.replace("{said}", "Running").replace("{label}", "done")) == [14]
