@@ -549,3 +549,41 @@ def test_a_timing_labelled_as_compile_time_needs_no_wait():
     announced = source.replace(call, "            logging.info('{said} the step...')\n" + call)
     assert lines(announced.replace("{said}", "Compiling").replace("{label}", "done")) == []
     assert lines(announced.replace("{said}", "Running").replace("{label}", "done")) == [14]
+
+
+def test_quiet_where_the_code_asks_not_to_wait_or_does_no_device_work():
+    # a serving loop that starts a device-to-host copy without waiting times the issue on
+    # purpose; entering a mesh context computes nothing
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def decode(w, x):
+            return jnp.tanh(x @ w)
+
+        def serve(w, x, mesh):
+            start = time.perf_counter()
+            logits = decode(w, x)
+            {after}
+            print("issued in", time.perf_counter() - start)
+            return logits
+    """
+    assert lines(source.replace("{after}", "jax.copy_to_host_async(logits)")) == []
+    assert lines(source.replace("{after}", "logits.copy_to_host_async()")) == []
+    assert lines(source.replace("{after}", "jax.block_until_ready(logits)")) == []
+    assert lines(source.replace("{after}", "pass")) == [13]
+
+
+def test_entering_a_mesh_context_is_not_device_work():
+    assert lines("""
+        import time
+        import jax
+
+        def transfer(mesh):
+            t_acquired = time.perf_counter()
+            with jax.set_mesh(mesh):
+                t_in = time.perf_counter()
+            return t_in - t_acquired
+    """) == []

@@ -75,8 +75,11 @@ JAX_HOST_RESULTS = frozenset({
     "jax.profiler.stop_trace", "jax.profiler.TraceAnnotation", "jax.profiler.StepTraceAnnotation",
     "jax.random.key_data", "jax.lax.axis_size", "jax.lax.axis_index_groups",
     "jax.host_id", "jax.host_count", "jax.process_indices", "jax.tree_util.treedef_is_leaf",
-    "jax.tree_util.all_leaves", "jax.tree_util.tree_all", "jax.tree.all",
+    "jax.tree_util.all_leaves", "jax.tree_util.tree_all", "jax.tree.all", "jax.set_mesh",
 })
+# Calls that ask JAX not to wait: code issuing them manages the asynchrony on purpose.
+ASYNC_REQUESTS = frozenset({"jax.copy_to_host_async"})
+ASYNC_REQUEST_METHODS = frozenset({"copy_to_host_async"})
 # Their function argument runs on the host with NumPy values, not on tracers.
 HOST_CALLBACKS = frozenset({"jax.pure_callback", "jax.debug.callback", "jax.experimental.io_callback",
                             "jax.experimental.host_callback.call", "jax.experimental.host_callback.id_tap",

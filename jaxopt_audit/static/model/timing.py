@@ -294,6 +294,8 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
             continue
         if structural_tree_call(model, call):
             continue  # pytree bookkeeping on the host
+        if _requests_async(model, call):
+            return None  # `jax.copy_to_host_async(x)`: the code times issuing work, on purpose
         callee = model.callee(call, fn)
         target = callee.function
         if target is not None and callee.jitted and not target.does_array_work:
@@ -330,6 +332,13 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
         if pending is not None and _may_sync(model, fn, call, results):
             return None
     return pending
+
+
+def _requests_async(model: SemanticModel, call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in apis.ASYNC_REQUEST_METHODS:
+        return True
+    return model.resolve(func) in apis.ASYNC_REQUESTS
 
 
 def _given_results(model: SemanticModel, fn: Function, call: cst.Call, results: set[str]) -> bool:
