@@ -480,3 +480,12 @@ def test_the_keyword_facts_hold_in_the_installed_jax():
                 assert any(issubclass(w.category, DeprecationWarning) for w in caught), keyword
         if keyword.replacement.isidentifier():
             call(**{keyword.replacement: values[keyword.replacement]})
+
+
+def test_xla_client_internals_are_said_to_have_no_replacement():
+    # `jax.lib.xla_client._xla.is_optimized_build()` has nothing in jax.extend to move to
+    found = scan_text("""
+        import jax
+        print(jax.lib.xla_client._xla.is_optimized_build())
+    """, rules_with_code("JAX601"))
+    assert len(found) == 1 and "no public replacement: drop those calls" in found[0].message

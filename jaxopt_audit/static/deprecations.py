@@ -88,7 +88,9 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.lib.xla_bridge.devices", "jax.devices", "removed"),
     Deprecation("jax.lib.xla_bridge.local_devices", "jax.local_devices", "removed"),
     Deprecation("jax.lib.xla_bridge.default_backend", "jax.default_backend", "removed"),
-    Deprecation("jax.lib.xla_client", "jax.extend or the public jax APIs", "removed"),
+    Deprecation("jax.lib.xla_client", "jax.extend or the public jax APIs", "removed",
+                "much of it, the XLA builder and the `_xla` internals such as `is_optimized_build`, has no "
+                "public replacement: drop those calls"),
     Deprecation("jax.dlpack.to_dlpack", "pass the array itself to the consumer's from_dlpack", "removed"),
     # NumPy aliases NumPy 2 removed, and jnp with it
     Deprecation("jax.numpy.in1d", "jax.numpy.isin", "removed",
