@@ -300,3 +300,57 @@ def test_a_value_the_if_above_already_read_is_reported_once():
                 print(f"norm {jnp.linalg.norm(x)}")  # <- JAX301: a read of its own
             return x
     """) == [11, 13]
+
+
+def test_a_step_counted_through_a_named_range_makes_its_guard_periodic():
+    # `steps = range(n)`, wrapped in a progress bar only when asked, then `for step in steps:`
+    source = """
+        import jax
+        import jax.numpy as jnp
+        import tqdm
+
+        @jax.jit
+        def update(w, x):
+            return w - 0.1 * x, jnp.mean(x)
+
+        def train(w, xs, n, log_every, verbose):
+            steps = {steps}
+            if verbose:
+                steps = tqdm.tqdm(steps)
+            for step in steps:
+                w, loss = update(w, xs)
+                if (log_every > 0) and (step % log_every == 0):
+                    print(float(loss))
+            return w
+    """
+    assert lines(source.replace("{steps}", "range(n)")) == []
+    # the same guard on a loop over data: `step` is a batch, so the test is not by iteration count
+    assert lines(source.replace("{steps}", "iter(xs)")) == [16]
+
+
+def test_a_python_int_unpacked_from_a_helpers_tuple_is_not_a_device_value():
+    # `state, step = restore(state)` where the helper returns (arrays, the checkpoint's int step):
+    # `while step < n` compares Python ints, while the state is a device value
+    source = """
+        import pickle
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(state, x):
+            return state - 0.1 * x
+
+        def restore(state):
+            saved = pickle.load(open("ckpt.pkl", "rb"))
+            return jnp.asarray(saved.params) + state, {second}
+
+        def train(state, xs, n):
+            state, step = restore(state)
+            while step < n:
+                state = update(state, xs)
+                step += 1
+            return state
+    """
+    assert lines(source.replace("{second}", "saved.step")) == []
+    # the helper hands back a device value in that place: the loop test waits for the device
+    assert lines(source.replace("{second}", "jnp.asarray(saved.step)")) == [15]

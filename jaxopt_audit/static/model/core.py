@@ -448,7 +448,8 @@ class _Builder:
             targets = target_names(node.target)
             loop.targets = tuple(targets)
             self._assignment(fn, tuple(targets), None, Site(node, fn, loop, guarded))
-            loop.counters.update(_counter_targets(node.target, node.iter, self.model.imports.resolve))
+            loop.counters.update(_counter_targets(node.target, node.iter, self.model.imports.resolve,
+                                                  lambda name: [a.value for a in fn.bindings(name)]))
             self.visit(node.iter, fn, parent, guarded)
             self.visit(node.target, fn, loop, guarded)
         else:
@@ -487,44 +488,59 @@ def _simple_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
         yield from body.body
 
 
-def _wrapped_iterable(it: cst.Call, q: str) -> cst.Call | None:
-    """`tqdm(range(n))`, `track(enumerate(xs), ...)`: a progress bar (any non-builtin call) whose
-    first argument is the iterable it yields from."""
+def _wrapped_iterable(it: cst.Call, q: str) -> cst.BaseExpression | None:
+    """`tqdm(range(n))`, `track(enumerate(xs), ...)`, `tqdm(steps)`: a progress bar (any
+    non-builtin call) whose first argument is the iterable it yields from."""
     if q.startswith("builtins.") or not it.args or it.args[0].keyword is not None:
         return None
     inner = it.args[0].value
-    return inner if isinstance(inner, cst.Call) else None
+    return inner if isinstance(inner, (cst.Call, cst.Name)) else None
 
 
-def _counts(it: cst.BaseExpression, resolve) -> bool:
-    """`range(n)`, `trange(n)`, or a progress bar around a range: the items are indices."""
+def _counts(it: cst.BaseExpression, resolve, bound=None, seen: tuple[str, ...] = ()) -> bool:
+    """`range(n)`, `trange(n)`, a progress bar around a range, or a name bound only to those
+    (`steps = range(n)`, then maybe `steps = tqdm(steps)`): the items are indices. `bound(name)`
+    gives the values a name is bound to in the loop's function (None for a loop target)."""
+    if isinstance(it, cst.Name):
+        if bound is None or it.value in seen:
+            return False
+        values = bound(it.value)
+        if not values or any(v is None for v in values):
+            return False
+        seen = (*seen, it.value)
+        counted = [_counts(v, resolve, bound, seen) for v in values]
+        # `steps = tqdm(steps)` wraps whatever the name held before: it follows the other bindings
+        rewraps = [isinstance(v, cst.Call) and isinstance(w := _wrapped_iterable(v, resolve(v.func) or ""), cst.Name)
+                   and w.value == it.value for v in values]
+        return any(counted) and all(c or r for c, r in zip(counted, rewraps, strict=True))
     if not isinstance(it, cst.Call):
         return False
     q = resolve(it.func) or ""
     if q == "builtins.range" or q.rsplit(".", 1)[-1] == "trange":
         return True
     inner = _wrapped_iterable(it, q)
-    return inner is not None and resolve(inner.func) == "builtins.range"
+    return inner is not None and _counts(inner, resolve, bound, seen)
 
 
-def _counter_targets(target: cst.BaseExpression, it: cst.BaseExpression, resolve) -> set[str]:
+def _counter_targets(target: cst.BaseExpression, it: cst.BaseExpression, resolve, bound=None) -> set[str]:
     """Loop variables that count iterations: `for i in range(n)`, `for i, b in enumerate(xs)`,
-    `for i, b in zip(range(n), loader)`, `for step in tqdm(range(n))`."""
-    if _counts(it, resolve):
+    `for i, b in zip(range(n), loader)`, `for step in tqdm(range(n))`, `for step in steps` with
+    `steps = range(n)` (`bound`: see `_counts`)."""
+    if _counts(it, resolve, bound):
         return {target.value} if isinstance(target, cst.Name) else set()
     if not isinstance(it, cst.Call) or not isinstance(target, cst.Tuple):
         return set()
     q = resolve(it.func) or ""
     inner = _wrapped_iterable(it, q)
     if inner is not None:
-        return _counter_targets(target, inner, resolve)
+        return _counter_targets(target, inner, resolve, bound)
     elements = [e.value for e in target.elements]
     if q == "builtins.enumerate" and elements and isinstance(elements[0], cst.Name):
         return {elements[0].value}
     if q == "builtins.zip":
         args = [a.value for a in it.args if a.keyword is None]
         return {e.value for e, a in zip(elements, args, strict=False)
-                if isinstance(e, cst.Name) and _counts(a, resolve)}
+                if isinstance(e, cst.Name) and _counts(a, resolve, bound)}
     return set()
 
 
@@ -539,6 +555,12 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
         counters |= current.counters
         current = current.parent
     return bool(counters) and any(name in counters for name in names_in(test))
+
+
+def unpacks(value: cst.BaseExpression | None, count: int) -> bool:
+    """A literal tuple or list of `count` plain elements (`return x, y` for `a, b = f()`)."""
+    return isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count \
+        and not any(isinstance(e, cst.StarredElement) for e in value.elements)
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
@@ -1357,9 +1379,11 @@ class SemanticModel:
                                 fn.array_names.add(a.targets[0])  # (leaves, treedef): the treedef is static
                                 if a.targets[0] in fn.array_names:
                                     continue
-                            fn.array_names.update(a.targets)
-                            self._kind_cache = {}
-                            grew = True
+                            added = self._array_targets(a, fn) - fn.array_names
+                            if added:
+                                fn.array_names |= added
+                                self._kind_cache = {}
+                                grew = True
                     for a in fn.assignments:  # loop and comprehension targets iterate over arrays
                         if a.value is None and isinstance(a.site.node, (cst.For, cst.CompFor)):
                             if self._iterates_arrays(a.site.node.iter, fn):
@@ -1397,6 +1421,23 @@ class SemanticModel:
                             changed = True
             if not changed:
                 break
+
+    def _array_targets(self, a: Assignment, fn: Function) -> set[str]:
+        """The targets of an array binding that get arrays: each element on its own when the tuple
+        an eager helper of the file returns is unpacked (`state, step = restore(state)` where
+        `restore` returns `(arrays, ckpt.step)`); all of them otherwise (a jitted function's
+        outputs are all arrays)."""
+        value = a.value
+        count = len(a.targets)
+        if count > 1 and isinstance(value, cst.Call):
+            callee = self.callee(value, fn)
+            helper = callee.function
+            if helper is not None and not helper.is_module and not callee.jitted and callee.transform is None \
+                    and helper.returns and all(unpacks(r, count) for r in helper.returns):
+                return {t for i, t in enumerate(a.targets)
+                        if any(self.value_kind(cast("cst.Tuple | cst.List", r).elements[i].value, helper) == "array"
+                               for r in helper.returns)}
+        return set(a.targets)
 
     def _iterates_arrays(self, it: cst.BaseExpression, fn: Function) -> bool:
         """`for x in xs` over an array, or `zip(params, grads)` with an array among its arguments."""
