@@ -30,7 +30,7 @@ import libcst as cst
 
 from .. import apis
 from ..walk import int_value
-from .core import Assignment, Function, SemanticModel
+from .core import Assignment, Function, SemanticModel, unpacks
 from .facts import fact
 
 # Transforms that trace their function even when called eagerly (grad, custom_jvp and eager
@@ -306,12 +306,12 @@ class Tracers:
         value = a.value
         if len(a.targets) > 1:
             position = a.targets.index(name)
-            if _unpacks(value, len(a.targets)):  # `a, b = x, y`
+            if unpacks(value, len(a.targets)):  # `a, b = x, y`
                 return self.expr(cast("cst.Tuple | cst.List", value).elements[position].value, fn, depth + 1)
             if isinstance(value, cst.Call):  # `shape, pad = parse(...)` of a helper returning `x, y`
                 target = self.model.callee(value, fn).function
                 if target is not None and not target.is_module and target.returns \
-                        and all(_unpacks(r, len(a.targets)) for r in target.returns):
+                        and all(unpacks(r, len(a.targets)) for r in target.returns):
                     return any(self.expr(cast("cst.Tuple | cst.List", r).elements[position].value, target, depth + 1)
                                for r in target.returns)
         return self.expr(value, fn, depth + 1)
@@ -335,12 +335,6 @@ class Tracers:
                     return False
                 return self.expr(it.func.value, fn, depth + 1)
         return self.expr(it, fn, depth + 1)
-
-
-def _unpacks(value: cst.BaseExpression | None, count: int) -> bool:
-    """A literal tuple or list of `count` plain elements (`return x, y` for `a, b = f()`)."""
-    return isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == count \
-        and not any(isinstance(e, cst.StarredElement) for e in value.elements)
 
 
 def jax_internal(model: SemanticModel) -> bool:
