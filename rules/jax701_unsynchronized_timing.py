@@ -289,6 +289,12 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bo
     for a in fn.assignments:
         if a.value is not None and any(n is region.end for n in walk(a.value)):
             labels.update(a.targets)
+    for _ in range(3):  # and the names computed from them: `end = time.time(); first_ms = end - start`
+        derived = {t for a in fn.assignments if a.value is not None and read_names(a.value) & labels
+                   for t in a.targets}
+        if derived <= labels:
+            break
+        labels |= derived
     if any(_SAYS_COMPILE.search(name) for name in labels):
         return True
     announced = {id(c) for c in region.calls if type(c) is cst.Call and _announces(c)}

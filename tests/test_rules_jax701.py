@@ -587,3 +587,23 @@ def test_entering_a_mesh_context_is_not_device_work():
                 t_in = time.perf_counter()
             return t_in - t_acquired
     """) == []
+
+
+def test_a_reading_named_through_a_derived_variable_says_compile_time():
+    # `end = time.time()` then `first_call_ms = (end - start) * 1000`: the name that reports the
+    # figure says what it is
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        selu = jax.jit(lambda x: jnp.where(x > 0, x, jnp.exp(x) - 1))
+        x = jnp.ones(1000)
+        start = time.time()
+        selu(x).block_until_ready()
+        end = time.time()
+        {name} = (end - start) * 1000
+        print({name})
+    """
+    assert lines(source.replace("{name}", "first_call_ms")) == []
+    assert lines(source.replace("{name}", "elapsed_ms")) == [9]
