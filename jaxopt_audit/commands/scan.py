@@ -215,11 +215,14 @@ flag), helpers already traced from a jitted caller, configuration sweeps that bu
 function on purpose, tutorials written step by step. JAX701 (unsynchronized timing) came
 closest: 18 of 25 on three rounds, then 16 of 36 on two rounds of repositories fetched after its
 misreadings were fixed (a timer around work that a called function, another module or another
-library already waits for; setup work too small to matter), and 7 of 21 on the next two (a
-serving engine timing asynchronous copies on purpose; 1 of 7 on a third). JAX102 (jit in a
+library already waits for; setup work too small to matter), 7 of 21 on the next two (a
+serving engine timing asynchronous copies on purpose; 1 of 7 on a third), and 13 of 16 on three
+more: 37 of 80 over every round held out after the first three, right where a file times work it
+wrote, wrong where an engine manages its own asynchrony. JAX102 (jit in a
 loop) was wrong on all 12 findings of two rounds (one wrapper built per benchmark case, batch
 size or file); after those patterns were fixed it was 1 of 7 and 5 of 21 on two fresh rounds,
-the rest setup loops over a few axes and one-off diagnostic sweeps. JAX501 (prng-key-reuse) was
+the rest setup loops over a few axes and one-off diagnostic sweeps. JAX101, JAX201 and JAX301
+were right in 5 of 73 findings on three later rounds (43 repositories). JAX501 (prng-key-reuse) was
 right about half the time (14 of 29: keys reused on purpose so two networks start equal, draws
 in distant notebook cells), then 17 of 60 in a later sample. A narrower JAX501 was tried for the default
 output: only two draws from one key inside a function, or a key drawn from anew every
