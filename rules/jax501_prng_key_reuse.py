@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
-from jaxopt_audit.static.model.keys import KeyAnalysis, Reuse
+from jaxopt_audit.static.model.keys import INIT_METHODS, KeyAnalysis, Reuse
 
 
 class PrngKeyReuse(Rule):
@@ -48,7 +48,9 @@ class PrngKeyReuse(Rule):
     `target_params=init(k, x)`: an online and a target network that must start equal), or
     candidates compared on common random numbers (`train(key, setting_a)` then
     `train(key, setting_b)`, or `for setting in settings: train(key, setting)` in a loop that
-    carries no state), and keys it cannot
+    carries no state), draws that only make example inputs for a model's `init`
+    (`x = normal(key, shape)`, then `model.init(key, x)`: initialisation reads their shapes), and
+    keys it cannot
     follow: attributes (`state.rng`) and keys passed to other libraries' functions
     (`env.reset(key, params)`). A replay is still reported when the second call feeds on the
     first one's result (`h = dropout(key, x)`, then `dropout(key, h)`), when the two calls are
@@ -180,7 +182,33 @@ class PrngKeyReuse(Rule):
                     and _module_level(module, reuse.node) and not any(
                         _draws_meet(module, reuse.node, earlier) for earlier in _earlier_draws(model, module, reuse)):
                 continue
+            if reuse.kind == "sequence" and reuse.previous is not None \
+                    and _example_inputs_for_init(model, reuse.previous, reuse.node):
+                continue
             yield Report(reuse.node, _message(reuse))
+
+
+def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
+    """Both draws only make example inputs for a model's `init` (`x = normal(key, shape)`, then
+    `model.init(key, x=x)`): initialisation reads their shapes, so equal numbers change nothing."""
+    fn = next((f for f in model.functions if any(s.node is node for s in f.calls)), None)
+    if fn is None:
+        return False
+    init_args: list[str] = [a.value.value for s in fn.calls
+                            if isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value in INIT_METHODS
+                            for a in s.node.args if isinstance(a.value, cst.Name)]
+    for draw in (previous, node):
+        bound = [a for a in fn.assignments if a.value is draw and len(a.targets) == 1]
+        if not bound:
+            return False
+        name = bound[0].targets[0]
+        nodes = list(walk(fn.body))
+        keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+        occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
+        reads = occurrences - len(fn.bindings(name))
+        if reads == 0 or init_args.count(name) != reads:
+            return False
+    return True
 
 
 def _draws_meet(module, node: cst.Call, previous: cst.Call) -> bool:

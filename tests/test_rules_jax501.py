@@ -444,3 +444,20 @@ out = w @ x
 """
     from jaxopt_audit.rules.jax501_prng_key_reuse import PrngKeyReuse
     assert [f.line for f in scan_text(source, [PrngKeyReuse])] == [11]
+
+
+def test_example_inputs_drawn_for_init_may_share_a_key():
+    # `nodes = normal(key, shape)` and `edges = normal(key, shape)` only give `init` shapes to
+    # trace with; the same draws used as data are correlated inputs and still reported
+    source = """
+        import jax
+        import flax.linen as nn
+
+        def create(key, model: nn.Module, nodes_shape, edges_shape, data):
+            nodes = jax.random.normal(key, nodes_shape)
+            edges = jax.random.normal(key, edges_shape)
+            params = model.init(key, nodes=nodes, edges=edges)
+            return {use}
+    """
+    assert lines(source.replace("{use}", "params")) == []
+    assert lines(source.replace("{use}", "params, model.apply(params, nodes=nodes, edges=edges)")) == [6]
