@@ -46,7 +46,10 @@ class HostSyncInStep(Rule):
     The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
     `track(range(n))`, `zip(range(n), loader)`) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the
-    finding), on reads after the loop, on plain Python numbers,
+    finding), on a result of a call made in the loop once an unconditional read of it or of
+    another result of the same call has waited earlier in the iteration (`loss, acc = step(...)`;
+    `float(loss)` is the finding, a later `float(acc)` or `f"{loss:.3f}"` finds the work done),
+    on reads after the loop, on plain Python numbers,
     on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
@@ -80,7 +83,7 @@ class HostSyncInStep(Rule):
                 for batch in batches:
                     params, loss = train_step(params, batch)
                     history.append(float(loss))  # <- JAX301
-                    print(f"loss={loss}")  # <- JAX301
+                    print(f"loss={loss}")  # the wait above already brought `loss` to the host
                 return params, history
         """),
         Invalid("""
@@ -161,15 +164,16 @@ class HostSyncInStep(Rule):
                     amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)
                 return not amortised[id(site.loop)]
 
+            found: list[tuple[cst.CSTNode, Site, str]] = []  # (what to point at, where, what is read)
             for site in fn.calls:
                 if not per_step(site):
                     continue
-                found = self._host_pull(model, site, timed_loops, statements)
-                if found is not None and _feeds_host_environment(fn, site):
+                what = self._host_pull(model, site, timed_loops, statements)
+                if what is not None and _feeds_host_environment(fn, site):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
-                if found is not None and not statements.on_error_path(site.node) \
+                if what is not None and not statements.on_error_path(site.node) \
                         and not _read_by_the_test_above(model, site):
-                    yield Report(site.node, self._message(model, site, found))
+                    found.append((site.node, site, what))
             for fstring in fn.fstrings:
                 if per_step(fstring) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
@@ -177,7 +181,7 @@ class HostSyncInStep(Rule):
                     if not _inside_printed_call(model, fstring, fn.calls) \
                             and not statements.on_error_path(fstring.node) \
                             and not _read_by_the_test_above(model, fstring):
-                        yield Report(fstring.node, self._message(model, fstring, "an f-string of an array"))
+                        found.append((fstring.node, fstring, "an f-string of an array"))
             for test_site in fn.tests:
                 node = test_site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
@@ -188,8 +192,9 @@ class HostSyncInStep(Rule):
                         continue  # `all(jnp.all(...))` is reported as the call it is
                     if model.is_array(operand, fn) and not model.is_container(operand, fn) \
                             and _computed_on_device(model, operand, fn):
-                        yield Report(operand, self._message(
-                            model, test_site, f"the condition `{describe(operand)}` (implicit bool())"))
+                        found.append((operand, test_site, f"the condition `{describe(operand)}` (implicit bool())"))
+            for node, site, what in _first_waits(model, found):
+                yield Report(node, self._message(model, site, what))
 
     def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
                    statements: Statements) -> str | None:
@@ -239,6 +244,52 @@ class HostSyncInStep(Rule):
 
 # Functions whose job is to show a value to a person: converting it is the point.
 _DISPLAY_NAME = re.compile(r"(^|_)(render|repr|str|string|plot|draw|show|display|visuali[sz]e)(_|$)")
+
+
+def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]]) -> list:
+    """The reads that stall: within one iteration, once an unconditional read has waited for a
+    call made in the loop (`loss, acc = step(...)`, then `float(loss)`), reading its results again
+    (`float(acc)`, `f"{loss:.3f}"`, `if loss < best:`) finds them on the host's side of the wait."""
+    kept = []
+    waited: dict[int, set[int]] = {}  # id(loop) -> ids of the in-loop bindings already waited for
+    for entry in sorted(found, key=lambda e: model.line_of(e[0])):
+        node, site, _ = entry
+        loop = site.loop
+        groups = _in_loop_bindings(model, node, site) if loop is not None else None
+        done = waited.setdefault(id(loop), set())
+        if groups and groups <= done:
+            continue
+        kept.append(entry)
+        if groups and _unconditional(site.function, node, loop):
+            done |= groups
+    return kept
+
+
+def _in_loop_bindings(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[int] | None:
+    """ids of the loop's assignments that bound the device values `node` reads (the one bound
+    last before each read); None when one of them comes from outside the loop."""
+    fn, loop = site.function, site.loop
+    if any(isinstance(n, cst.Call) and n is not node for n in walk(node)):
+        return None  # `float(evaluate(w))`: the read waits for a call of its own
+    out: set[int] = set()
+    for name in walk(node):
+        if not isinstance(name, cst.Name) or not model.is_array(name, fn):
+            continue
+        seq = model.name_seq.get(id(name))
+        earlier = [a for a in fn.bindings(name.value) if seq is not None and a.seq < seq]
+        if not earlier or earlier[-1].value is None or loop is None or not loop.encloses(earlier[-1].site.loop):
+            return None
+        out.add(id(earlier[-1]))
+    return out or None
+
+
+def _unconditional(fn, node: cst.CSTNode, loop) -> bool:
+    """`node` runs on every iteration of `loop`: no `if`, `try` or inner loop between them."""
+    around = enclosing_statements(fn, node) or []
+    if loop.node not in around:
+        return False
+    return not any(isinstance(s, (cst.If, cst.Try, cst.For, cst.While, cst.ExceptHandler))
+                   for s in around[around.index(loop.node) + 1:])
 
 
 def _read_by_the_test_above(model: SemanticModel, site: Site) -> bool:

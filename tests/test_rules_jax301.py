@@ -354,3 +354,33 @@ def test_a_python_int_unpacked_from_a_helpers_tuple_is_not_a_device_value():
     assert lines(source.replace("{second}", "saved.step")) == []
     # the helper hands back a device value in that place: the loop test waits for the device
     assert lines(source.replace("{second}", "jnp.asarray(saved.step)")) == [15]
+
+
+def test_results_of_a_call_already_waited_for_in_the_iteration_are_reported_once():
+    # `loss, acc = step(...)`: `float(loss)` waits for the step; `float(acc)` and the f-string
+    # then find the work done. A read before the wait, or one of a later call, still stalls
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(w, x):
+            return w - 0.1 * x, jnp.mean(x), jnp.max(x)
+
+        @jax.jit
+        def evaluate(w):
+            return jnp.sum(w)
+
+        def train(w, xs):
+            for x in xs:
+                w, loss, acc = step(w, x)
+                {first}
+                history = [float(acc)]
+                print(f"loss {loss:.3f}")
+                score = float(evaluate(w))
+            return w
+    """
+    assert lines(source.replace("{first}", "value = float(loss)")) == [15, 18]
+    # the first read only on some iterations: the next unconditional one (`float(acc)`) waits
+    assert lines(source.replace("{first}", "if x.ndim:\n                    value = float(loss)")) \
+        == [16, 17, 19]
