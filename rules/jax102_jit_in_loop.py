@@ -234,14 +234,7 @@ def _jit_target(model: SemanticModel, call: cst.Call) -> cst.BaseExpression | No
     """The function a jit call wraps: `jax.jit(f, ...)`, `partial(jax.jit, ...)(f)`."""
     if not call.args or call.args[0].keyword is not None:
         return None
-    q = model.resolve(call.func)
-    if q in apis.JIT_WRAPPERS:
-        return call.args[0].value
-    func = call.func
-    if isinstance(func, cst.Call) and model.resolve(func.func) == "functools.partial" and func.args \
-            and model.resolve(func.args[0].value) in apis.JIT_WRAPPERS:
-        return call.args[0].value
-    return None
+    return call.args[0].value if _wrapper(model, call) in apis.JIT_WRAPPERS else None
 
 
 def _wrapper(model: SemanticModel, call: cst.Call) -> str | None:

@@ -197,13 +197,13 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
     init_args: list[str] = [a.value.value for s in fn.calls
                             if isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value in INIT_METHODS
                             for a in s.node.args if isinstance(a.value, cst.Name)]
+    nodes = list(walk(fn.body))
+    keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
     for draw in (previous, node):
         bound = [a for a in fn.assignments if a.value is draw and len(a.targets) == 1]
         if not bound:
             return False
         name = bound[0].targets[0]
-        nodes = list(walk(fn.body))
-        keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
         occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
         reads = occurrences - len(fn.bindings(name))
         if reads == 0 or init_args.count(name) != reads:
