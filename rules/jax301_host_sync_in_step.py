@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -46,9 +47,8 @@ class HostSyncInStep(Rule):
     The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
     `track(range(n))`, `zip(range(n), loader)`) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the
-    finding), on a result of a call made in the loop once an unconditional read of it or of
-    another result of the same call has waited earlier in the iteration (`loss, acc = step(...)`;
-    `float(loss)` is the finding, a later `float(acc)` or `f"{loss:.3f}"` finds the work done),
+    finding), on an array an unconditional read earlier in the iteration already brought to the
+    host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),
     on reads after the loop, on plain Python numbers,
     on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
@@ -247,39 +247,54 @@ _DISPLAY_NAME = re.compile(r"(^|_)(render|repr|str|string|plot|draw|show|display
 
 
 def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]]) -> list:
-    """The reads that stall: within one iteration, once an unconditional read has waited for a
-    call made in the loop (`loss, acc = step(...)`, then `float(loss)`), reading its results again
-    (`float(acc)`, `f"{loss:.3f}"`, `if loss < best:`) finds them on the host's side of the wait."""
+    """The reads that copy: once an unconditional read in the iteration has brought an array to
+    the host (`float(loss)`), reading the same array again (`f"{loss:.3f}"`, `loss.item()`) uses
+    the host copy the array keeps; it is not another transfer."""
     kept = []
-    waited: dict[int, set[int]] = {}  # id(loop) -> ids of the in-loop bindings already waited for
+    copied: dict[int, set[tuple[int, str]]] = {}  # id(loop) -> (binding, name) already on the host
     for entry in sorted(found, key=lambda e: model.line_of(e[0])):
         node, site, _ = entry
         loop = site.loop
-        groups = _in_loop_bindings(model, node, site) if loop is not None else None
-        done = waited.setdefault(id(loop), set())
-        if groups and groups <= done:
+        values = _arrays_read(model, node, site)
+        done = copied.setdefault(id(loop), set())
+        if values and values <= done:
             continue
         kept.append(entry)
-        if groups and _unconditional(site.function, node, loop):
-            done |= groups
+        if values and _unconditional(site.function, node, loop):
+            done |= values
     return kept
 
 
-def _in_loop_bindings(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[int] | None:
-    """ids of the loop's assignments that bound the device values `node` reads (the one bound
-    last before each read); None when one of them comes from outside the loop."""
+def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tuple[int, str]] | None:
+    """The arrays a read brings to the host, each as (id of the loop's assignment that bound it,
+    its name), when every one is a plain name bound in the loop; None otherwise (`acceptance[1]`
+    or `evaluate(w)` is a new array, a name bound before the loop is not this iteration's)."""
     fn, loop = site.function, site.loop
-    if any(isinstance(n, cst.Call) and n is not node for n in walk(node)):
-        return None  # `float(evaluate(w))`: the read waits for a call of its own
-    out: set[int] = set()
-    for name in walk(node):
-        if not isinstance(name, cst.Name) or not model.is_array(name, fn):
+    if loop is None:
+        return None
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and model.resolve(func) is None:
+            exprs = [func.value]  # `x.item()`
+        else:
+            exprs = [a.value for a in node.args if a.keyword is None]
+    else:
+        exprs = [cast(cst.BaseExpression, node)]
+    # `print(f"{loss}")`: the fields of an f-string are what it reads
+    exprs = [p.expression for e in exprs for p in (
+        e.parts if isinstance(e, cst.FormattedString) else ()) if isinstance(p, cst.FormattedStringExpression)] \
+        + [e for e in exprs if not isinstance(e, cst.FormattedString)]
+    out: set[tuple[int, str]] = set()
+    for expr in exprs:
+        if not model.is_array(expr, fn):
             continue
-        seq = model.name_seq.get(id(name))
-        earlier = [a for a in fn.bindings(name.value) if seq is not None and a.seq < seq]
-        if not earlier or earlier[-1].value is None or loop is None or not loop.encloses(earlier[-1].site.loop):
+        if not isinstance(expr, cst.Name):
             return None
-        out.add(id(earlier[-1]))
+        seq = model.name_seq.get(id(expr))
+        earlier = [a for a in fn.bindings(expr.value) if seq is not None and a.seq < seq]
+        if not earlier or earlier[-1].value is None or not loop.encloses(earlier[-1].site.loop):
+            return None
+        out.add((id(earlier[-1]), expr.value))
     return out or None
 
 
