@@ -221,3 +221,20 @@ def test_a_numpy_fallback_for_a_missing_jax_does_not_rebind_jnp():
         def wrap(x):
             return np.mod(x, 2.0) + jnp.ones(())  # <- JAX404
     """) == [9]
+
+
+def test_a_name_imported_as_two_modules_resolves_to_neither():
+    # a notebook-style script binds `np` to jax.numpy, then to NumPy further down: which one a
+    # jitted function calls depends on when it runs, so the rule stays quiet
+    source = """
+        import jax
+        {first}
+
+        @jax.jit
+        def magnitude(x):
+            return np.abs(x) + 1.0
+
+        {second}
+    """
+    assert lines(source.replace("{first}", "import jax.numpy as np").replace("{second}", "import numpy as np")) == []
+    assert lines(source.replace("{first}", "import numpy as np").replace("{second}", "")) == [6]

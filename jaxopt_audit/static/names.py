@@ -68,6 +68,9 @@ class ImportTable:
     def __init__(self) -> None:
         self.bound: dict[str, str] = {}
         self.defined: set[str] = set()  # names defined in the module (defs, classes, assignments)
+        # names imported as two different things (`import jax.numpy as np`, later `import numpy as
+        # np`): which one a function sees depends on when it runs, so they resolve to nothing
+        self.ambiguous: set[str] = set()
 
     def add_import(self, node: cst.Import | cst.ImportFrom, package: str = "", alternative: bool = False) -> None:
         """Bind the names `node` imports. An `alternative` (an import under an `if` or an
@@ -76,6 +79,8 @@ class ImportTable:
         for local, full in _imported_names(node, package):
             if alternative and self.bound.get(local, "").split(".")[0] == "jax" and full.split(".")[0] != "jax":
                 continue
+            if self.bound.get(local, full) != full:
+                self.ambiguous.add(local)
             self.bound[local] = full
 
     def add_alias(self, name: str, value: cst.BaseExpression) -> None:
@@ -90,6 +95,8 @@ class ImportTable:
         """Fully qualified name of a dotted expression, or None when it is not an import."""
         if isinstance(expr, cst.Name):
             name = expr.value
+            if name in self.ambiguous:
+                return None
             if name in self.bound:
                 return canonical(self.bound[name])
             if name in _BUILTINS and name not in self.defined:
