@@ -1,6 +1,8 @@
 """The model's derived facts: each is named, documented, computed once per model and shared,
 and asking them never changes the model's own attributes (no cache glued on with setattr)."""
 
+import textwrap
+
 import libcst as cst
 
 from jaxopt_audit.static import SemanticModel
@@ -139,3 +141,25 @@ class Runner:
     callees = {cst.Module([]).code_for_node(s.node.func): model.callee(s.node, run) for s in run.calls}
     assert callees["loss"].jitted
     assert callees["self.step"].jitted and callees["self.step"].function.name == "step"
+
+
+def test_picking_an_element_of_a_python_list_of_arrays_is_not_array_work():
+    # `out = [a, b]; out[0]` indexes a Python list: nothing is dispatched, so a helper that only
+    # does that around a jitted call does no eager array work; `jnp.stack([a, b])[0]` does
+    source = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def render(x):
+            return jnp.sin(x), jnp.cos(x)
+
+        def collect(x):
+            a, b = render(x)
+            out = {out}
+            return out[0]
+    """)
+    for out, ops in (("[a, b]", 0), ("jnp.stack([a, b])", 2)):
+        model = SemanticModel(cst.parse_module(source.replace("{out}", out)))
+        collect = next(f for f in model.functions if f.name == "collect")
+        assert (collect.array_ops, collect.does_array_work) == (ops, ops > 0)

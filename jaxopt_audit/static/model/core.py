@@ -1284,7 +1284,9 @@ class SemanticModel:
                         scan = True
                 # `x[x < 0]`, `w - lr * g`: operators and indexing on arrays run eagerly too
                 ops += sum(1 for s in fn.operations if self._value_kind_cached(s.node, fn) == "array")
-                ops += sum(1 for s in fn.subscripts if self._value_kind_cached(s.node.value, fn) == "array")
+                # (`out[i]` of a Python list of arrays picks an element: no device work)
+                ops += sum(1 for s in fn.subscripts if self._value_kind_cached(s.node.value, fn) == "array"
+                           and not self.is_container(s.node.value, fn))
                 fn.array_ops = ops
                 if ops:
                     array_work = work = True
