@@ -217,8 +217,9 @@ closest: 18 of 25 on three rounds, then 16 of 36 on two rounds of repositories f
 misreadings were fixed (a timer around work that a called function, another module or another
 library already waits for; setup work too small to matter), 7 of 21 on the next two (a
 serving engine timing asynchronous copies on purpose; 1 of 7 on a third), and 13 of 16 on three
-more: 37 of 80 over every round held out after the first three, right where a file times work it
-wrote, wrong where an engine manages its own asynchrony. JAX102 (jit in a
+more, then 0 of 3 (3 debatable) on a fourth: 37 of 83 over every round held out after the first
+three, right where a file times work it wrote, wrong where an engine manages its own asynchrony
+or the timer sits in code that only runs under jit. JAX102 (jit in a
 loop) was wrong on all 12 findings of two rounds (one wrapper built per benchmark case, batch
 size or file); after those patterns were fixed it was 1 of 7 and 5 of 21 on two fresh rounds,
 the rest setup loops over a few axes and one-off diagnostic sweeps. JAX101, JAX201 and JAX301
