@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe, walk
 from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
+from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced, traced_functions
 from jaxopt_audit.static.model.tracers import container_annotation, tracers
 
@@ -34,7 +35,9 @@ class TracerControlFlow(Rule):
     It reports only values it can show are tracers: arguments bound by `functools.partial`
     before `jit`, given `in_axes=None` by `vmap`, left to their defaults, Python numbers under
     `equinox.filter_jit`, `jnp.size(x)` and `lax.psum(1, axis)` are static; `grad`-only and
-    `custom_jvp` bodies run on concrete values outside `jit`.
+    `custom_jvp` bodies run on concrete values outside `jit`. Checks under
+    `if jax.config.jax_disable_jit:` are quiet too: that branch runs only with jit disabled, when
+    the function runs eagerly on concrete arrays (a debugging assertion).
 
     ## References
     JAX docs, "Control flow and logical operators with JIT"; seed 002, pitfall 2.
@@ -127,6 +130,11 @@ class TracerControlFlow(Rule):
         return shows_tracing_error(cell) or teaches_pitfall(cell)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
+        for fn, report in self._reports(model):
+            if not _only_without_jit(fn, report.node):
+                yield report
+
+    def _reports(self, model: SemanticModel) -> Iterator[tuple[Function, Report]]:
         evidence = ArrayEvidence(model, really_traced(model))
         facts = tracers(model)
 
@@ -148,32 +156,46 @@ class TracerControlFlow(Rule):
                     if is_traced(test, fn) and not _is_boolean_op(test) and not _container_test(model, test, fn):
                         kind = {cst.If: "an `if`", cst.While: "a `while`",
                                 cst.IfExp: "a conditional expression"}[type(node)]
-                        yield Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
+                        yield fn, Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
                                            "fails with TracerBoolConversionError under jit")
                 elif isinstance(node, cst.BooleanOperation):
                     for operand in (node.left, node.right):
                         if is_traced(operand, fn) and not _is_boolean_op(operand):
                             op = "and" if isinstance(node.operator, cst.And) else "or"
-                            yield Report(operand, f"`{op}` converts `{describe(operand)}`, a traced value, to a "
+                            yield fn, Report(operand, f"`{op}` converts `{describe(operand)}`, a traced value, to a "
                                                   "Python bool, which fails under jit; use `jnp.logical_and`/"
                                                   "`jnp.logical_or`")
                 elif isinstance(node, cst.UnaryOperation):
                     if is_traced(node.expression, fn) and not model.is_container(node.expression, fn):
-                        yield Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
+                        yield fn, Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
                                            "fails under jit; use `jnp.logical_not`")
             for call_site in fn.calls:
                 call = call_site.node
                 q = model.resolve(call.func)
                 if q == "builtins.bool" and call.args and is_traced(call.args[0].value, fn):
-                    yield Report(call, f"`{describe(call)}` needs a concrete value, but its argument is traced "
+                    yield fn, Report(call, f"`{describe(call)}` needs a concrete value, but its argument is traced "
                                        "under jit")
                 elif q == "builtins.range":
                     for arg in call.args:
                         if is_traced(arg.value, fn):
-                            yield Report(arg.value, f"`range({describe(arg.value)})` needs a concrete integer, "
+                            yield fn, Report(arg.value, f"`range({describe(arg.value)})` needs a concrete integer, "
                                                     "but it is traced under jit; use `jax.lax.fori_loop` or "
                                                     "make it a static argument")
                             break
+
+
+def _only_without_jit(fn: Function, node: cst.CSTNode) -> bool:
+    """`node` is in the body of `if jax.config.jax_disable_jit:` (alone or in an `and`): it runs
+    only when jit is disabled, when the function runs eagerly on concrete arrays."""
+    for stmt in enclosing_statements(fn, node) or []:
+        if not isinstance(stmt, cst.If) or not any(n is node for n in walk(stmt.body)):
+            continue
+        test = stmt.test
+        operands = [test.left, test.right] if isinstance(test, cst.BooleanOperation) \
+            and isinstance(test.operator, cst.And) else [test]
+        if any(isinstance(o, cst.Attribute) and o.attr.value == "jax_disable_jit" for o in operands):
+            return True
+    return False
 
 
 def _container_test(model: SemanticModel, test: cst.BaseExpression, fn) -> bool:

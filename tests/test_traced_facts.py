@@ -608,3 +608,21 @@ def test_a_local_variable_named_like_its_function_is_what_jit_wraps():
     # a reading through the def itself: `square` is jitted, so `table` is traced from it
     assert found(source.replace("{name} = table(n)", "table(n)").replace("{name}", "square")) \
         == [(5, "JAX401"), (6, "JAX401")]
+
+
+def test_a_check_under_jax_disable_jit_runs_eagerly():
+    # `if jax.config.jax_disable_jit:` holds debugging assertions that run only with jit off,
+    # when the step runs eagerly on concrete arrays; the same assertion outside it fails under jit
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x):
+            y = jnp.tanh(x)
+            {guard}
+                assert not jnp.any(jnp.isnan(y))
+            return y
+    """
+    assert found(source.replace("{guard}", "if jax.config.jax_disable_jit:")) == []
+    assert found(source.replace("{guard}", "if not jax.config.jax_disable_jit:")) == [(8, "JAX402")]
