@@ -290,30 +290,33 @@ def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tup
             continue
         if not isinstance(expr, cst.Name):
             return None
-        seq = model.name_seq.get(id(expr))
-        earlier = [a for a in fn.bindings(expr.value) if seq is not None and a.seq < seq]
-        if not earlier or earlier[-1].value is None or not loop.encloses(earlier[-1].site.loop):
+        binding = model.reaching_binding(expr, fn)
+        if binding is None or binding.value is None or not loop.encloses(binding.site.loop):
             return None
-        out.add((id(earlier[-1]), expr.value))
+        out.add((id(binding), expr.value))
     return out or None
+
+
+def _inside_loop(fn, node: cst.CSTNode, loop) -> list[cst.CSTNode] | None:
+    """The block statements around `node` inside `loop`, outermost first; None when the loop
+    is not around it in `fn`'s own body."""
+    around = enclosing_statements(fn, node) or []
+    return around[around.index(loop.node) + 1:] if loop is not None and loop.node in around else None
 
 
 def _unconditional(fn, node: cst.CSTNode, loop) -> bool:
     """`node` runs on every iteration of `loop`: no `if`, `try` or inner loop between them."""
-    around = enclosing_statements(fn, node) or []
-    if loop.node not in around:
-        return False
-    return not any(isinstance(s, (cst.If, cst.Try, cst.For, cst.While, cst.ExceptHandler))
-                   for s in around[around.index(loop.node) + 1:])
+    inside = _inside_loop(fn, node, loop)
+    return inside is not None and not any(
+        isinstance(s, (cst.If, cst.Try, cst.For, cst.While, cst.ExceptHandler)) for s in inside)
 
 
 def _read_by_the_test_above(model: SemanticModel, site: Site) -> bool:
     """`if n_bad > 0: print(f"{n_bad} bad")`: the `if` in the loop already waited for `n_bad`
     (that test is the finding); reading it again in the branch costs no second stall."""
     node = site.node
-    statements = enclosing_statements(site.function, node) or []
-    if site.loop is not None and site.loop.node in statements:
-        statements = statements[statements.index(site.loop.node) + 1:]
+    inside = _inside_loop(site.function, node, site.loop)
+    statements = inside if inside is not None else enclosing_statements(site.function, node) or []
     read = read_names(node)
     for stmt in statements:
         if not isinstance(stmt, cst.If):

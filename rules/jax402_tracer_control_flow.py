@@ -157,30 +157,30 @@ class TracerControlFlow(Rule):
                         kind = {cst.If: "an `if`", cst.While: "a `while`",
                                 cst.IfExp: "a conditional expression"}[type(node)]
                         yield fn, Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
-                                           "fails with TracerBoolConversionError under jit")
+                                               "fails with TracerBoolConversionError under jit")
                 elif isinstance(node, cst.BooleanOperation):
                     for operand in (node.left, node.right):
                         if is_traced(operand, fn) and not _is_boolean_op(operand):
                             op = "and" if isinstance(node.operator, cst.And) else "or"
                             yield fn, Report(operand, f"`{op}` converts `{describe(operand)}`, a traced value, to a "
-                                                  "Python bool, which fails under jit; use `jnp.logical_and`/"
-                                                  "`jnp.logical_or`")
+                                                      "Python bool, which fails under jit; use `jnp.logical_and`/"
+                                                      "`jnp.logical_or`")
                 elif isinstance(node, cst.UnaryOperation):
                     if is_traced(node.expression, fn) and not model.is_container(node.expression, fn):
                         yield fn, Report(node, f"`{describe(node)}` converts a traced value to a Python bool, which "
-                                           "fails under jit; use `jnp.logical_not`")
+                                               "fails under jit; use `jnp.logical_not`")
             for call_site in fn.calls:
                 call = call_site.node
                 q = model.resolve(call.func)
                 if q == "builtins.bool" and call.args and is_traced(call.args[0].value, fn):
                     yield fn, Report(call, f"`{describe(call)}` needs a concrete value, but its argument is traced "
-                                       "under jit")
+                                           "under jit")
                 elif q == "builtins.range":
                     for arg in call.args:
                         if is_traced(arg.value, fn):
                             yield fn, Report(arg.value, f"`range({describe(arg.value)})` needs a concrete integer, "
-                                                    "but it is traced under jit; use `jax.lax.fori_loop` or "
-                                                    "make it a static argument")
+                                                        "but it is traced under jit; use `jax.lax.fori_loop` or "
+                                                        "make it a static argument")
                             break
 
 

@@ -1018,16 +1018,21 @@ class SemanticModel:
             return self.is_array(use, fn)
         return self._reaching_is_array(use.value, fn, use)
 
+    def reaching_binding(self, use: cst.Name, fn: Function) -> Assignment | None:
+        """The latest binding of `use`'s name in `fn` before the use, in walk order; None before
+        any (a parameter, a captured or loop-carried value)."""
+        seq = self.name_seq.get(id(use))
+        if seq is None:
+            return None
+        before = [a for a in fn.bindings(use.value) if a.seq < seq]
+        return before[-1] if before else None
+
     def _reaching_is_array(self, name: str, fn: Function, use: cst.Name) -> bool:
         """A name bound both to arrays and to host values (`loss = loss.item()`): the latest
         binding before the use decides; before any binding (loop-carried), arrays win."""
-        seq = self.name_seq.get(id(use))
-        if seq is None:
+        last = self.reaching_binding(use, fn)
+        if last is None:
             return True
-        before = [a for a in fn.bindings(name) if a.seq < seq]
-        if not before:
-            return True
-        last = before[-1]
         if last.value is None:
             return name in fn.array_params or (isinstance(last.site.node, cst.For)
                                                 and self.value_kind(last.site.node.iter, fn) == "array")
