@@ -7,7 +7,7 @@ from __future__ import annotations
 JIT_WRAPPERS = frozenset({
     "jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "jax.pjit",
     "equinox.filter_jit", "equinox.filter_pmap", "flax.nnx.jit", "flax.linen.jit",
-    "flax.nnx.pmap", "haiku.jit",
+    "flax.nnx.pmap", "haiku.jit", "objax.Jit", "objax.Parallel",
 })
 
 # Transforms whose function argument is traced (but not compiled by the transform itself).
