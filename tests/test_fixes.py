@@ -123,8 +123,9 @@ def test_json_marks_fix_applicability(tmp_path, capsys):
     # Branching on a device value makes it host-side work: JAX101 itself is silent, no fix either.
     ("def check(x, y):\n    if jnp.all(x > 0):\n        raise ValueError('negative')\n"
      "    return x * y + jnp.sum(y)\n", 0),
-    ("def step(state, batch, size):\n    return jnp.tanh(make_model(size)(batch)) * jnp.mean(state)\n", 1),
-    ("def step(w, *rest):\n    return jnp.tanh(w) * jnp.mean(w)\n", 1),
+    ("def step(state, batch, size):\n    return jnp.tanh(make_model(size)(batch)) * jnp.mean(state) + jnp.std(state)\n",
+     1),
+    ("def step(w, *rest):\n    return jnp.tanh(w) * jnp.mean(w) + jnp.std(w)\n", 1),
 ])
 def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body, reported):
     source = ("import jax\nimport jax.numpy as jnp\nfrom models import make_model\n\n" + body +

@@ -32,7 +32,7 @@ class FunctionSummary(NamedTuple):
     params: tuple[str, ...]
     jitted: bool  # its own name calls compiled code: decorated, or `name = jax.jit(f)` at module level
     static_params: frozenset[str]
-    array_ops: int  # eager array operations in its own body (the model's count)
+    eager_ops: int  # array operations one eager call dispatches (eager.eager_ops)
     host_work: bool  # its job is host work (eager.host_side): converts, prints, formats, syncs
     has_loop: bool
 
@@ -94,7 +94,7 @@ _WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in (*apis.JIT_WRAPPERS, *a
 def summarise_model(model: SemanticModel) -> ModuleSummary:
     """The module's top-level functions, class methods and `name = jax.jit(f, ...)` bindings, from
     the facts its model already has (one parse, one answer per fact), and what it imports."""
-    from .model.eager import host_side
+    from .model.eager import WORTH_JIT, eager_ops, host_side
 
     top = model.module_function
     functions: dict[str, FunctionSummary] = {}
@@ -106,9 +106,10 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
             continue  # no JAX work to tell: an unknown callee gets the same answers
         loops = bool(fn.loops)
         # host_side costs a walk: asked only where imported_candidate would look at it
-        host = not fn.direct_jit and fn.array_ops >= 2 and not loops and fn.cls is None and host_side(model, fn)
+        ops = eager_ops(model, fn)
+        host = not fn.direct_jit and ops >= WORTH_JIT and not loops and fn.cls is None and host_side(model, fn)
         functions[fn.qualname] = FunctionSummary(
-            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), fn.array_ops, host, loops)
+            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), ops, host, loops)
     for a in top.assignments:  # `fast = jax.jit(step, static_argnums=...)`
         if len(a.targets) == 1 and a.value is not None and a.attribute_target is None:
             wrapped = model._jit_of(a.value, top)
@@ -160,9 +161,12 @@ def summarise_file(path: str) -> ModuleSummary:
 
 def imported_candidate(fn: FunctionSummary) -> bool:
     """An imported function worth jitting, as far as its summary shows: plain (not a method: the
-    class may be a flax/equinox module traced through apply), two or more array operations to
-    fuse, no host work and no loop of its own (it may hold the training loop)."""
-    return not fn.jitted and "." not in fn.name and fn.array_ops >= 2 and not fn.host_work \
+    class may be a flax/equinox module traced through apply), enough array operations to be worth
+    compiling (`eager.WORTH_JIT`), no host work and no loop of its own (it may hold the training
+    loop)."""
+    from .model.eager import WORTH_JIT
+
+    return not fn.jitted and "." not in fn.name and fn.eager_ops >= WORTH_JIT and not fn.host_work \
         and not fn.has_loop
 
 

@@ -31,7 +31,7 @@ PIPELINE = Pipeline(
     stages=(
         Stage("stage0_original"),
         Stage("stage1_jit", addresses=("JAX101",)),
-        Stage("stage2_where", addresses=("JAX101",)),
+        Stage("stage2_where"),  # x[x < 0] cannot be jitted; no rule reports a two-op helper
         Stage("stage3_on_device", addresses=("JAX301",)),
         Stage("stage4_vmap", addresses=("JAX202",)),
     ),

@@ -1,4 +1,4 @@
-"""+ jnp.where: the sum of negatives without boolean-mask indexing, so it can be jitted (JAX101; JAX401 under jit).
+"""+ jnp.where: the sum of negatives without boolean-mask indexing, so it can be jitted (JAX401 under jit).
 
 `x[x < 0]` has a value-dependent shape, which jit rejects (NonConcreteBooleanIndexError); masking
 with `jnp.where(x < 0, x, 0)` keeps the shape static and gives the same sum.

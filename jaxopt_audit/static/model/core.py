@@ -966,7 +966,7 @@ class SemanticModel:
                 return "array"
             return None
         if callee.imported is not None:
-            return "array" if callee.imported.array_ops and not callee.imported.host_work else None
+            return "array" if callee.imported.eager_ops and not callee.imported.host_work else None
         receiver = self.receiver_kind(call, scope, depth) if q is None else None
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
@@ -1287,10 +1287,12 @@ class SemanticModel:
                     target = self.callee(site.node, fn).function
                     if target is not None and target.uses_scan:
                         scan = True
-                # `x[x < 0]`, `w - lr * g`: operators and indexing on arrays run eagerly too
-                ops += sum(1 for s in fn.operations if self._value_kind_cached(s.node, fn) == "array")
+                # `x[x < 0]`, `w - lr * g`, `jnp.tanh(x) * 2`: operators and indexing on arrays run
+                # eagerly too (operands can be array calls even where no name holds an array yet)
+                kind_of = self.value_kind if ops else self._value_kind_cached
+                ops += sum(1 for s in fn.operations if kind_of(s.node, fn) == "array")
                 # (`out[i]` of a Python list of arrays picks an element: no device work)
-                ops += sum(1 for s in fn.subscripts if self._value_kind_cached(s.node.value, fn) == "array"
+                ops += sum(1 for s in fn.subscripts if kind_of(s.node.value, fn) == "array"
                            and not self.is_container(s.node.value, fn))
                 fn.array_ops = ops
                 if ops:
@@ -1315,7 +1317,7 @@ class SemanticModel:
                 return "dispatch" if fn.direct_jit else "array"
             return "dispatch" if fn.does_jax_work else None
         if callee.imported is not None:
-            return "array" if callee.imported.array_ops else None
+            return "array" if callee.imported.eager_ops else None
         if callee.cls is not None:
             return None
         q = callee.qualname

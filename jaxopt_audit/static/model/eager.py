@@ -70,12 +70,53 @@ class _Memo:
     loop: dict[Loop, bool] = field(default_factory=dict)  # dispatch_loop
     drives: dict[Loop, bool] = field(default_factory=dict)  # drives_steps
     errors: dict[Function, set[int]] = field(default_factory=dict)  # _in_error_path
+    ops: dict[Function, int] = field(default_factory=dict)  # eager_ops
 
 
 @fact
 def _memo(model: SemanticModel) -> _Memo:
     """Per-function answers of this module's questions, filled as rules ask them."""
     return _Memo()
+
+
+# jit pays by replacing many dispatches with one. On CPU an eager op costs about 4.5 us to
+# dispatch and a small jitted call about 3.5 us (benchmarks/eager_dispatch.py), so a function of
+# a few ops saves about 15 us a call: nothing next to the step around it. Ten of the JAX101
+# findings judged wrong on real code (rounds h-o) ran fewer than five ops (a reshape and a
+# slice, a figure's two broadcasts, a one-line material index); the three judged right ran 8
+# to 33.
+WORTH_JIT = 5
+# Transforms that run the function and its derivative: an eager `jax.grad(loss)(p)` dispatches
+# the forward pass and the backward pass op by op.
+_DIFFERENTIATING = frozenset({"jax.grad", "jax.value_and_grad", "jax.jacfwd", "jax.jacrev", "jax.hessian",
+                              "jax.vjp", "jax.jvp", "jax.linearize"})
+
+
+def eager_ops(model: SemanticModel, fn: Function) -> int:
+    """Array operations one eager call of `fn` dispatches: its own (`Function.array_ops`), those
+    of the un-jitted functions it calls, and those of a function it calls through a transform
+    (`jax.grad(loss)(p)`; `WORTH_JIT` when the transformed function is not in this file). A
+    callee with loops of its own is a driver (an evaluation pass, a sampler): its work is per
+    iteration of its loop, not one body to fuse, so only the call itself counts."""
+    facts = _memo(model).ops
+    if fn in facts:
+        return facts[fn]
+    facts[fn] = fn.array_ops  # a recursive call counts its own body once
+    total = fn.array_ops
+    for site in fn.calls:
+        callee = model.callee(site.node, fn)
+        target = callee.function
+        if callee.jitted or target is fn:
+            continue
+        if target is not None and target.does_array_work and not target.direct_jit and not target.loops:
+            inner = eager_ops(model, target)
+            total += 2 * inner if callee.transform in _DIFFERENTIATING else inner
+        elif callee.transform is not None and target is None:
+            total += WORTH_JIT
+        elif callee.imported is not None and not callee.imported.has_loop:
+            total += callee.imported.eager_ops
+    facts[fn] = total
+    return total
 
 
 def host_work(model: SemanticModel, fn: Function) -> bool:
