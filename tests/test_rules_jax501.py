@@ -422,8 +422,29 @@ def test_still_reported_draws_that_differ_in_more_than_the_array():
             x = jax.random.choice(key, xs, (n,))
             y = jax.random.choice(key, xs, (2 * n,))
             used = jax.random.normal(key, (n,))
-            return x, y, used
-    """) == [5, 6]
+            kept = jax.random.normal(key, (2 * n,))
+            return x, y, used, kept
+    """) == [5, 7]
+
+
+def test_a_sampler_that_splits_first_shares_no_bits_with_another_sampler():
+    """randint (and choice without `p`, permutation) draw from `split(key)`, not from `key`:
+    after `uniform(key)` they share no bits with it, and a judge measured no correlation. The
+    same sampler twice, choice with `p` (which draws `uniform(key)` itself), and `split` after
+    a splitting sampler (it makes the very keys the sampler drew with) are still reported."""
+    assert lines("""
+        import jax
+
+        def problem(key, n, p):
+            coords = jax.random.uniform(key, (n, 2))
+            demands = jax.random.randint(key, (n,), 1, 10)
+            width = jax.random.randint(key, (), 4, 9)
+            order = jax.random.permutation(key, n)
+            weighted = jax.random.choice(key, n, (n,), p=p)
+            noise = jax.random.uniform(key, (n,))
+            key, sub = jax.random.split(key)
+            return coords, demands, width, order, weighted, noise, key, sub
+    """) == [6, 9, 10]
 
 
 def test_a_notebook_global_key_reused_for_unrelated_demonstrations_is_not_reported():
