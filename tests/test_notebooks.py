@@ -268,3 +268,19 @@ def test_a_myst_code_block_under_pitfall_prose_is_a_demonstration(tmp_path):
                     + "\n## Real work\n\nNothing to see.\n\n" + block)
     result = scan_paths([str(path)], config=None, select=["JAX402"])
     assert [f.line for f in result.findings] == [24]  # only the second block's `if x > 0`
+
+
+def test_a_key_reused_by_a_later_cell_for_its_own_demo_is_not_reported(tmp_path, capsys):
+    """Each cell redoes a demonstration with the notebook's key (same name rebound, or a call
+    whose result is not kept): nobody compares those numbers. Two draws of one cell, and draws
+    from different cells whose results are read together, are still reported."""
+    path = notebook(tmp_path, [
+        ("code", "import jax\nkey = jax.random.key(0)\ngrid = jax.random.uniform(key, (8, 8))\n"),
+        ("code", "grid = jax.random.uniform(key, (8, 8))\nprint(grid.mean())\n"),
+        ("code", "jax.random.normal(key, (3,))\n"),
+        ("code", "x = jax.random.normal(key, (4,))\ny = jax.random.normal(key, (4,))\nprint(x + y)\n"),
+        ("code", "w = jax.random.normal(key, (4, 4))\n"),
+        ("code", "out = w @ x\n"),
+    ])
+    _, data = scan_json([path], capsys, "--select", "JAX501")
+    assert [(f["cell"], f["line"]) for f in data["findings"]] == [(4, 2), (5, 1)]

@@ -101,9 +101,10 @@ def _nul_position(source: str | bytes) -> tuple[int, int] | None:
 
 def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
                 ignored_codes: Iterable[str] = (), project: ImportedView | None = None,
-                summaries: list[ModuleSummary] | None = None) -> FileResult:
+                summaries: list[ModuleSummary] | None = None, cells: list[int] | None = None) -> FileResult:
     """Scan one file's text with already-instantiated rules. `project`: the functions it imports
-    from other scanned modules; `summaries`: gets this module's summary (project.py)."""
+    from other scanned modules; `summaries`: gets this module's summary (project.py); `cells`:
+    a notebook's cell for each line."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -116,7 +117,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     rules = list(rules)
     analyse = any(rule.ANALYSIS for rule in rules)
     model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project,
-                          analyse=analyse)
+                          analyse=analyse, cells=cells)
     try:
         return _checked(model, path, lines, rules, ignored_codes, summaries)
     finally:

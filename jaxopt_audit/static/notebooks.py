@@ -158,7 +158,7 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
         program = program_for(path, data)
     except NotebookError as exc:
         return FileResult(path, [], ScanError(path, str(exc)), 0)
-    result = scan_source(program.text, path, rules, ignored_codes)
+    result = scan_source(program.text, path, rules, ignored_codes, cells=_cell_by_line(program))
     origin = program.origin
     error = result.error
     if error is not None and origin:
@@ -188,6 +188,18 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
     elif program.cells:  # MyST: findings keep their file lines; the cell is found by line
         findings = [f for f in findings if not _demonstrated(f, by_code.get(f.code), program.cells.values())]
     return result._replace(findings=findings, error=error)
+
+
+def _cell_by_line(program: Program) -> list[int]:
+    """The cell number of each program line (0 between MyST cells)."""
+    if program.origin:
+        return [cell for cell, _ in program.origin]
+    lines = [0] * (program.text.count("\n") + 1)
+    for cell in (program.cells or {}).values():
+        for line in range(cell.first_line, cell.first_line + cell.source.count("\n") + 1):
+            if 0 < line <= len(lines):
+                lines[line - 1] = cell.number
+    return lines
 
 
 def _demonstrated(finding: Finding, rule: Rule | None, cells: Iterable[Cell]) -> bool:

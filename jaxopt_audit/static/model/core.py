@@ -632,11 +632,13 @@ class SemanticModel:
     """Everything the rules need to know about one file."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", package: str = "",
-                 source: str | None = None, project: ImportedView | None = None, analyse: bool = True) -> None:
+                 source: str | None = None, project: ImportedView | None = None, analyse: bool = True,
+                 cells: list[int] | None = None) -> None:
         """`analyse=False` builds the index (functions, calls, bindings, imports) without the
         fixpoints (jit and traced marks, arrays, step loops): enough for rules that only resolve
-        names (Rule.ANALYSIS)."""
+        names (Rule.ANALYSIS). `cells`: for a notebook, the cell of each program line."""
         self.module = module
+        self.cells = cells
         self.project = project  # the functions it imports from other scanned modules
         self.source = source  # the decoded text, when the caller has it (cheap text prefilters)
         self.path = path
@@ -1568,6 +1570,13 @@ class SemanticModel:
     def line_of(self, node: cst.CSTNode) -> int:
         span = self.positions.get(node)
         return span.line if span is not None else 0
+
+    def cell_of(self, node: cst.CSTNode) -> int | None:
+        """The notebook cell holding the node; None outside notebooks."""
+        line = self.line_of(node)
+        if self.cells is None or not 0 < line <= len(self.cells):
+            return None
+        return self.cells[line - 1] or None
 
     def dispatched_per_step(self, site: Site) -> bool:
         """Python dispatches the site once per step: host code in a leaf step loop (unguarded),
