@@ -484,9 +484,9 @@ def train(params, rng, steps):
         params = update(params, problem)
     return params
 
-def fit(params, problem, steps):
-    for _ in range(steps):
-        params = update(params, problem)
+def fit(params, problems, steps):
+    for i in range(steps):
+        params = update(params, problems[i])
     return params
 """, [LoopToScan])]
     assert found == [30]
@@ -668,3 +668,33 @@ def test_an_objax_jit_rebinding_is_jitted(all_rules):
             loss = train_op(jn.ones(3), jn.zeros(3))
     """
     assert found(source, all_rules, "JAX101") == []
+
+
+def test_a_loop_driving_a_jitted_step_over_batches_is_not_a_scan_candidate(all_rules):
+    """The idiomatic training loop (a jitted step per batch or per counted step) saves only a
+    dispatch per step when scanned; the same jitted update per row of the data is a per-element
+    recurrence whose steps are tiny, and stays a scan candidate."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x):
+            return w - 0.01 * jnp.mean(x @ w) * w
+
+        def train(w, batches, steps):
+            for step in range(steps):
+                w = train_step(w, next(batches))
+            return w
+
+        def train_fixed(w, x, steps):
+            for step in range(steps):
+                w = train_step(w, x)
+            return w
+
+        def online(w, xs, steps):
+            for t in range(steps):
+                w = train_step(w, xs[t])
+            return w
+    """
+    assert found(source, all_rules, "JAX201") == [19]
