@@ -22,7 +22,13 @@ from jaxopt_audit.static import (
 )
 from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_device_rows
-from jaxopt_audit.static.model.host_loops import Statements, measured_call, over_structure, runs_compiled_loops
+from jaxopt_audit.static.model.host_loops import (
+    Statements,
+    exits_on_device,
+    measured_call,
+    over_structure,
+    runs_compiled_loops,
+)
 
 
 class HostSyncInStep(Rule):
@@ -161,14 +167,20 @@ class HostSyncInStep(Rule):
                         dispatch_loop(model, loop) and walks_device_rows(model, loop))):
                     return False  # not shown to be a hot loop over steps (a viewer, a sweep, a demo)
                 if id(site.loop) not in amortised:
-                    amortised[id(site.loop)] = runs_compiled_loops(model, site.loop)
+                    # compiled inner loops amortise the read; a loop that leaves on a device value
+                    # (a decode loop's end-of-sequence test) waits every step by design
+                    amortised[id(site.loop)] = runs_compiled_loops(model, site.loop) \
+                        or exits_on_device(model, loop)
                 return not amortised[id(site.loop)]
 
             found: list[tuple[cst.CSTNode, Site, str]] = []  # (what to point at, where, what is read)
+            waits: list[tuple[cst.CSTNode, Site, str]] = []  # deliberate waits: they sync, unreported
             for site in fn.calls:
                 if not per_step(site):
                     continue
                 what = self._host_pull(model, site, timed_loops, statements)
+                if what is None and _waits(model, site.node):
+                    waits.append((site.node, site, ""))
                 if what is not None and _feeds_host_environment(fn, site):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
                 if what is not None and not statements.on_error_path(site.node) \
@@ -193,7 +205,7 @@ class HostSyncInStep(Rule):
                     if model.is_array(operand, fn) and not model.is_container(operand, fn) \
                             and _computed_on_device(model, operand, fn):
                         found.append((operand, test_site, f"the condition `{describe(operand)}` (implicit bool())"))
-            for node, site, what in _first_waits(model, found):
+            for node, site, what in _first_waits(model, found, waits):
                 yield Report(node, self._message(model, site, what))
 
     def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
@@ -246,23 +258,40 @@ class HostSyncInStep(Rule):
 _DISPLAY_NAME = re.compile(r"(^|_)(render|repr|str|string|plot|draw|show|display|visuali[sz]e)(_|$)")
 
 
-def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]]) -> list:
-    """The reads that copy: once an unconditional read in the iteration has brought an array to
+def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]],
+                 waits: list[tuple[cst.CSTNode, Site, str]]) -> list:
+    """The reads that stall: once an unconditional read in the iteration has brought an array to
     the host (`float(loss)`), reading the same array again (`f"{loss:.3f}"`, `loss.item()`) uses
-    the host copy the array keeps; it is not another transfer."""
+    the host copy the array keeps; it is not another transfer. A loop that already waits for the
+    step every iteration on purpose (`stats["loss"].block_until_ready()` before reading a timer)
+    has stalled for it: reads after that wait add no stall of their own."""
     kept = []
-    copied: dict[int, set[tuple[int, str]]] = {}  # id(loop) -> (binding, name) already on the host
-    for entry in sorted(found, key=lambda e: model.line_of(e[0])):
+    copied: dict[int, set[tuple[int, str]]] = {}  # id(loop) -> (binding, name) already waited for
+    waited: set[int] = set()  # loops whose iteration has already waited on purpose
+    silent = {id(w[0]) for w in waits}
+    for entry in sorted([*found, *waits], key=lambda e: model.line_of(e[0])):
         node, site, _ = entry
         loop = site.loop
+        if id(node) in silent:
+            if _unconditional(site.function, node, loop):
+                waited.add(id(loop))
+            continue
         values = _arrays_read(model, node, site)
         done = copied.setdefault(id(loop), set())
-        if values and values <= done:
+        if id(loop) in waited or (values and values <= done):
             continue
         kept.append(entry)
         if values and _unconditional(site.function, node, loop):
             done |= values
     return kept
+
+
+def _waits(model: SemanticModel, call: cst.Call) -> bool:
+    """`x.block_until_ready()` or `jax.block_until_ready(x)`."""
+    q = model.resolve(call.func)
+    if q is not None:
+        return q == "jax.block_until_ready"
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "block_until_ready"
 
 
 def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tuple[int, str]] | None:

@@ -384,3 +384,66 @@ def test_an_array_already_brought_to_the_host_in_the_iteration_is_reported_once(
     # the first copy made only on some iterations: the f-string may be the one that copies
     assert lines(source.replace("{first}", "if x.ndim:\n                    value = float(loss)")) \
         == [16, 17, 18, 19]
+
+
+def test_a_loop_that_leaves_on_a_device_value_waits_every_step_by_design():
+    """A decode loop stops at the end-of-sequence token and a batched sampler when every row is
+    done: each iteration must learn a device value to know whether to go on, so its reads (the
+    test itself, printing the token) add no stall; the fix would be `lax.while_loop` around the
+    whole loop. A training loop that only logs its loss every step is still reported."""
+    source = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def next_logits(params, tokens):
+    return tokens[:, -1:] @ params
+
+@jax.jit
+def advance(state):
+    return state * 0.5, state < 0.1
+
+def decode(params, tokens, eos, max_len):
+    for i in range(max_len):
+        token = jnp.argmax(next_logits(params, tokens)[:, -1], axis=-1)
+        print(token)
+        if token[0] == eos:
+            break
+        tokens = jnp.concatenate([tokens, token[:, None]], axis=1)
+    return tokens
+
+def sample(state, steps):
+    for i in range(steps):
+        state, done = advance(state)
+        if jnp.all(done):
+            break
+    return state
+
+def train(state, steps):
+    for i in range(steps):
+        state, done = advance(state)
+        print(float(state.sum()))
+    return state
+"""
+    assert lines(source) == [31]
+
+
+def test_reads_after_a_deliberate_wait_in_the_iteration_add_no_stall():
+    """The loop times each step, so it waits for the step's loss every iteration on purpose;
+    printing that step's outputs afterwards stalls for nothing more. Without the timed wait the
+    print is the loop's stall and is reported."""
+    source = TRAIN_STEP + """
+import time
+
+def train(w, x, steps):
+    for step in range(steps):
+        start = time.perf_counter()
+        w, loss = train_step(w, x)
+        out = {"loss": loss, "w": w}
+        out["loss"].block_until_ready()
+        elapsed = time.perf_counter() - start
+        print(f"{step}: loss {out['loss']:.3f} norm {jnp.linalg.norm(w):.3f} in {elapsed:.2f}s")
+    return w
+"""
+    assert lines(source) == []
+    assert lines(source.replace('        out["loss"].block_until_ready()\n', "")) == [19]

@@ -471,7 +471,7 @@ class _Builder:
         fn.tests.append(Site(node, fn, loop, guarded, True))
         self.visit(node.test, fn, loop, guarded, in_test=True)
         periodic = guarded or (loop is not None and (_is_periodic_guard(node.test, loop)
-                                                     or _is_divergence_guard(node.test)))
+                                                     or is_divergence_guard(node.test)))
         self.conditional_depth += 1
         self.walk_body(fn, node.body, loop, periodic)
         if node.orelse is not None:
@@ -574,7 +574,7 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
 _DIVERGENCE_TESTS = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf"})
 
 
-def _is_divergence_guard(test: cst.BaseExpression) -> bool:
+def is_divergence_guard(test: cst.BaseExpression) -> bool:
     """`if np.isnan(loss) and restarts < limit:`, `if not math.isfinite(loss):`."""
     for node in walk(test):
         if isinstance(node, cst.Call):
