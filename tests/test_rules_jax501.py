@@ -270,7 +270,7 @@ def test_flax_module_init_and_apply_consume_their_keys():
             rng, dropout_rng = jax.random.split(rng)
             z = model.apply(params, x, train=True, rngs={"dropout": dropout_rng})
             return y, z
-    """) == [14, 15]
+    """) == [15]  # flax's init folds module paths into its key: reusing it after init is harmless
 
 
 def test_quiet_on_determinism_checks_in_one_assertion():
@@ -482,3 +482,24 @@ def test_example_inputs_drawn_for_init_may_share_a_key():
     """
     assert lines(source.replace("{use}", "params")) == []
     assert lines(source.replace("{use}", "params, model.apply(params, nodes=nodes, edges=edges)")) == [6]
+
+
+def test_flax_init_folds_paths_into_its_key_and_example_inputs_feed_init():
+    """An actor and a critic initialised from one key get independent parameters in flax (each
+    submodule's path is folded into the key), and a draw made as init's example input never
+    meets the parameters. Two draws from the key around them still meet each other."""
+    source = """
+        import jax
+        import flax.linen as nn
+
+        def build(actor, critic, obs_shape):
+            key = jax.random.key(0)
+            obs = jax.random.normal(key, obs_shape)
+            actor_params = actor.init(key, obs)
+            critic_params = critic.init(key, obs, obs[..., :2])
+            return actor_params, critic_params, actor.apply(actor_params, obs)
+    """
+    assert lines(source) == []
+    extra = "            obs = obs + jax.random.uniform(key, obs_shape)\n"
+    noisy = source.replace("            return actor_params,", extra + "            return actor_params,")
+    assert lines(noisy) == [9]
