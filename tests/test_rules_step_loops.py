@@ -698,3 +698,43 @@ def test_a_loop_driving_a_jitted_step_over_batches_is_not_a_scan_candidate(all_r
             return w
     """
     assert found(source, all_rules, "JAX201") == [19]
+
+
+def test_batch_preparation_around_a_compiled_step_and_a_decode_loop_with_a_stop_test(all_rules):
+    """Slicing the next batch out of the data and converting it (eager helpers) around a jitted
+    step is still one training step per batch; a decode loop that stops at the end-of-sequence
+    token has no fixed length to scan. An environment rollout splitting its key eagerly around a
+    jitted step every iteration is a scan candidate."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x):
+            return w - 0.01 * jnp.mean(x @ w) * w
+
+        @jax.jit
+        def env_step(key, state):
+            return state * 0.9 + jax.random.normal(key, state.shape)
+
+        def train(w, data, batch_size, steps):
+            for j in range(steps):
+                batch = jnp.asarray(data[j * batch_size:(j + 1) * batch_size]) / 255.0
+                w = train_step(w, batch)
+            return w
+
+        def decode(w, tokens, eos, max_len):
+            for i in range(max_len):
+                token = jnp.argmax(tokens[:, -1:] @ w, axis=-1)
+                if token[0] == eos:
+                    break
+                tokens = jnp.concatenate([tokens, token[:, None]], axis=1)
+            return tokens
+
+        def rollout(key, state, steps):
+            for t in range(steps):
+                key, sub = jax.random.split(key)
+                state = env_step(sub, state)
+            return state
+    """
+    assert found(source, all_rules, "JAX201") == [27]
