@@ -607,3 +607,33 @@ def test_a_reading_named_through_a_derived_variable_says_compile_time():
     """
     assert lines(source.replace("{name}", "first_call_ms")) == []
     assert lines(source.replace("{name}", "elapsed_ms")) == [9]
+
+
+def test_an_epoch_fed_from_a_host_loader_is_timed_to_within_its_last_steps():
+    """Each step takes its batch from the loader, so the host cannot run ahead of the device by
+    more than a few steps: the epoch time is right to within those. One large dispatch timed
+    without a wait is still reported, and so is a loop that hands its steps nothing new."""
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def update(w, x):
+            return w - 0.1 * jnp.mean(x @ w) * w
+
+        def epoch(w, loader):
+            start = time.time()
+            for x in loader:
+                w = update(w, jnp.asarray(x))
+            print("epoch", time.time() - start)
+            return w
+
+        def fixed(w, x, steps):
+            start = time.time()
+            for _ in range(steps):
+                w = update(w, x)
+            print("steps", time.time() - start)
+            return w
+    """
+    assert lines(source) == [20]
