@@ -380,8 +380,8 @@ def _streamed(model: SemanticModel, fn: Function, pending: cst.Call, region) -> 
 
 def _data_stream(model: SemanticModel, loop, pending: cst.Call) -> bool:
     """The loop hands the work a new item of a host stream each iteration: `next(it)`, or the
-    items of a `for` over something that is neither an array, a container nor a call's result
-    (`for x, y in loader:`), passed to the pending call."""
+    items of a `for` over a loader (`for x, y in loader:`, `for x, y in get_batches():`: not an
+    array, a container or a range), passed to the pending call."""
     fn = loop.function
     if any(loop.encloses(s.loop) and model.resolve(s.node.func) == "builtins.next" for s in fn.calls):
         return True
@@ -398,6 +398,11 @@ def _data_stream(model: SemanticModel, loop, pending: cst.Call) -> bool:
             continue
         break
     if isinstance(it, cst.Call):
-        return False  # `range(n)`, `make_batches(...)`: counted steps, or data the file builds
+        # `get_train_batches()`, `ds.as_numpy_iterator()`: a host loader; not `range(n)`, and
+        # not arrays the device makes (`jnp.split(x, k)`, a helper doing JAX work)
+        q = model.resolve(it.func)
+        target = model.callee(it, fn).function
+        return not (q is not None and q.startswith("builtins.")) and not model.is_array(it, fn) \
+            and not (target is not None and target.does_jax_work)
     return isinstance(it, (cst.Name, cst.Attribute)) and not model.is_array(it, fn) \
         and not model.is_container(it, fn)
