@@ -288,3 +288,22 @@ def test_runtime_commands_name_the_extra_when_jax_is_missing(monkeypatch, capsys
     for args in (["bench", "batched_learner"], ["run", "script.py"], ["report", "results.json"]):
         code, _, err = run_cli(args, capsys)
         assert code == 2 and "pip install 'jaxopt-audit[runtime]'" in err and "Traceback" not in err
+
+
+def test_a_script_exported_from_colab_is_scanned_around_its_shell_lines(tmp_path, capsys):
+    """`!pip install ...` and `%matplotlib inline` survive a Colab "download as .py": the file
+    is not Python, but everything else in it is. Those lines are read as blank (line numbers
+    kept), the rest is scanned, and the error entry says what was skipped. A file that still
+    does not parse is a syntax error as before."""
+    exported = "!pip install -q optax\n%matplotlib inline\n" + SYNC_IN_LOOP
+    write(tmp_path, "colab.py", exported)
+    write(tmp_path, "broken.py", "!pip install optax\ndef f(:\n    pass\n")
+    code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path), "--format", "json", "--no-config", "--no-cache"],
+                           capsys)
+    data = json.loads(out)
+    messages = {os.path.basename(e["path"]): e["message"] for e in data["errors"]}
+    assert messages["colab.py"] == "2 IPython lines (`!shell`, `%magic`) are not Python: read as blank, " \
+                                   "the rest was scanned"
+    assert messages["broken.py"].startswith("syntax error at 1:")
+    found = [(f["code"], f["line"]) for f in data["findings"] if f["path"].endswith("colab.py")]
+    assert ("JAX301", 11) in found and code == 1

@@ -171,7 +171,35 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
     if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
         from .notebooks import scan_notebook
         return scan_notebook(data, path, rules, ignored_codes)
-    return scan_source(data, path, rules, ignored_codes, project, summaries)
+    rules = list(rules)
+    result = scan_source(data, path, rules, ignored_codes, project, summaries)
+    if result.error is not None and result.error.message.startswith("syntax error"):
+        return _exported_notebook(data, path, rules, ignored_codes, project, summaries) or result
+    return result
+
+
+def _exported_notebook(data: bytes, path: str, rules: list[Rule], ignored_codes: Iterable[str],
+                       project: ImportedView | None, summaries: list[ModuleSummary] | None) -> FileResult | None:
+    """A script exported from Colab or Jupyter keeps its `!pip install ...` and `%magic` lines,
+    which are not Python. Read those lines as blank (as in a notebook), scan the rest, and say
+    so; None when the file has no such lines or still does not parse."""
+    from .notebooks import neutralise
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    program = neutralise(text)
+    changed = sum(1 for a, b in zip(text.split("\n"), program.split("\n"), strict=True) if a != b)
+    if not changed:
+        return None
+    result = scan_source(program, path, rules, ignored_codes, project, summaries)
+    if result.error is not None:
+        return None
+    lines = "1 IPython line (`!shell`, `%magic`) is" if changed == 1 else \
+        f"{changed} IPython lines (`!shell`, `%magic`) are"
+    note = f"{lines} not Python: read as blank, the rest was scanned"
+    return result._replace(error=ScanError(path, note))
 
 
 def scan_file_isolated(path: str, rules: list[Rule], ignored_codes: Iterable[str] = (),
