@@ -738,3 +738,25 @@ def test_batch_preparation_around_a_compiled_step_and_a_decode_loop_with_a_stop_
             return state
     """
     assert found(source, all_rules, "JAX201") == [27]
+
+
+def test_an_eager_gradient_through_a_model_object_is_a_whole_step_of_work(all_rules):
+    """The loss only calls a model object (nothing the file counts as ops), but differentiating
+    it eagerly runs the model's forward and backward passes op by op every step."""
+    source = """
+        import jax
+        import optax
+
+        def train_step(params, opt_state, model, optimizer, batch):
+            def loss_fn(p):
+                return model.apply(p, batch)
+            loss, grads = jax.value_and_grad(loss_fn)(params)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+        def train(params, opt_state, model, optimizer, batches):
+            for step in range(10_000):
+                params, opt_state, loss = train_step(params, opt_state, model, optimizer, batches[step])
+            return params
+    """
+    assert found(source, all_rules, "JAX101") == [4]

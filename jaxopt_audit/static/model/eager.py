@@ -95,7 +95,8 @@ _DIFFERENTIATING = frozenset({"jax.grad", "jax.value_and_grad", "jax.jacfwd", "j
 def eager_ops(model: SemanticModel, fn: Function) -> int:
     """Array operations one eager call of `fn` dispatches: its own (`Function.array_ops`), those
     of the un-jitted functions it calls, and those of a function it calls through a transform
-    (`jax.grad(loss)(p)`; `WORTH_JIT` when the transformed function is not in this file). A
+    (`jax.grad(loss)(p)` counts at least `WORTH_JIT`, and `WORTH_JIT` when the transformed
+    function is not in this file). A
     callee with loops of its own is a driver (an evaluation pass, a sampler): its work is per
     iteration of its loop, not one body to fuse, so only the call itself counts."""
     facts = _memo(model).ops
@@ -108,9 +109,13 @@ def eager_ops(model: SemanticModel, fn: Function) -> int:
         target = callee.function
         if callee.jitted or target is fn:
             continue
-        if target is not None and target.does_array_work and not target.direct_jit and not target.loops:
-            inner = eager_ops(model, target)
-            total += 2 * inner if callee.transform in _DIFFERENTIATING else inner
+        if callee.transform in _DIFFERENTIATING:
+            # an eager derivative traces the function and runs its forward and backward passes
+            # op by op: a whole training step's worth of dispatches, whatever the loss calls
+            inner = eager_ops(model, target) if target is not None and not target.loops else 0
+            total += max(WORTH_JIT, 2 * inner)
+        elif target is not None and target.does_array_work and not target.direct_jit and not target.loops:
+            total += eager_ops(model, target)
         elif callee.transform is not None and target is None:
             total += WORTH_JIT
         elif callee.imported is not None and not callee.imported.has_loop:
