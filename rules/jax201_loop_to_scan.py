@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -200,38 +201,36 @@ def _compiled_driver(model: SemanticModel, loop: Loop) -> bool:
     return compiled and (not eager or _slices_batches(loop))
 
 
-def _slices_batches(loop: Loop) -> bool:
-    """The body slices a range out of an array with the loop's counter (`x[i:i + bs]`)."""
+def _by_counter(loop: Loop) -> Iterator[tuple[cst.Subscript, cst.BaseSlice]]:
+    """Subscripts in the loop whose index or slice bounds read the loop's counter (`for t in`)."""
     target = loop.node.target if isinstance(loop.node, cst.For) else None
     if not isinstance(target, cst.Name):
-        return False
+        return
     for site in loop.function.subscripts:
         if not loop.encloses(site.loop):
             continue
         for element in site.node.slice:
             part = element.slice
-            if isinstance(part, cst.Slice) and any(
-                    isinstance(n, cst.Name) and n.value == target.value
-                    for bound in (part.lower, part.upper) if bound is not None for n in walk(bound)):
-                return True
-    return False
+            if isinstance(part, cst.Index):
+                read = [part.value]
+            else:
+                read = [b for b in (cast(cst.Slice, part).lower, cast(cst.Slice, part).upper) if b is not None]
+            if any(isinstance(n, cst.Name) and n.value == target.value for e in read for n in walk(e)):
+                yield site.node, part
+
+
+def _slices_batches(loop: Loop) -> bool:
+    """The body slices a range out of an array with the loop's counter (`x[i:i + bs]`)."""
+    return any(isinstance(part, cst.Slice) for _, part in _by_counter(loop))
 
 
 def _indexes_rows(model: SemanticModel, loop: Loop) -> bool:
     """`for t in range(n): update(w, xs[t])`: the body picks row `t` of an array, or element
     `t` of a sequence the function was handed."""
-    target = loop.node.target if isinstance(loop.node, cst.For) else None
-    if not isinstance(target, cst.Name):
-        return False
     fn = loop.function
-    for site in fn.subscripts:
-        node = site.node
-        if not loop.encloses(site.loop) or len(node.slice) != 1:
-            continue
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index) and isinstance(index.value, cst.Name) \
-                and index.value.value == target.value and (model.is_array(node.value, fn)
-                                                           or is_numpy_value(model, node.value, fn) or (
-                    isinstance(node.value, cst.Name) and node.value.value in fn.params)):
+    for node, part in _by_counter(loop):
+        if len(node.slice) == 1 and isinstance(part, cst.Index) and isinstance(part.value, cst.Name) and (
+                model.is_array(node.value, fn) or is_numpy_value(model, node.value, fn)
+                or (isinstance(node.value, cst.Name) and node.value.value in fn.params)):
             return True
     return False

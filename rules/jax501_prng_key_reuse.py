@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
-from jaxopt_audit.static.model.keys import INIT_METHODS, KeyAnalysis, Reuse
+from jaxopt_audit.static.model.keys import INIT_METHODS, KEY_DERIVING, KeyAnalysis, Reuse
 
 
 class PrngKeyReuse(Rule):
@@ -55,7 +55,10 @@ class PrngKeyReuse(Rule):
     independent), two
     different samplers one of which splits the key before drawing (`uniform(key, ...)` and
     `randint(key, ...)`: randint, permutation and choice without `p` draw from `split(key)`, so
-    the two share no bits), a notebook cell redoing an earlier cell's demonstration with the
+    the two share no bits), a split after a draw (`x = normal(key, s)`, then `key, sub =
+    split(key)`, or `key = split(key)[0]` at the top of each iteration: the split derives new
+    keys; a loop splitting the same, never rebound key every iteration is still reported), a
+    notebook cell redoing an earlier cell's demonstration with the
     global key (its result not kept, or kept under the same name), and keys it cannot follow:
     attributes (`state.rng`) and keys passed to other libraries' functions
     (`env.reset(key, params)`). A replay is still reported when the second call feeds on the
@@ -215,12 +218,9 @@ def _one_splits_first(model: SemanticModel, previous: cst.Call, node: cst.Call) 
     if first is None or second is None or first == second:
         return False
     if not (first.startswith("jax.random.") and second.startswith("jax.random.")) \
-            or {first, second} & _KEY_DERIVERS:
-        return False  # `split(key)` after `randint(key)` makes the very keys randint drew with
+            or {first, second} & KEY_DERIVING:
+        return False  # key derivations are the key analysis's business (split_after_draw)
     return _splits(first, previous) or _splits(second, node)
-
-
-_KEY_DERIVERS = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
 
 
 def _splits(sampler: str, call: cst.Call) -> bool:

@@ -42,7 +42,7 @@ def test_seed_002_fix_is_quiet():
     # split counts as a use
     ("a = random.split(key)\n    b = random.split(key)", [4]),
     # a draw, then splitting the same key
-    ("x = random.normal(key)\n    key, sub = random.split(key)", [4]),
+    ("x = random.normal(key)\n    key, sub = random.split(key)", []),  # the split derives new keys
     # an alias is the same key
     ("k = key\n    x = random.normal(k)\n    y = random.uniform(key)", [5]),
     # the same element of a split, twice
@@ -430,8 +430,8 @@ def test_still_reported_draws_that_differ_in_more_than_the_array():
 def test_a_sampler_that_splits_first_shares_no_bits_with_another_sampler():
     """randint (and choice without `p`, permutation) draw from `split(key)`, not from `key`:
     after `uniform(key)` they share no bits with it, and a judge measured no correlation. The
-    same sampler twice, choice with `p` (which draws `uniform(key)` itself), and `split` after
-    a splitting sampler (it makes the very keys the sampler drew with) are still reported."""
+    same sampler twice and choice with `p` (which draws `uniform(key)` itself) are still
+    reported; the closing `split` derives new keys (see the draw-then-split case above)."""
     assert lines("""
         import jax
 
@@ -444,7 +444,7 @@ def test_a_sampler_that_splits_first_shares_no_bits_with_another_sampler():
             noise = jax.random.uniform(key, (n,))
             key, sub = jax.random.split(key)
             return coords, demands, width, order, weighted, noise, key, sub
-    """) == [6, 9, 10]
+    """) == [6, 9]
 
 
 def test_a_notebook_global_key_reused_for_unrelated_demonstrations_is_not_reported():
@@ -503,3 +503,31 @@ def test_flax_init_folds_paths_into_its_key_and_example_inputs_feed_init():
     extra = "            obs = obs + jax.random.uniform(key, obs_shape)\n"
     noisy = source.replace("            return actor_params,", extra + "            return actor_params,")
     assert lines(noisy) == [9]
+
+
+def test_a_key_advanced_by_splitting_after_each_draw_is_not_reused():
+    """A generation loop draws with `key` and then advances it (`key = split(key)[0]` at the top
+    of the next iteration, or `key, sub = split(key)` after the draw): the split derives new
+    keys. A loop that splits the same, never rebound key every iteration is still reported."""
+    assert lines("""
+        import jax
+
+        def generate(key, logits, n):
+            out = []
+            for _ in range(n):
+                key = jax.random.split(key)[0]
+                out.append(jax.random.categorical(key, logits))
+            return out
+
+        def reset(key, n):
+            x = jax.random.uniform(key, (n,))
+            key, sub = jax.random.split(key)
+            return x, key, sub
+
+        def stuck(key, logits, n):
+            out = []
+            for _ in range(n):
+                sub = jax.random.split(key)[1]
+                out.append(jax.random.categorical(sub, logits))
+            return out
+    """) == [18]
