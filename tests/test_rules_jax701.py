@@ -648,3 +648,40 @@ def test_an_epoch_fed_from_a_host_loader_is_timed_to_within_its_last_steps():
             return w
     """
     assert lines(source) == [31]
+
+
+def test_scalar_follow_ups_after_the_step_was_waited_for_are_not_pending_work():
+    """The loop waits for the step's loss, then converts it and computes the learning rate for
+    the log before reading the clock: a few scalar ops dispatched after the wait. A jitted call
+    after the wait is real pending work and is still reported."""
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x):
+            return w - 0.1 * jnp.mean(x @ w) * w, jnp.mean(x @ w)
+
+        def schedule(step):
+            return 1e-3 * jnp.minimum(1.0, step / 100) * jnp.cos(step / 1000)
+
+        def train(w, x, steps):
+            for step in range(steps):
+                start = time.time()
+                w, loss = train_step(w, x)
+                loss.block_until_ready()
+                loss = jnp.float32(loss)
+                lr = schedule(step)
+                elapsed = time.time() - start
+                print(step, elapsed)
+            return w
+
+        def train_then_eval(w, x, steps):
+            start = time.time()
+            w, loss = train_step(w, x)
+            loss.block_until_ready()
+            w, loss = train_step(w, x)
+            return w, time.time() - start
+    """
+    assert lines(source) == [28]
