@@ -702,9 +702,8 @@ def test_a_loop_driving_a_jitted_step_over_batches_is_not_a_scan_candidate(all_r
 
 def test_batch_preparation_around_a_compiled_step_and_a_decode_loop_with_a_stop_test(all_rules):
     """Slicing the next batch out of the data and converting it (eager helpers) around a jitted
-    step is still one training step per batch; a decode loop that stops at the end-of-sequence
-    token has no fixed length to scan. An environment rollout splitting its key eagerly around a
-    jitted step every iteration is a scan candidate."""
+    step is still one training step per batch. An environment rollout splitting its key eagerly
+    around a jitted step every iteration is a scan candidate."""
     source = """
         import jax
         import jax.numpy as jnp

@@ -48,11 +48,13 @@ def runs_compiled_loops(model: SemanticModel, loop: Loop | None) -> bool:
 
 def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
     """The loop leaves when a value it computed on the device this iteration says the work is done
-    (`if token == eos: break`, `if jnp.all(done): break`): a decode or search loop
-    that must learn that value every iteration. The host waits for the device each step by
-    design, so a read in it adds no stall of its own; the fix would be moving the whole loop into
-    `lax.while_loop`, not dropping a read. A NaN or divergence check that ends the loop is not
-    such a test: it guards against failure and can run every N steps."""
+    (`if token == eos: break`, `if jnp.all(done): break`, `if float(gap) < tol: break`): a
+    decode loop, a sampler or an iterative solver must learn that value every iteration. The
+    host waits for the device each step by design, so a read in it adds no stall of its own; the
+    fix would be moving the whole loop into `lax.while_loop`, not dropping a read. A NaN or
+    divergence check that ends the loop is not such a test: it guards against failure and can
+    run every N steps. Only `if ...: break` (or return) counts: a `while` test on a device
+    counter (`while step < n`) is a read to report."""
     fn = loop.function
     device: set[str] = set()  # names bound in the loop from device work
     for a in fn.assignments:
@@ -67,29 +69,11 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
         if not isinstance(node, cst.If) or site.loop is not loop or not _leaves(node):
             continue
         test = node.test
-        if is_divergence_guard(test) or not _completion(model, test, fn):
+        if is_divergence_guard(test):
             continue  # `if not jnp.all(jnp.isfinite(w)): break` guards a failure: checked every N steps
         if any(isinstance(n, cst.Name) and n.value in device for n in walk(test)) or any(
                 model.is_array(n, fn) for n in walk(test) if isinstance(n, cst.BaseExpression)):
             return True
-    return False
-
-
-def _completion(model: SemanticModel, test: cst.BaseExpression, fn: Function) -> bool:
-    """A test that says the work is done (`token == eos`, `token in stop_ids`, `jnp.all(done)`),
-    as opposed to a threshold (`loss > 5`) or a counter (`step < n`): a guard that could run
-    every N steps, or a Python count kept on the device."""
-    if isinstance(test, cst.UnaryOperation):
-        return _completion(model, test.expression, fn)
-    if isinstance(test, cst.BooleanOperation):
-        return _completion(model, test.left, fn) or _completion(model, test.right, fn)
-    if isinstance(test, cst.Comparison):
-        return any(isinstance(c.operator, (cst.Equal, cst.In, cst.Is)) for c in test.comparisons)
-    if isinstance(test, cst.Call):
-        q = model.resolve(test.func)
-        if q in ("builtins.all", "jax.numpy.all", "numpy.all"):
-            return True
-        return isinstance(test.func, cst.Attribute) and test.func.attr.value == "all" and q is None
     return False
 
 
