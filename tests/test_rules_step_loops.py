@@ -759,3 +759,34 @@ def test_an_eager_gradient_through_a_model_object_is_a_whole_step_of_work(all_ru
             return params
     """
     assert found(source, all_rules, "JAX101") == [4]
+
+
+def test_a_function_of_the_step_count_alone_is_scalar_math(all_rules):
+    """A learning-rate schedule called each step with the step count computes on scalars: its
+    eager ops cost microseconds, next to the jitted step. The same work on the step's data is
+    reported."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x, lr):
+            return w - lr * jnp.mean(x @ w) * w
+
+        def schedule(step, warmup=100, total=10_000):
+            warm = jnp.minimum(1.0, step / warmup)
+            decay = 0.5 * (1 + jnp.cos(jnp.pi * step / total))
+            return 1e-3 * jnp.where(step < warmup, warm, decay)
+
+        def normalise(x, step):
+            return (x - jnp.mean(x)) / (jnp.std(x) + 1e-6) * jnp.minimum(1.0, step / 100)
+
+        def train(w, data, steps):
+            step = 0
+            while step < steps:
+                lr = schedule(step + 1)
+                w = train_step(w, normalise(data[step], step), lr)
+                step += 1
+            return w
+    """
+    assert found(source, all_rules, "JAX101") == [13]
