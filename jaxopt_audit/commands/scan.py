@@ -236,7 +236,7 @@ stays preview. JAX502 and JAX702 were right in fewer than one sampled finding in
 0 of 16 on rounds l to p: tutorials write the update by hand on purpose).
 
 Rounds p and q (24 more repositories, eighth session) judged the preview rules after that
-session's fixes so far: 5 of 69 and 8 of 59 sampled findings right. Each round's patterns were
+session's fixes so far: 5 of 53 and 8 of 59 sampled findings right. Each round's patterns were
 fixed after it (a decode loop's end-of-sequence test, flax `init` keys, learning-rate schedules
 timed or called per step; README, "How precise it is today"), and the next fresh round found
 new ones, as every round has.
