@@ -455,3 +455,44 @@ def train(w, x, steps):
 """
     assert lines(source) == []
     assert lines(source.replace('        out["loss"].block_until_ready()\n', "")) == [19]
+
+
+def test_with_debug_nans_on_every_jitted_call_already_waits():
+    """`jax_debug_nans` makes each jitted call check its outputs, so it returns only once they
+    are computed: a read of the loss afterwards stalls for nothing."""
+    source = TRAIN_STEP + """
+from jax.config import config
+config.update("jax_debug_nans", True)
+
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        print(float(loss))
+    return w
+"""
+    assert lines(source) == []
+    assert lines(source.replace('config.update("jax_debug_nans", True)', "")) == [17]
+
+
+def test_what_a_host_environment_returns_is_a_host_value():
+    """`obs, reward, done, info = env.step(np.array(action))`: a method of another library's
+    object given a value pulled to the host returns host values, so uses of `done` look at the
+    binding that reaches them (round r: a rollout's `if not done[i]` after the env step)."""
+    import libcst as cst
+
+    from jaxopt_audit.static.model import SemanticModel
+    source = TRAIN_STEP + """
+import numpy as np
+
+def rollout(w, env, obs):
+    for step in range(1000):
+        done = jnp.zeros(3) > 1
+        w, action = train_step(w, obs)
+        obs, reward, done, info = env.step(np.array(action))
+        flags = train_step(w, np.array(action))
+    return done, flags
+"""
+    model = SemanticModel(cst.parse_module(source), "x.py", "")
+    rollout = next(f for f in model.functions if f.name == "rollout")
+    assert {"obs", "reward", "done", "info"} <= rollout.host_names
+    assert "flags" not in rollout.host_names  # a function of this module: it may return arrays

@@ -990,7 +990,16 @@ class SemanticModel:
             return "object"
         if q in apis.JAX_HOST_RESULTS or q.startswith(apis.JAX_HOST_PREFIXES):
             return None
+        if q in apis.TREE_MAPS and call.args and self._maps_to_numpy(call.args[0].value, scope):
+            return None  # `tree_map(lambda *x: np.stack(x), *steps)` builds NumPy arrays on the host
         return apis.ecosystem_result(q)
+
+    def _maps_to_numpy(self, mapped: cst.BaseExpression, scope: Function) -> bool:
+        """A lambda whose body is a NumPy call: what it maps to lives on the host."""
+        if not isinstance(mapped, cst.Lambda) or not isinstance(mapped.body, cst.Call):
+            return False
+        q = self.resolve(mapped.body.func)
+        return q is not None and q.split(".")[0] == "numpy"
 
     def _object_name(self, name: str, scope: Function, depth: int) -> str | None:
         owner = scope.binding_scope(name)
@@ -1357,6 +1366,18 @@ class SemanticModel:
             return "dispatch"
         return None  # a library's utility (`flax.io.exists`, `flax.serialization.to_bytes`)
 
+    def _fed_host_values(self, value: cst.BaseExpression, fn: Function) -> bool:
+        """`obs, reward, done, info = env.step(np.array(action))`: a method of another library's
+        object given a value pulled to the host returns host values (a gym environment's step)."""
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute) \
+                or not any(self.is_host_pull(a.value) for a in value.args):
+            return False
+        q = self.resolve(value.func)
+        if q is not None:
+            return q.split(".")[0] not in apis.JAX_ROOTS
+        callee = self.callee(value, fn)
+        return callee.function is None and not callee.jitted and callee.imported is None
+
     def _propagate_arrays(self) -> None:
         """Fixpoint: which names hold arrays, seeded by traced parameters and JAX calls, and
         carried into same-module callees through their arguments."""
@@ -1368,7 +1389,8 @@ class SemanticModel:
                         fn.array_params.add(name)
         for fn in self.functions:
             for a in fn.assignments:
-                if a.value is not None and a.targets and self.is_host_pull(a.value):
+                if a.value is not None and a.targets and (
+                        self.is_host_pull(a.value) or self._fed_host_values(a.value, fn)):
                     fn.host_names.update(a.targets)  # uses of these look at the binding that reaches them
         for _ in range(8):
             changed = False
