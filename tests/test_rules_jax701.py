@@ -685,3 +685,35 @@ def test_scalar_follow_ups_after_the_step_was_waited_for_are_not_pending_work():
             return w, time.time() - start
     """
     assert lines(source) == [28]
+
+
+def test_a_while_loop_leaves_only_after_its_test_reads_the_last_values():
+    """`while not jnp.all(dones):` reads `dones` once more after the last iteration before the
+    loop can end, so the updates at the end of the body are waited for by then."""
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(state):
+            return state * 0.5, state < 0.1
+
+        def rollout(state):
+            start = time.time()
+            dones = jnp.zeros(4, dtype=bool)
+            lengths = jnp.zeros(4)
+            while not jnp.all(dones):
+                state, dones = step(state)
+                lengths = lengths.at[0].set(lengths[0] + 1)
+            return state, time.time() - start
+
+        def rollout_for(state, n):
+            start = time.time()
+            lengths = jnp.zeros(4)
+            for _ in range(n):
+                state, dones = step(state)
+                lengths = lengths.at[0].set(lengths[0] + 1)
+            return state, time.time() - start
+    """
+    assert lines(source) == [24]

@@ -78,8 +78,14 @@ def _in_order(node: cst.CSTNode, body: cst.CSTNode, fstrings: bool, out: list) -
         _in_order(node.test, body, fstrings, out)
         out.append(Truth(node.test))
         for child in children(node):
-            if child is not node.test:
+            if child is not node.test and child is not node.orelse:
                 _in_order(child, body, fstrings, out)
+        if isinstance(node, cst.While):
+            # the loop leaves only after its test reads the last iteration's values again
+            _in_order(node.test, body, fstrings, out)
+            out.append(Truth(node.test))
+        if node.orelse is not None:
+            _in_order(node.orelse, body, fstrings, out)
         return
     for child in children(node):
         _in_order(child, body, fstrings, out)
