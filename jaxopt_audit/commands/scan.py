@@ -235,8 +235,8 @@ flag, a key that only picks what to log) is not something the key flow of one fi
 stays preview. JAX502 and JAX702 were right in fewer than one sampled finding in five (JAX702
 0 of 16 on rounds l to p: tutorials write the update by hand on purpose).
 
-Rounds p and q (24 more repositories, eighth session) judged the preview rules after that
-session's fixes so far: 5 of 53 and 8 of 59 sampled findings right. Each round's patterns were
+Rounds p, q and r (36 more repositories, eighth session) judged the preview rules after that
+session's fixes so far: 5 of 53, 8 of 59 and 5 of 60 sampled findings right. Each round's patterns were
 fixed after it (a decode loop's end-of-sequence test, flax `init` keys, learning-rate schedules
 timed or called per step; README, "How precise it is today"), and the next fresh round found
 new ones, as every round has.
