@@ -25,6 +25,7 @@ from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_d
 from jaxopt_audit.static.model.host_loops import (
     Statements,
     exits_on_device,
+    is_wait,
     measured_call,
     over_structure,
     runs_compiled_loops,
@@ -181,7 +182,7 @@ class HostSyncInStep(Rule):
                 if not per_step(site):
                     continue
                 what = self._host_pull(model, site, timed_loops, statements)
-                if what is None and _waits(model, site.node):
+                if what is None and is_wait(site.node):
                     waits.append((site.node, site, ""))
                 if what is not None and _feeds_host_environment(fn, site):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
@@ -286,14 +287,6 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
         if values and _unconditional(site.function, node, loop):
             done |= values
     return kept
-
-
-def _waits(model: SemanticModel, call: cst.Call) -> bool:
-    """`x.block_until_ready()` or `jax.block_until_ready(x)`."""
-    q = model.resolve(call.func)
-    if q is not None:
-        return q == "jax.block_until_ready"
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "block_until_ready"
 
 
 def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tuple[int, str]] | None:

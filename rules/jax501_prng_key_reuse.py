@@ -236,8 +236,7 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
     fn = next((f for f in model.functions if any(s.node is node for s in f.calls)), None)
     if fn is None:
         return False
-    init_args: list[str] = [a.value.value for s in fn.calls
-                            if isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value in INIT_METHODS
+    init_args: list[str] = [a.value.value for s in fn.calls if _is_init(s.node)
                             for a in s.node.args if isinstance(a.value, cst.Name)]
     nodes = list(walk(fn.body))
     keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}

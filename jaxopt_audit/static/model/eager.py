@@ -96,9 +96,9 @@ def eager_ops(model: SemanticModel, fn: Function) -> int:
     """Array operations one eager call of `fn` dispatches: its own (`Function.array_ops`), those
     of the un-jitted functions it calls, and those of a function it calls through a transform
     (`jax.grad(loss)(p)` counts at least `WORTH_JIT`, and `WORTH_JIT` when the transformed
-    function is not in this file). A
-    callee with loops of its own is a driver (an evaluation pass, a sampler): its work is per
-    iteration of its loop, not one body to fuse, so only the call itself counts."""
+    function is not in this file). A callee with loops of its own is a driver (an evaluation
+    pass, a sampler): its work is per iteration of its loop, not one body to fuse, so only the
+    call itself counts."""
     facts = _memo(model).ops
     if fn in facts:
         return facts[fn]

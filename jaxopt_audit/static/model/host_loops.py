@@ -124,7 +124,7 @@ class Statements:
                 targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
                 for t in targets:
                     skip.update(id(m) for m in walk(t) if isinstance(m, cst.Name))
-            elif _is_wait(n):
+            elif is_wait(n):
                 self._waits.add(id(n))
                 synced = n.args[0].value if n.args else cast(cst.Attribute, n.func).value
                 if isinstance(synced, cst.Name):  # `x.block_until_ready()`, `jax.block_until_ready(x)`
@@ -175,6 +175,7 @@ class Statements:
         return id(call) in self._discarded and id(call) in self._waits
 
 
-def _is_wait(node: cst.CSTNode) -> TypeGuard[cst.Call]:
+def is_wait(node: cst.CSTNode) -> TypeGuard[cst.Call]:
+    """`x.block_until_ready()` or `jax.block_until_ready(x)`."""
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
         and node.func.attr.value == "block_until_ready"

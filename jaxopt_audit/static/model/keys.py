@@ -30,7 +30,7 @@ from typing import cast
 import libcst as cst
 
 from .. import apis
-from ..walk import children, int_value, read_names, target_names, walk
+from ..walk import children, int_value, read_names, target_names
 from .core import Function, Loop, SemanticModel
 from .loops import carried_names
 
@@ -107,13 +107,8 @@ def _merge(states: Iterable[_State | None]) -> _State | None:
 
 
 class _LoopFrame:
-    def __init__(self, loop_id: int, node: cst.CSTNode | None = None) -> None:
+    def __init__(self, loop_id: int) -> None:
         self.loop_id = loop_id
-        # names the loop's own statements assign (`key = split(key)[0]`), known before the walk
-        self.assigns: set[str] = set() if node is None else {
-            name for n in walk(node) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
-            for target in (n.targets if isinstance(n, cst.Assign) else [n])
-            for name in target_names(target.target)}
         self.breaks: list[_State] = []
         self.continues: list[_State] = []
         self.second_pass = False
@@ -259,7 +254,7 @@ class _FunctionFlow:
     def loop(self, stmt: cst.For | cst.While, state: _State) -> _State | None:
         if isinstance(stmt, cst.For):
             self.expr(stmt.iter, state)
-        frame = _LoopFrame(id(stmt), stmt.body)
+        frame = _LoopFrame(id(stmt))
         self.loops.append(frame)
         passes = 2 if len(self.loops) <= _MAX_LOOP_DEPTH else 1
         entry = state
@@ -431,7 +426,7 @@ class _FunctionFlow:
             # a split after a draw derives new keys, unless the loop splits the same key again
             # every iteration (`for ...: sub = split(key)[1]` with `key` never rebound)
             derived = self.split_after_draw(previous.node, call) and (
-                not self.loops or base in self.loops[-1].assigns)
+                not self.loops or self.rebinds(self.loops[-1].loop_id, base))
             if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay or derived):
                 self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
@@ -444,6 +439,13 @@ class _FunctionFlow:
                   self.statement_targets, earlier)
         for member in state.aliases.get(path, frozenset({path})):
             state.used[member] = use
+
+    def rebinds(self, loop_id: int, name: str) -> bool:
+        """The loop's body binds `name` (`key = split(key)[0]`), whichever pass of the walk
+        this is (the model's assignments, not the bindings walked so far)."""
+        loop = self.analysis.loop_of(self.fn, loop_id)
+        return loop is not None and any(
+            a.value is not None and name in a.targets and loop.encloses(a.site.loop) for a in self.fn.assignments)
 
     def split_after_draw(self, previous: cst.Call, call: cst.Call) -> bool:
         """`x = normal(key, ...)`, then `key, sub = split(key)` (or, in a loop, `key =

@@ -282,8 +282,8 @@ def _scalar_follow_up(model: SemanticModel, fn: Function, call: cst.Call, waited
     """After the timed region waited for its step, a call given only host values (the step
     count) or the values it waited for (`jnp.float32(loss[0])`, `schedule(step)`, a helper that
     runs no compiled code and no loop): scalar ops dispatched after the wait, microseconds the
-    reading can leave out. Round q's judge: seven
-    step timers around a `block_until_ready` followed by a learning-rate schedule, all right."""
+    reading can leave out. Round q's judge: seven step timers around a `block_until_ready`
+    followed by a learning-rate schedule, all right."""
     callee = model.callee(call, fn)
     if callee.jitted or callee.transform is not None:
         return False
