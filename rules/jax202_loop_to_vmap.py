@@ -24,7 +24,7 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.model.eager import iterates_structure
-from jaxopt_audit.static.model.loops import carried_names, host_bound_call
+from jaxopt_audit.static.model.loops import carried_names, host_bound_call, mutated_params
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",
@@ -39,6 +39,8 @@ SHAPE_ARGUMENTS: dict[str, tuple[int, ...]] = {
     "builtins.range": (0, 1, 2),
 }
 SHAPE_KEYWORDS = frozenset({"shape", "num", "size", "length", "newshape", "repeats", "axis"})
+# A keyword named like a size (`token_len=`, `num_layers=`, `hidden_dim=`): the item sets a shape.
+_SIZE_KEYWORD = re.compile(r"(^|_)(len|length|size|dim|shape|width|depth|count)s?($|_)|^(n|num)_", re.IGNORECASE)
 GRID_FUNCTIONS = frozenset({"numpy.linspace", "numpy.logspace", "numpy.geomspace", "numpy.arange",
                             "jax.numpy.linspace", "jax.numpy.logspace", "jax.numpy.geomspace",
                             "jax.numpy.arange"})
@@ -75,10 +77,13 @@ class LoopToVmap(Rule):
     does JAX work, or a model's method; a loop around a single `jax.numpy` / `jax.random`
     primitive is left alone (give the primitive the batch shape instead).
 
-    The rule stays quiet on loops that carry state (that is JAX201), on loops whose items change
-    the static structure of the call (a different function per item, an item used as a shape, a
-    static argument, or to build a model or optimizer), on loops over dict items and files, on
-    loops that do host I/O each iteration, and on loops that do not collect their results.
+    The rule stays quiet on loops that carry state (that is JAX201), also in place (a called
+    function that updates an object passed every iteration: `train_step(model, optimizer, batch)`
+    calling `optimizer.update(grads)`, the NNX idiom), on loops whose items change the static
+    structure of the call (a different function per item, an item used as a shape, a keyword
+    named like a size such as `token_len=`, a static argument, or to build a model or
+    optimizer), on loops over dict items and files, on loops that do host I/O each iteration,
+    and on loops that do not collect their results.
 
     ## Measured
     Seed 000: 4 conditions x 30 seeds, ~63 min sequential, ~2.1 min batched (~30x); see the
@@ -219,6 +224,8 @@ class LoopToVmap(Rule):
                 return None
             if read_names(call.func) & items:
                 return None  # a different function per item
+            if _updates_shared_object(model, fn, call, items):
+                return None  # `train_step(model, optimizer, batch)` under nnx.jit: state carried in place
             q = model.resolve(call.func)
             if q in KEY_FUNCTIONS or model.call_work(call, fn) is None:
                 continue
@@ -227,6 +234,27 @@ class LoopToVmap(Rule):
             if callee.function is not None or callee.jitted or model.receiver_kind(call, fn) == "object":
                 candidates.append(site)
         return candidates[0] if candidates else None
+
+
+def _updates_shared_object(model: SemanticModel, fn: Function, call: cst.Call, items: set[str]) -> bool:
+    """The called function updates in place an object that every iteration passes again (a model
+    and optimizer updated by `optimizer.update(grads)`, `self` through a method): one step
+    depends on the last, so the items are not independent."""
+    callee = model.callee(call, fn).function
+    if callee is None:
+        return False
+    mutated = mutated_params(model).get(callee, frozenset())
+    if not mutated:
+        return False
+    params = callee.params[1:] if callee.cls is not None and isinstance(call.func, cst.Attribute) else callee.params
+    if callee.cls is not None and callee.params and callee.params[0] in mutated \
+            and isinstance(call.func, cst.Attribute):
+        return True
+    for index, arg in enumerate(call.args):
+        name = arg.keyword.value if arg.keyword is not None else (params[index] if index < len(params) else None)
+        if name in mutated and not read_names(arg.value) & items:
+            return True
+    return False
 
 
 def _mentions(args, names: set[str]) -> bool:
@@ -355,7 +383,8 @@ def _structural_use(model: SemanticModel, fn: Function, call: cst.Call, items: s
         used = bool(read_names(arg.value) & items)
         if not used:
             continue
-        if arg.keyword is not None and arg.keyword.value in SHAPE_KEYWORDS:
+        if arg.keyword is not None and (arg.keyword.value in SHAPE_KEYWORDS
+                                        or _SIZE_KEYWORD.search(arg.keyword.value)):
             return True
         if arg.keyword is None and index in positions:
             return True

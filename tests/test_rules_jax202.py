@@ -142,3 +142,50 @@ def run_seeds(observations, num_seeds=30):
         results.append(run_learning_loop(key, observations))
     return results
 """) == [(11, "JAX202")]
+
+
+def test_a_step_updating_its_model_and_optimizer_in_place_carries_state():
+    # Round s: an NNX tutorial's epoch runs `train_step(model, optimizer, xb, yb)` per row of
+    # a permutation; the step calls `optimizer.update(grads)`, so each batch's step starts from
+    # the last one's weights. vmap over the batches would change the algorithm.
+    source = """
+from flax import nnx
+
+@nnx.jit
+def train_step(model, optimizer, xb, yb):
+    loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(xb) - yb) ** 2))(model)
+    optimizer.update(grads)
+    return loss
+
+@jax.jit
+def evaluate(params, xb, yb):
+    return jnp.mean((xb @ params - yb) ** 2)
+
+def epoch(model, optimizer, params, xs, ys, key):
+    perms = jax.random.permutation(key, xs.shape[0]).reshape((-1, 32))
+    losses = []
+    for perm in perms:
+        losses.append(train_step(model, optimizer, xs[perm], ys[perm]))
+    scores = []
+    for perm in perms:
+        scores.append(evaluate(params, xs[perm], ys[perm]))
+    return losses, scores
+"""
+    # the first loop's step updates `optimizer` in place; the second's rows are independent
+    assert lines(source) == [(27, "JAX202")]
+
+
+def test_an_item_passed_as_a_size_keyword_changes_the_shapes():
+    # Round s: a parity audit runs each sequence length of a literal list through the same
+    # case builder (`token_len=length`): every item is a new shape, nothing to stack.
+    assert lines("""
+def audit(observations, key):
+    rows = []
+    for length in [1, 8, 63, 64, 65, 128]:
+        rows.append(run_learning_loop(key, observations[:, :4]) + make_case(key, token_len=length))
+    return rows
+
+@jax.jit
+def make_case(key, token_len=8):
+    return jnp.sum(jax.random.normal(key, (4,)))
+""") == []

@@ -65,6 +65,7 @@ class Site(Generic[N]):
     # every k steps) or testing for a diverged value (`if np.isnan(loss):`, a recovery)
     guarded: bool
     in_test: bool = False  # part of an if/while test
+    discarded: bool = False  # a call that is a whole statement: its result is dropped (`opt.update(g)`)
 
 
 @dataclass(eq=False)
@@ -230,7 +231,7 @@ def _param_list(params: cst.Parameters) -> tuple[list[str], dict[str, str | None
 # Node types `_Builder.visit` records nothing for (none is tested in its dispatch): it walks
 # their children and nothing else. Leaves without children cost one type test.
 _NOTHING_TO_RECORD = frozenset({
-    cst.Attribute, cst.Arg, cst.SimpleStatementLine, cst.Expr, cst.IndentedBlock, cst.Param,
+    cst.Attribute, cst.Arg, cst.SimpleStatementLine, cst.IndentedBlock, cst.Param,
     cst.Parameters, cst.Tuple, cst.List, cst.Dict, cst.Set, cst.Element, cst.StarredElement,
     cst.DictElement, cst.StarredDictElement, cst.Index, cst.SubscriptElement, cst.Slice,
     cst.Annotation, cst.ConcatenatedString, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
@@ -295,6 +296,13 @@ class _Builder:
         # the type checker what the identity test established
         if t is cst.Call:
             fn.calls.append(Site(cast(cst.Call, node), fn, loop, guarded, in_test))
+        elif t is cst.Expr:
+            effect = cast(cst.Expr, node).value
+            if isinstance(effect, cst.Call):  # a call made for its effect
+                fn.calls.append(Site(effect, fn, loop, guarded, in_test, discarded=True))
+                for child in children(effect):
+                    self.visit(child, fn, loop, guarded, in_test)
+                return
         elif t is cst.FunctionDef:
             self._function_def(cast(cst.FunctionDef, node), fn, loop, guarded)
             return

@@ -7,7 +7,30 @@ import libcst as cst
 
 from .. import apis
 from ..walk import int_value, names_in, walk
-from .core import Loop, SemanticModel
+from .core import Function, Loop, SemanticModel
+from .facts import fact
+
+
+@fact
+def mutated_params(model: SemanticModel) -> dict[Function, frozenset[str]]:
+    """The parameters each function updates in place: it calls a method of one for its effect
+    (`optimizer.update(grads)`, the NNX idiom; `self.step += 1` through a method) or assigns to
+    one's attribute or item (`state.params = p`, `cache[k] = v`). A loop calling such a function
+    with the same object every iteration carries state through it."""
+    found: dict[Function, frozenset[str]] = {}
+    for fn in model.functions:
+        params = set(fn.params)
+        names = {site.node.func.value.value for site in fn.calls
+                 if site.discarded and isinstance(site.node.func, cst.Attribute)
+                 and isinstance(site.node.func.value, cst.Name) and site.node.func.value.value in params}
+        for a in fn.assignments:
+            target = a.site.node
+            if not a.targets and isinstance(target, (cst.Attribute, cst.Subscript)) \
+                    and isinstance(target.value, cst.Name) and target.value.value in params:
+                names.add(target.value.value)
+        if names:
+            found[fn] = frozenset(names)
+    return found
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
@@ -57,10 +80,14 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
 def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     """The carried names that are state a scan would carry: not PRNG keys only split and passed
     on (randomness, not state), and not a buffer filled row by row (`buf = buf.at[i].set(v)` with
-    the loop index: building an array, which wants `jnp.stack`, not a scan)."""
+    the loop index: building an array, which wants `jnp.stack`, not a scan), and not a running
+    total the body only adds to (`total_loss += loss`: a reduction of the steps' outputs, read
+    after the loop, that no step depends on)."""
     fn = loop.function
     state = set()
     for name in carried_names(model, loop):
+        if _only_accumulated(name, loop):
+            continue
         bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
         values = [a.value for a in bindings if a.value is not None]
         if values and all(_fills_by_index(value, name, loop) for value in values):
@@ -72,6 +99,28 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     return state
 
 
+
+
+def _only_accumulated(name: str, loop: Loop) -> bool:
+    """Inside the loop `name` (or an item of it: `metrics[k] += m[k]`) is only ever the target of
+    `+=`/`-=`, and nothing else in the body reads it."""
+    accumulations = reads = 0
+    for node in walk(loop.node.body):
+        if isinstance(node, cst.Name) and node.value == name:
+            reads += 1
+        elif isinstance(node, cst.AugAssign):
+            target = node.target.value if isinstance(node.target, cst.Subscript) else node.target
+            if isinstance(target, cst.Name) and target.value == name:
+                if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) \
+                        or name in names_in(node.value):
+                    return False
+                accumulations += 1
+        elif isinstance(node, cst.Assign) and any(name in names_in(t.target) for t in node.targets):
+            return False  # rebound whole (`total = total + loss`): not a plain running sum
+        elif isinstance(node, cst.AnnAssign) and name in names_in(node.target):
+            return False
+    # every read of the name is one of the accumulating targets
+    return accumulations > 0 and reads == accumulations
 
 
 def _fills_by_index(value: cst.BaseExpression, name: str, loop: Loop) -> bool:
@@ -163,13 +212,28 @@ def literal_trip_count(loop: Loop, resolve) -> int | None:
     if isinstance(it, (cst.Tuple, cst.List)):
         return len(it.elements)
     if isinstance(it, cst.Call) and resolve(it.func) == "builtins.range":
-        found = [int_value(a.value) for a in it.args]
+        found = [_literal_int(a.value, loop) for a in it.args]
         values = [v for v in found if v is not None]
         if values and len(values) == len(found):
             start, stop, step = (0, values[0], 1) if len(values) == 1 else (
                 values[0], values[1], values[2] if len(values) > 2 else 1)
             if step:
                 return max(0, len(range(start, stop, step)))
+    return None
+
+
+def _literal_int(expr: cst.BaseExpression, loop: Loop) -> int | None:
+    """An integer literal, or a name bound once, to one, in the scopes the loop sees
+    (`num_steps = 10` above `for step in range(num_steps)`)."""
+    value = int_value(expr)
+    if value is not None or not isinstance(expr, cst.Name):
+        return value
+    scope = loop.function.binding_scope(expr.value)
+    if scope is None or expr.value in scope.params:
+        return None
+    bindings = scope.bindings(expr.value)
+    if len(bindings) == 1 and bindings[0].value is not None and not bindings[0].augmented:
+        return int_value(bindings[0].value)
     return None
 
 
