@@ -9,6 +9,7 @@ import libcst as cst
 
 from jaxopt_audit.static import Invalid, Loop, Report, Rule, SemanticModel, Valid, describe, walk
 from jaxopt_audit.static.model.eager import dispatch_loop
+from jaxopt_audit.static.model.host_loops import fed_back
 from jaxopt_audit.static.model.loops import (
     grows_carry,
     has_fixed_trip_count,
@@ -20,6 +21,7 @@ from jaxopt_audit.static.model.loops import (
     step_state,
     wraps_compiled_scan,
 )
+from jaxopt_audit.static.model.per_step import SHORT_LOOP
 
 
 class LoopToScan(Rule):
@@ -42,14 +44,17 @@ class LoopToScan(Rule):
     `jax.lax.fori_loop` when nothing is collected. Jit the function that contains the scan.
 
     The rule stays quiet on loops that must run on the host every iteration (file or network I/O,
-    checkpoint writes, `next()` on a Python data iterator), loops over a pytree's structure
-    (`range(len(layers))`, dict items), loops whose body already runs a compiled scan (epochs
-    around a scanned epoch), loops of 1 to 8 literal iterations, and the idiomatic training loop
-    around a compiled step: its only JAX work is that step, or eager helpers preparing a batch
-    it slices from the data (`x[j * bs:(j + 1) * bs]`). Scanning it saves one dispatch per step
-    (1.1x in the training_loop pipeline). A compiled step per row of an array (`for t in
-    range(n): w = update(w, xs[t])`) and a rollout splitting its key eagerly around a jitted
-    environment step are still reported: such steps are tiny.
+    checkpoint writes, `next()` on a Python data iterator, a value read to the host and handed
+    back as the next step's input: `tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`),
+    loops over a pytree's structure (`range(len(layers))`, dict items), loops whose body already
+    runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer literal iterations
+    (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration), loops whose only
+    carry is a running total (`total_loss += loss`: a sum of the steps' outputs, not state a step
+    reads), and the idiomatic training loop around a compiled step: its only JAX work is that
+    step, or eager helpers preparing a batch it slices from the data (`x[j * bs:(j + 1) * bs]`).
+    Scanning it saves one dispatch per step (1.1x in the training_loop pipeline). A compiled step
+    per row of an array (`for t in range(n): w = update(w, xs[t])`) and a rollout splitting its
+    key eagerly around a jitted environment step are still reported: such steps are tiny.
 
     ## Measured
     Seed 000 measured 2.78x from `lax.scan` alone on a per-step online learner; see the
@@ -148,13 +153,13 @@ class LoopToScan(Rule):
                 if not loop.is_step or loop.is_epoch or not dispatch_loop(model, loop):
                     continue
                 count = literal_trip_count(loop, model.resolve)
-                if count is not None and count <= 8:
+                if count is not None and count <= SHORT_LOOP:
                     continue
                 if not has_fixed_trip_count(model, loop):
                     continue
                 carried = step_state(model, loop)
                 if not carried or host_bound_call(model, loop) is not None \
-                        or wraps_compiled_scan(model, loop) or host_fed(model, loop):
+                        or wraps_compiled_scan(model, loop) or host_fed(model, loop) or fed_back(model, loop):
                     continue
                 growth = grows_carry(model, loop, set(carried))
                 if growth == "starts as None":

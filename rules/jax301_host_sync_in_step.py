@@ -10,6 +10,7 @@ import libcst as cst
 
 from jaxopt_audit.static import (
     Invalid,
+    Loop,
     Report,
     Rule,
     SemanticModel,
@@ -25,6 +26,7 @@ from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_d
 from jaxopt_audit.static.model.host_loops import (
     Statements,
     exits_on_device,
+    fed_back,
     is_wait,
     measured_call,
     over_structure,
@@ -57,7 +59,9 @@ class HostSyncInStep(Rule):
     finding), on an array an unconditional read earlier in the iteration already brought to the
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),
     on reads after the loop, on plain Python numbers,
-    on messages of `raise`/`assert` (formatted only on failure), in loops of a few literal
+    on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
+    JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
+    greedy decode loop, whose host decides each step), in loops of 20 or fewer literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
     timer, or waits for a result it then throws away). `if not all(jnp.all(...))` is reported:
@@ -161,6 +165,12 @@ class HostSyncInStep(Rule):
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
             statements = Statements(fn)
             amortised: dict[int, bool] = {}
+            returned: dict[int, list[cst.CSTNode]] = {}  # per loop: host reads handed back to JAX
+
+            def handed_back(loop: Loop, returned: dict[int, list[cst.CSTNode]] = returned) -> list[cst.CSTNode]:
+                if id(loop) not in returned:
+                    returned[id(loop)] = fed_back(model, loop)
+                return returned[id(loop)]
 
             def per_step(site: Site, amortised: dict[int, bool] = amortised) -> bool:
                 if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve):
@@ -186,10 +196,18 @@ class HostSyncInStep(Rule):
                     waits.append((site.node, site, ""))
                 if what is not None and _feeds_host_environment(fn, site):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
+                if what is not None and any(node is site.node for loop in _loops_of(site)
+                                            for node in handed_back(loop)):
+                    continue  # `tok = int(jnp.argmax(l))` then `jnp.array([[tok]])`: the host picks the next input
                 if what is not None and not statements.on_error_path(site.node) \
                         and not _read_by_the_test_above(model, site):
                     found.append((site.node, site, what))
+            strings = _concatenations(fn)
+            reported_strings: set[int] = set()
             for fstring in fn.fstrings:
+                whole = strings.get(id(fstring.node))
+                if whole is not None and whole in reported_strings:
+                    continue  # `f"a {x} " f"b {y}"`: one string, reported once
                 if per_step(fstring) and any(
                         isinstance(part, cst.FormattedStringExpression) and model.is_array(part.expression, fn)
                         for part in fstring.node.parts):
@@ -197,6 +215,8 @@ class HostSyncInStep(Rule):
                             and not statements.on_error_path(fstring.node) \
                             and not _read_by_the_test_above(model, fstring):
                         found.append((fstring.node, fstring, "an f-string of an array"))
+                        if whole is not None:
+                            reported_strings.add(whole)
             for test_site in fn.tests:
                 node = test_site.node
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
@@ -255,6 +275,35 @@ class HostSyncInStep(Rule):
         elif loop is not None:
             where = "every iteration of the step loop"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes"
+
+
+def _concatenations(fn) -> dict[int, int]:
+    """Each f-string that is a part of an implicitly concatenated string (`f"..." f"..."` over
+    several lines), mapped to the string it belongs to."""
+    group: dict[int, int] = {}
+    for site in fn.calls:
+        for arg in site.node.args:
+            if isinstance(arg.value, cst.ConcatenatedString):
+                for part in _string_parts(arg.value):
+                    group[id(part)] = id(arg.value)
+    return group
+
+
+def _string_parts(node: cst.ConcatenatedString) -> list[cst.BaseExpression]:
+    parts: list[cst.BaseExpression] = []
+    for side in (node.left, node.right):
+        if isinstance(side, cst.ConcatenatedString):
+            parts.extend(_string_parts(side))
+        elif isinstance(side, cst.FormattedString):
+            parts.append(side)
+    return parts
+
+
+def _loops_of(site: Site) -> Iterator[Loop]:
+    loop = site.loop
+    while loop is not None:
+        yield loop
+        loop = loop.parent
 
 
 # Functions whose job is to show a value to a person: converting it is the point.

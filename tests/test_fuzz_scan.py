@@ -31,7 +31,7 @@ from jaxopt_audit.static.engine import scan_paths
 REPO = Path(__file__).resolve().parent.parent
 # Real JAX code that ships with the repository: the reference pipelines' stages and the rules.
 REAL_FILES = sorted(str(p) for p in (REPO / "reference_pipelines").rglob("*.py") if p.stat().st_size > 200)
-GOOD = "import jax\n\nstep = jax.jit(lambda w: w * 0.9)\n\ndef train(w):\n    for i in range(9):\n" \
+GOOD = "import jax\n\nstep = jax.jit(lambda w: w * 0.9)\n\ndef train(w):\n    for i in range(100):\n" \
        "        w = step(w)\n        print(float(w.sum()))\n    return w\n"
 HANG_S = 120  # a scan of two small files taking this long is a hang, not slowness
 

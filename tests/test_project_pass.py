@@ -194,7 +194,7 @@ HELPERS = """
 
     def total_flux(u):
         out = jnp.zeros_like(u)
-        for i in range(12):
+        for i in range(64):
             out = out + edge_flux(u, i)
         return out
 

@@ -496,3 +496,20 @@ def rollout(w, env, obs):
     rollout = next(f for f in model.functions if f.name == "rollout")
     assert {"obs", "reward", "done", "info"} <= rollout.host_names
     assert "flags" not in rollout.host_names  # a function of this module: it may return arrays
+
+
+def test_one_string_written_over_several_lines_is_one_finding():
+    # Round s: a progress line built from three implicitly concatenated f-strings, each with an
+    # array, read the device once and was reported three times.
+    assert lines(TRAIN_STEP + """
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        norm = jnp.linalg.norm(w)
+        tqdm.write(
+            f"step {step:4d} | "
+            f"loss {loss:8.4f} | "
+            f"norm {norm:8.4f}"
+        )
+    return w
+""") == [17]

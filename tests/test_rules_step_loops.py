@@ -538,7 +538,7 @@ def step(w, batch):
 def train(w, batches):
     for batch in batches:
         w = step(w, pad(batch))
-        w = step(w, scale(batch))
+        w = scale(step(w, batch))
     return w
 """, [MissingJit])]
     assert found == [14]
@@ -785,8 +785,147 @@ def test_a_function_of_the_step_count_alone_is_scalar_math(all_rules):
             step = 0
             while step < steps:
                 lr = schedule(step + 1)
-                w = train_step(w, normalise(data[step], step), lr)
+                w = normalise(train_step(w, data[step], lr), step)
                 step += 1
             return w
     """
     assert found(source, all_rules, "JAX101") == [13]
+
+
+def test_an_evaluation_loop_that_only_sums_its_losses_carries_no_state(all_rules):
+    """Round s: `total_loss += loss` over the batches of a jitted loss is a reduction of the
+    steps' outputs, read after the loop; no step depends on it, so there is nothing to scan. A
+    loop whose steps read what the last one left (`w`) is still reported."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def loss_fn(w, x):
+            return jnp.mean((x @ w) ** 2)
+
+        @jax.jit
+        def update(w, x):
+            return w - 0.1 * jax.grad(loss_fn)(w, x)
+
+        def evaluate(w, xs, num_batches):
+            total_loss = 0.0
+            for i in range(num_batches):
+                total_loss += loss_fn(w, xs[i])
+            return total_loss / num_batches
+
+        def train(w, xs, num_batches):
+            total_loss = 0.0
+            for i in range(num_batches):
+                w = update(w, xs[i])
+                total_loss += loss_fn(w, xs[i])
+            return w, total_loss
+    """
+    assert found(source, all_rules, "JAX201") == [20]
+
+
+def test_a_decode_loop_whose_host_picks_the_next_token_is_not_a_scan(all_rules):
+    """Round s: greedy decoding reads each token to the host (`int(jnp.argmax(...))`) and builds
+    the next step's input from it: the host drives every step by design, so neither the read
+    (JAX301) nor the loop (JAX201) is the finding. A loop reading a loss it never hands back
+    still gets JAX301."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def forward(params, tokens, cache):
+            logits = jnp.tanh(tokens[..., None] * params)
+            return logits, cache + 1
+
+        def generate(params, prompt, cache, max_new_tokens):
+            next_token = int(prompt[-1])
+            ids = [next_token]
+            for _ in range(max_new_tokens):
+                tokens = jnp.array([[next_token]])
+                logits, cache = forward(params, tokens, cache)
+                next_token = int(jnp.argmax(logits[0, -1, :]))
+                ids.append(next_token)
+            return ids
+
+        def train(params, batches, cache, steps):
+            losses = []
+            for step in range(steps):
+                logits, cache = forward(params, batches[step], cache)
+                losses.append(float(jnp.mean(logits)))
+            return losses
+    """
+    assert found(source, all_rules, "JAX301") == [23]
+    assert found(source, all_rules, "JAX201") == [21]
+
+
+def test_a_demonstration_of_twenty_steps_is_not_a_step_loop(all_rules):
+    """Round s: tutorials run 10 or 20 steps of plain gradient descent to show autodiff working,
+    with the loss read each step; the step count is a literal, often through a name bound
+    once (`num_steps = 20`). What the rules report there adds up to milliseconds."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def loss_fn(w, x):
+            return jnp.mean((jnp.tanh(x @ w) - 1.0) ** 2) + 0.01 * jnp.sum(w ** 2)
+
+        @jax.jit
+        def update(w, x):
+            loss, g = jax.value_and_grad(loss_fn)(w, x)
+            return w - 0.1 * g, loss
+
+        def demo(w, x, history):
+            num_steps = 20
+            for step in range(num_steps):
+                w, loss = update(w, x)
+                w = jnp.clip(w, -1.0, 1.0)
+                history.append(float(loss))
+            return w
+
+        def train(w, x, history):
+            num_steps = 2000
+            for step in range(num_steps):
+                w, loss = update(w, x)
+                w = jnp.clip(w, -1.0, 1.0)
+                history.append(float(loss))
+            return w
+    """
+    assert found(source, all_rules, "JAX201") == [22]
+    assert found(source, all_rules, "JAX301") == [25]
+
+
+def test_a_batch_sampler_feeding_the_jitted_step_is_its_input_not_a_jit_candidate(all_rules):
+    """Round s: a sampler of about six eager ops (`randint`, two gathers) makes each step's batch
+    for a jitted training step; its dispatches overlap with the step already queued. The same
+    helper applied to the carried weights runs on the step's critical path and is reported."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, xb, yb):
+            return w - 0.1 * jax.grad(lambda v: jnp.mean((xb @ v - yb) ** 2))(w)
+
+        def sample_batch(key, xs, ys, batch_size):
+            idx = jax.random.randint(key, (batch_size,), 0, xs.shape[0])
+            xb = jnp.take(xs, idx, axis=0) * 1.0 + 0.0
+            yb = jnp.take(ys, idx, axis=0) * 1.0 - 0.0
+            return xb, yb
+
+        def renormalise(w):
+            return (w - jnp.mean(w)) / (jnp.std(w) + 1e-6) * jnp.sqrt(jnp.sum(w ** 2))
+
+        def train(w, xs, ys, key, steps):
+            for step in range(steps):
+                key, sub = jax.random.split(key)
+                xb, yb = sample_batch(sub, xs, ys, 64)
+                w = train_step(w, xb, yb)
+            return w
+
+        def train_renormalised(w, xs, ys, steps):
+            for step in range(steps):
+                w = renormalise(train_step(w, xs[step], ys[step]))
+            return w
+    """
+    assert found(source, all_rules, "JAX101") == [14]

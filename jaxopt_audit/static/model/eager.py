@@ -124,6 +124,12 @@ def eager_ops(model: SemanticModel, fn: Function) -> int:
     return total
 
 
+def differentiates(model: SemanticModel, fn: Function) -> bool:
+    """The function's own body calls a derivative (`jax.grad(loss)(p)`, `value_and_grad`):
+    run eagerly, it is a whole training step, not a helper."""
+    return any(model.callee(site.node, fn).transform in _DIFFERENTIATING for site in fn.calls)
+
+
 def host_work(model: SemanticModel, fn: Function) -> bool:
     """The function's own body does work that only a driver does: prints, reads a timer, does
     file I/O, plots or logs. Error messages (`raise`/`assert`) do not count. Code doing this runs

@@ -6,7 +6,7 @@ from typing import TypeGuard, cast
 
 import libcst as cst
 
-from ..walk import walk
+from ..walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
 from .loops import literal_trip_count
 from .per_step import SHORT_LOOP
@@ -44,6 +44,37 @@ def runs_compiled_loops(model: SemanticModel, loop: Loop | None) -> bool:
         if target is not None and target.jitted and (target.loops or target.uses_scan):
             return True
     return False
+
+
+def fed_back(model: SemanticModel, loop: Loop) -> list[cst.CSTNode]:
+    """The host reads whose results the same loop hands back to JAX (`tok = int(jnp.argmax(l))`
+    then `jnp.array([[tok]])` or `mask.at[tok].set(1)`): the host decides each step's next
+    input, as in a greedy decode loop, so the round trip is the loop's design and the loop is not
+    a carried computation `lax.scan` could take as written. The pulling calls are returned."""
+    fn = loop.function
+    pulled: dict[str, cst.CSTNode] = {}
+    for a in fn.assignments:
+        if a.value is not None and loop.encloses(a.site.loop) and _pulls_device_value(model, a.value, fn):
+            for target in a.targets:
+                pulled[target] = a.value
+    if not pulled:
+        return []
+    found = []
+    for site in fn.calls:
+        if not loop.encloses(site.loop) or model.call_work(site.node, fn) is None:
+            continue
+        for name in set(names_in(site.node)) & set(pulled):
+            found.append(pulled.pop(name))
+    return found
+
+
+def _pulls_device_value(model: SemanticModel, value: cst.BaseExpression, fn: Function) -> bool:
+    """`int(x)`, `np.asarray(x)`, `x.item()` of a device value `x`."""
+    if not isinstance(value, cst.Call) or not model.is_host_pull(value):
+        return False
+    if isinstance(value.func, cst.Attribute) and model.resolve(value.func) is None:
+        return model.is_array(value.func.value, fn)
+    return bool(value.args) and model.is_array(value.args[0].value, fn)
 
 
 def exits_on_device(model: SemanticModel, loop: Loop) -> bool:

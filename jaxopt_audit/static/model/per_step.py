@@ -22,7 +22,7 @@ from .loops import literal_trip_count
 
 # A loop of a few literal iterations (`for _ in range(2)`) is a check or an unrolled sequence,
 # not a loop over steps (JAX201 draws the same line).
-SHORT_LOOP = 8
+SHORT_LOOP = 20
 
 
 
