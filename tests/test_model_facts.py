@@ -163,3 +163,36 @@ def test_picking_an_element_of_a_python_list_of_arrays_is_not_array_work():
         model = SemanticModel(cst.parse_module(source.replace("{out}", out)))
         collect = next(f for f in model.functions if f.name == "collect")
         assert (collect.array_ops, collect.does_array_work) == (ops, ops > 0)
+
+
+def test_literal_trip_counts_follow_names_and_zip():
+    # Round s: a parity check walks `zip(names, reference, candidate)` with five literal names;
+    # tutorials loop `range(num_steps)` with `num_steps = 20` bound once. A list bound once is
+    # not trusted (it is usually filled later), nor is a name bound twice.
+    from jaxopt_audit.static.model.loops import literal_trip_count
+    source = textwrap.dedent("""
+        names = ("q", "k", "v", "g", "b")
+        STEPS = 20
+        pending = []
+        twice = 3
+        twice = 300
+
+        def run(reference, candidate, n):
+            for name, ref, out in zip(names, reference, candidate):
+                pass
+            for i, name in enumerate(names):
+                pass
+            for step in range(STEPS):
+                pass
+            for item in pending:
+                pass
+            for step in range(twice):
+                pass
+            for step in range(n):
+                pass
+            for a, b in zip(reference, candidate):
+                pass
+    """)
+    model = SemanticModel(cst.parse_module(source))
+    run = next(fn for fn in model.functions if fn.name == "run")
+    assert [literal_trip_count(loop, model.resolve) for loop in run.loops] == [5, 5, 20, None, None, None, None]

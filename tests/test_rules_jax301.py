@@ -513,3 +513,4 @@ def train(w, x, steps):
         )
     return w
 """) == [17]
+

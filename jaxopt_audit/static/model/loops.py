@@ -204,14 +204,30 @@ def _draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
 
 
 def literal_trip_count(loop: Loop, resolve) -> int | None:
-    """`range(5)`, `for x in (a, b, c)`: the number of iterations when it is a literal."""
+    """`range(5)`, `for x in (a, b, c)`, `zip(names, outs)` with `names = ("q", "k", "v")`: the
+    number of iterations when a literal bounds it (zip stops at its shortest argument)."""
     node = loop.node
     if not isinstance(node, cst.For):
         return None
-    it = node.iter
+    return _count(node.iter, loop, resolve)
+
+
+def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int | None:
     if isinstance(it, (cst.Tuple, cst.List)):
-        return len(it.elements)
-    if isinstance(it, cst.Call) and resolve(it.func) == "builtins.range":
+        return len(it.elements) if not any(isinstance(e, cst.StarredElement) for e in it.elements) else None
+    if isinstance(it, cst.Name) and depth < 2:
+        scope = loop.function.binding_scope(it.value)
+        if scope is None or it.value in scope.params:
+            return None
+        bindings = scope.bindings(it.value)
+        # a tuple only: a list bound once is often filled later (`xs = []`, then `xs.append`)
+        if len(bindings) == 1 and isinstance(bindings[0].value, cst.Tuple) and not bindings[0].augmented:
+            return _count(bindings[0].value, loop, resolve, depth + 1)
+        return None
+    if not isinstance(it, cst.Call):
+        return None
+    q = resolve(it.func)
+    if q == "builtins.range":
         found = [_literal_int(a.value, loop) for a in it.args]
         values = [v for v in found if v is not None]
         if values and len(values) == len(found):
@@ -219,6 +235,12 @@ def literal_trip_count(loop: Loop, resolve) -> int | None:
                 values[0], values[1], values[2] if len(values) > 2 else 1)
             if step:
                 return max(0, len(range(start, stop, step)))
+    if q in ("builtins.zip", "builtins.enumerate") and depth < 2:
+        counts = [_count(a.value, loop, resolve, depth + 1) for a in it.args if a.keyword is None]
+        known = [c for c in counts if c is not None]
+        if q == "builtins.enumerate":
+            return counts[0] if counts else None
+        return min(known) if known else None
     return None
 
 
