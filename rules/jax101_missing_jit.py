@@ -9,7 +9,7 @@ import libcst as cst
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, read_names, walk
 from jaxopt_audit.static.fix_codemods import jit_decorator
 from jaxopt_audit.static.model.eager import WORTH_JIT, differentiates, dispatch_loop, eager_ops, host_side
-from jaxopt_audit.static.model.loops import carried_names
+from jaxopt_audit.static.model.loops import carried_names, grown_names
 from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 
 
@@ -36,7 +36,12 @@ class MissingJit(Rule):
     function they differentiate; an eager derivative counts at least five): jitted, such a
     helper saves about 15 us a call on CPU, and no reader of real code called one worth a
     finding. It is also quiet on a function called with the step count and numbers alone
-    (`lr = schedule(step)`): scalar math, microseconds a step.
+    (`lr = schedule(step)`): scalar math, microseconds a step; on a helper making a fresh
+    input of a compiled call in the same loop (`xb = sample_batch(key, data)` before
+    `train_step(params, xb)`: its ops overlap with the step already queued), unless it
+    differentiates or the loop carries its result; and on a function called with an input the
+    loop grows every step (`forward(params, tokens)` while `tokens` gains a token a step): jit
+    would compile it again for each length, and JAX201 reports the loop.
 
     ## Automatic fix
     Unsafe (`--unsafe-fixes`): `scan --fix` adds `@jax.jit` to a plain function when no argument
@@ -182,7 +187,7 @@ class MissingJit(Rule):
                     continue
                 # a loop over steps shown by the model, calling a function whose job is device work
                 if not dispatch_loop(model, site.loop) or host_side(model, target) or _scalar_inputs(model, site) \
-                        or _prepares_compiled_input(model, site):
+                        or _prepares_compiled_input(model, site) or _takes_a_growing_input(model, site):
                     continue
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():
@@ -234,6 +239,16 @@ def _prepares_compiled_input(model: SemanticModel, site: Site) -> bool:
             if arg.value is site.node or read_names(arg.value) & made:
                 return True
     return False
+
+
+def _takes_a_growing_input(model: SemanticModel, site: Site) -> bool:
+    """An argument grows every iteration (`forward(params, tokens)` in a decode loop that
+    concatenates a token to `tokens` each step): jit would compile the function again for each
+    new length, so adding it is not the fix (JAX201 reports the growing loop and its fix)."""
+    if site.loop is None:
+        return False
+    grown = grown_names(model, site.loop)
+    return bool(grown) and any(read_names(arg.value) & grown for arg in site.node.args)
 
 
 def _scalar_inputs(model: SemanticModel, site: Site) -> bool:

@@ -929,3 +929,41 @@ def test_a_batch_sampler_feeding_the_jitted_step_is_its_input_not_a_jit_candidat
             return w
     """
     assert found(source, all_rules, "JAX101") == [14]
+
+
+def test_a_model_called_on_a_sequence_that_grows_each_step_is_not_told_to_jit(all_rules):
+    """Round s: a tutorial samples by concatenating each new token to `tokens` and calling the
+    un-jitted `forward` on the growing context; jit would compile `forward` again for every
+    length. JAX201 reports the growing loop (with the fixed-buffer fix); JAX101 stays quiet. A
+    fixed-shape call of the same function in a step loop is reported."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def forward(params, tokens):
+            h = jnp.tanh(params["embed"][tokens])
+            h = h @ params["w1"] + jnp.mean(h, axis=-1, keepdims=True)
+            return jnp.einsum("bsd,vd->bsv", jax.nn.gelu(h), params["embed"])
+
+        def sample(params, tokens, key, n_new):
+            for _ in range(n_new):
+                ctx = tokens[:, -128:]
+                logits = forward(params, ctx)
+                key, sub = jax.random.split(key)
+                nxt = jax.random.categorical(sub, logits[:, -1, :])
+                tokens = jnp.concatenate([tokens, nxt[:, None]], axis=1)
+            return tokens
+
+        def main(params, prompt, key):
+            print(sample(params, prompt, key, 200))
+
+        def train(params, batches, steps):
+            for step in range(steps):
+                logits = forward(params, batches[step])
+                params = jax.tree.map(lambda p: p - 1e-3 * jnp.mean(logits), params)
+            return params
+    """
+    assert found(source, all_rules, "JAX101") == [4]
+    assert found(source, all_rules, "JAX201") == [10, 22]
+    grown = source[:source.index("        def train(")] + "        main({}, None, None)\n"
+    assert found(grown, all_rules, "JAX101") == []

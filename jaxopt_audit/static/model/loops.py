@@ -189,10 +189,29 @@ def grows_carry(model: SemanticModel, loop: Loop, carried: set[str]) -> str | No
         if not loop.encloses(a.site.loop) and isinstance(a.value, cst.Name) and a.value.value == "None":
             return "starts as None"
     for a in fn.assignments:
-        if set(a.targets) & carried and loop.encloses(a.site.loop) and isinstance(a.value, cst.Call) \
-                and model.resolve(a.value.func) in GROWING_CALLS and set(names_in(a.value)) & set(a.targets):
+        if set(a.targets) & carried and loop.encloses(a.site.loop) and _grows(model, a.value, a.targets):
             return "concatenated"
     return None
+
+
+def _grows(model: SemanticModel, value: cst.BaseExpression | None, targets: tuple[str, ...]) -> bool:
+    """`tokens = jnp.concatenate([tokens, nxt], axis=1)`: the value appends to what it rebinds."""
+    return isinstance(value, cst.Call) and model.resolve(value.func) in GROWING_CALLS \
+        and bool(set(names_in(value)) & set(targets))
+
+
+def grown_names(model: SemanticModel, loop: Loop) -> set[str]:
+    """Names whose shape changes every iteration: grown by concatenation in the loop, and
+    names the loop computes from those (`ctx = tokens[:, -n:]`). A function called with one
+    sees a new shape each step, so jitting it would compile it again each step."""
+    fn = loop.function
+    inside = [a for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)]
+    grown = {t for a in inside if _grows(model, a.value, a.targets) for t in a.targets}
+    if grown:
+        for a in inside:  # assignments in source order: one pass reaches names derived in turn
+            if a.value is not None and set(names_in(a.value)) & grown:
+                grown.update(a.targets)
+    return grown
 
 
 def _draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
