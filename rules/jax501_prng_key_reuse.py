@@ -36,8 +36,10 @@ class PrngKeyReuse(Rule):
     Split before each use and rebind the key you keep: `key, sub = jax.random.split(key)`,
     then draw with `sub`. For a fixed number of draws split once (`k1, k2 = jax.random.split(key)`
     or `keys = jax.random.split(key, n)` and use `keys[i]`). In loops, split in the loop body or
-    derive a per-iteration key with `jax.random.fold_in(key, step)`; in a `lax.scan`, carry the
-    key and split it in the body.
+    derive a per-iteration key with `jax.random.fold_in(key, step)` or take a different element
+    of one split each iteration (`jax.random.split(key, n)[i]`, quiet); in a `lax.scan`, carry
+    the key and split it in the body. A key split afresh at the top of each iteration and then
+    used twice in it is judged as two uses in a row, not as reuse across iterations.
 
     The rule stays quiet on keys rebound before each use, distinct elements of a split
     (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic

@@ -531,3 +531,59 @@ def test_a_key_advanced_by_splitting_after_each_draw_is_not_reused():
                 out.append(jax.random.categorical(sub, logits))
             return out
     """) == [18]
+
+
+def test_a_key_split_afresh_each_iteration_is_not_reused_across_iterations():
+    # Round s: `epoch_key, batch_key = split(epoch_key)` at the top of each iteration, then the
+    # same sampler twice on `batch_key` (for x and for y: the same indices on purpose). Both
+    # uses are in one iteration: not "every iteration draws the same numbers". The same two
+    # draws with a key bound outside the loop are still a loop reuse.
+    assert messages("""
+        import jax
+
+        def sample(key, data, n):
+            return data[jax.random.choice(key, data.shape[0], (n,))]
+
+        def train(key, xs, ys, steps, step_fn, params):
+            for _ in range(steps):
+                key, batch_key = jax.random.split(key)
+                xb = sample(batch_key, xs, 32)
+                yb = sample(batch_key, ys, 32)
+                params = step_fn(params, xb, yb)
+            return params
+    """) == []
+    found = messages("""
+        import jax
+
+        def train(key, xs, steps, step_fn, params):
+            for _ in range(steps):
+                noise = jax.random.normal(key, xs.shape)
+                params = step_fn(params, xs + noise)
+            return params
+    """)
+    assert len(found) == 1 and "every iteration" in found[0]
+
+
+def test_taking_another_key_of_one_split_each_iteration_is_not_reuse():
+    # Round s: `layer_key = keys[1] if i == 0 else split(keys[1], n)[i]` builds one layer per
+    # iteration from a different element of the same split. Taking a fixed element every
+    # iteration is still reported.
+    assert lines("""
+        import jax
+
+        def init(key, n):
+            keys = jax.random.split(key, 4)
+            layers = []
+            for i in range(n):
+                layer_key = jax.random.split(keys[1], n)[i]
+                layers.append(jax.random.normal(layer_key, (3,)))
+            return layers
+
+        def init_same(key, n):
+            keys = jax.random.split(key, 4)
+            layers = []
+            for i in range(n):
+                layer_key = jax.random.split(keys[1], n)[0]
+                layers.append(jax.random.normal(layer_key, (3,)))
+            return layers
+    """) == [15]

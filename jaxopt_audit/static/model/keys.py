@@ -67,6 +67,9 @@ class Use:
     callee: object = None  # what it calls, when not a jax.random function (see KeyAnalysis.replay_identity)
     targets: frozenset[str] = frozenset()  # names its statement binds (`params = model.init(key, x)`)
     earlier: tuple[Use, ...] = ()  # the earlier uses of the same key by other functions than jax.random's
+    # loops on their second pass when it was recorded: a later use in the same pass is in the
+    # same iteration, not the next one
+    second_pass_of: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,8 @@ class _FunctionFlow:
         self.iterating = next((r for r in fn.transform_roots if r in ITERATING_TRANSFORMS), None)
         self.statement_id = 0
         self.in_assertion = False
+        # `split(key, n)[i]` with `i` varying per iteration: each iteration takes another key
+        self.element_per_iteration: set[int] = set()
 
     def run(self) -> None:
         node = self.fn.node
@@ -343,6 +348,11 @@ class _FunctionFlow:
         if t is cst.ListComp or t is cst.SetComp or t is cst.GeneratorExp or t is cst.DictComp:
             self.comprehension(cast("cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp", node), state)
             return
+        if t is cst.Subscript and self.loops:
+            sub = cast(cst.Subscript, node)
+            if isinstance(sub.value, cst.Call) and self.model.resolve(sub.value.func) == "jax.random.split" \
+                    and any(read_names(e.slice) & frame.bound for e in sub.slice for frame in self.loops):
+                self.element_per_iteration.add(id(sub.value))
         if t is cst.NamedExpr:
             named = cast(cst.NamedExpr, node)
             self.expr(named.value, state)
@@ -404,8 +414,14 @@ class _FunctionFlow:
         if previous is None and path == base:
             previous = next((u for k, u in state.used.items() if k.startswith(base + "[")), None)
         if previous is not None and id(call) not in self.reuses:
-            repeating = [f for f in self.loops if f.second_pass and f.loop_id in previous.loops]
+            # a use from an earlier iteration: recorded on the first pass of the loop and still
+            # there on the second (a use recorded on the second pass precedes this call in the
+            # same iteration, after the key was last bound)
+            repeating = [f for f in self.loops if f.second_pass and f.loop_id in previous.loops
+                         and f.loop_id not in previous.second_pass_of]
             looping = previous.node is call or bool(repeating)
+            # the same split each iteration, but another of its keys taken each time
+            another_element = previous.node is call and id(call) in self.element_per_iteration
             # a fixed key under `if step % k == 0` is deliberate (comparable eval samples each
             # time), and so is the same workload in every repetition of a timed benchmark loop
             fixed_on_purpose = id(call) in self.analysis.periodic_calls or any(
@@ -427,7 +443,8 @@ class _FunctionFlow:
             # every iteration (`for ...: sub = split(key)[1]` with `key` never rebound)
             derived = self.split_after_draw(previous.node, call) and (
                 not self.loops or self.rebinds(self.loops[-1].loop_id, base))
-            if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay or derived):
+            if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay or derived
+                    or another_element):
                 self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
@@ -436,7 +453,7 @@ class _FunctionFlow:
         if previous is not None:
             earlier = tuple(u for u in (*previous.earlier, previous) if u.callee is not None)[-8:]
         use = Use(call, tuple(f.loop_id for f in self.loops), self.statement_id, callee,
-                  self.statement_targets, earlier)
+                  self.statement_targets, earlier, frozenset(f.loop_id for f in self.loops if f.second_pass))
         for member in state.aliases.get(path, frozenset({path})):
             state.used[member] = use
 
