@@ -514,3 +514,19 @@ def train(w, x, steps):
     return w
 """) == [17]
 
+
+
+def test_a_token_handed_on_under_another_name_is_still_the_next_input():
+    # Round s: speculative decoding reads a drafted token (`t4 = int(jnp.argmax(...))`) and
+    # hands it on (`draft = t4`), and the next iteration builds its input from `draft`.
+    assert lines(TRAIN_STEP + """
+def decode(w, draft, steps):
+    ids = []
+    for _ in range(steps):
+        w, loss = train_step(w, jnp.array([[draft]]))
+        nxt = int(jnp.argmax(w))
+        ids.append(nxt)
+        draft = nxt
+        ids.append(float(loss))
+    return ids
+""") == [18]

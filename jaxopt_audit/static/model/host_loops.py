@@ -52,19 +52,24 @@ def fed_back(model: SemanticModel, loop: Loop) -> list[cst.CSTNode]:
     input, as in a greedy decode loop, so the round trip is the loop's design and the loop is not
     a carried computation `lax.scan` could take as written. The pulling calls are returned."""
     fn = loop.function
-    pulled: dict[str, cst.CSTNode] = {}
+    pulled: dict[str, set[cst.CSTNode]] = {}  # name -> the reads whose value it may hold
     for a in fn.assignments:
         if a.value is not None and loop.encloses(a.site.loop) and _pulls_device_value(model, a.value, fn):
             for target in a.targets:
-                pulled[target] = a.value
+                pulled.setdefault(target, set()).add(a.value)
     if not pulled:
         return []
-    found = []
+    for _ in range(3):  # `draft = nxt` hands the value on under another name (speculative decoding)
+        for a in fn.assignments:
+            if isinstance(a.value, cst.Name) and a.value.value in pulled and loop.encloses(a.site.loop):
+                for target in a.targets:
+                    pulled.setdefault(target, set()).update(pulled[a.value.value])
+    found: list[cst.CSTNode] = []
     for site in fn.calls:
         if not loop.encloses(site.loop) or model.call_work(site.node, fn) is None:
             continue
         for name in set(names_in(site.node)) & set(pulled):
-            found.append(pulled.pop(name))
+            found.extend(node for node in pulled[name] if not any(node is f for f in found))
     return found
 
 
