@@ -8,8 +8,14 @@ import libcst as cst
 
 from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, read_names, walk
 from jaxopt_audit.static.fix_codemods import jit_decorator
-from jaxopt_audit.static.model.eager import WORTH_JIT, differentiates, dispatch_loop, eager_ops, host_side
-from jaxopt_audit.static.model.loops import carried_names, grown_names
+from jaxopt_audit.static.model.eager import (
+    WORTH_JIT,
+    dispatch_loop,
+    eager_ops,
+    host_side,
+    prepares_compiled_input,
+)
+from jaxopt_audit.static.model.loops import grown_names
 from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 
 
@@ -187,7 +193,7 @@ class MissingJit(Rule):
                     continue
                 # a loop over steps shown by the model, calling a function whose job is device work
                 if not dispatch_loop(model, site.loop) or host_side(model, target) or _scalar_inputs(model, site) \
-                        or _prepares_compiled_input(model, site) or _takes_a_growing_input(model, site):
+                        or prepares_compiled_input(model, site) or _takes_a_growing_input(model, site):
                     continue
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():
@@ -215,30 +221,6 @@ def _candidate(model: SemanticModel, fn: Function) -> bool:
     # jit pays off by replacing many dispatches with one: a function running a handful of eager
     # ops saves microseconds per call (eager.WORTH_JIT)
     return eager_ops(model, fn) >= WORTH_JIT and not fn.contains_step_loop
-
-
-def _prepares_compiled_input(model: SemanticModel, site: Site) -> bool:
-    """The call makes a fresh input of a compiled call in the same loop (`xb = sample_batch(key,
-    data)` then `params = train_step(params, xb)`, or `train_step(params, augment(x))`): the
-    helper prepares each step's batch, and its eager ops overlap with the compiled step already
-    queued on the device. Round s's judges called all eight such findings (batch samplers of
-    about six ops beside a jitted step) wrong. A helper whose result the loop carries to the
-    next step (`w = scale(step(w, x))`) and an eager gradient step stay reported."""
-    fn, loop = site.function, site.loop
-    if loop is None:
-        return False
-    target = model.callee(site.node, fn).function
-    if target is not None and differentiates(model, target):
-        return False
-    made = {t for a in fn.assignments if a.value is site.node and loop.encloses(a.site.loop) for t in a.targets}
-    made -= carried_names(model, loop)
-    for other in fn.calls:
-        if other is site or not loop.encloses(other.loop) or model.call_work(other.node, fn) != "dispatch":
-            continue
-        for arg in other.node.args:
-            if arg.value is site.node or read_names(arg.value) & made:
-                return True
-    return False
 
 
 def _takes_a_growing_input(model: SemanticModel, site: Site) -> bool:

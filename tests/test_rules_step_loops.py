@@ -394,11 +394,11 @@ def test_iterating_a_record_field_is_not_a_step_loop(all_rules):
 
 
 def test_a_loop_printing_a_device_value_every_step_is_not_a_scan_candidate(all_rules):
+    # (an eager update: a loop around a jitted one is the idiomatic driver, quiet either way)
     source = """
         import jax
         import jax.numpy as jnp
 
-        @jax.jit
         def update(w):
             return w - 0.1 * jnp.sin(w)
 
@@ -415,7 +415,7 @@ def test_a_loop_printing_a_device_value_every_step_is_not_a_scan_candidate(all_r
                     print(jnp.mean(w))
             return w
     """
-    assert found(source, all_rules, "JAX201") == [15]
+    assert found(source, all_rules, "JAX201") == [14]
 
 
 def test_state_fed_back_over_a_record_handed_in_is_a_step_loop(all_rules):
@@ -967,3 +967,43 @@ def test_a_model_called_on_a_sequence_that_grows_each_step_is_not_told_to_jit(al
     assert found(source, all_rules, "JAX201") == [10, 22]
     grown = source[:source.index("        def train(")] + "        main({}, None, None)\n"
     assert found(grown, all_rules, "JAX101") == []
+
+
+def test_a_training_loop_sampling_its_batch_beside_a_jitted_step_is_not_a_scan_candidate(all_rules):
+    """Round s: `key, sub = split(key)`, `xb, yb = sample_batch(sub, data)` (a few eager ops),
+    then the jitted step, with the loss printed every 100 steps: the idiomatic training loop.
+    Still reported: a shock drawn in the loop itself beside a tiny jitted step (round q's
+    batch-1 simulations, judged right), and a bare key split around a jitted rollout step."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, xb, yb):
+            return w - 0.1 * jax.grad(lambda v: jnp.mean((xb @ v - yb) ** 2))(w)
+
+        @jax.jit
+        def sim_step(state, shock):
+            return 0.9 * state + shock
+
+        def sample_batch(key, xs, ys):
+            idx = jax.random.randint(key, (64,), 0, xs.shape[0])
+            return xs[idx], ys[idx]
+
+        def train(w, xs, ys, key, steps):
+            for step in range(steps):
+                key, sub = jax.random.split(key)
+                xb, yb = sample_batch(sub, xs, ys)
+                w = train_step(w, xb, yb)
+                if step % 100 == 0:
+                    print(jnp.mean(w))
+            return w
+
+        def simulate(state, key, steps):
+            for t in range(steps):
+                key, sub = jax.random.split(key)
+                shock = jax.random.normal(sub, state.shape)
+                state = sim_step(state, shock)
+            return state
+    """
+    assert found(source, all_rules, "JAX201") == [26]
