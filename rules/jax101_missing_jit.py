@@ -39,7 +39,8 @@ class MissingJit(Rule):
     `f = jax.jit(f)`, `self.f = jax.jit(self._f)`, equinox/flax/objax jit wrappers), functions
     called only outside loops, helpers only ever called from jitted code, and functions running
     fewer than five eager ops a call (counting the un-jitted helpers they call, and twice a
-    function they differentiate; an eager derivative counts at least five): jitted, such a
+    function they differentiate; an eager derivative counts at least five; arrays made from
+    Python values, `jnp.array(token_ids)` or `jnp.arange(n)`, are uploads, not ops): jitted, such a
     helper saves about 15 us a call on CPU, and no reader of real code called one worth a
     finding. It is also quiet on a function called with the step count and numbers alone
     (`lr = schedule(step)`): scalar math, microseconds a step; on a helper making a fresh

@@ -196,3 +196,23 @@ def test_literal_trip_counts_follow_names_and_zip():
     model = SemanticModel(cst.parse_module(source))
     run = next(fn for fn in model.functions if fn.name == "run")
     assert [literal_trip_count(loop, model.resolve) for loop in run.loops] == [5, 5, 20, None, None, None, None]
+
+
+def test_arrays_made_from_python_values_are_not_counted_as_operations():
+    # Round s: `make_batch` builds a decode step's arrays from Python lists; uploads and
+    # constants are not operations jit could fuse. Constructors fed arrays still count.
+    source = textwrap.dedent("""
+        import jax.numpy as jnp
+
+        def make_batch(token_ids, seq_len, max_blocks):
+            return (jnp.array([token_ids], dtype=jnp.int32), jnp.array([seq_len]),
+                    jnp.arange(max_blocks)[None, :], jnp.zeros((1, max_blocks)))
+
+        def rescale(x):
+            t = jnp.asarray(x * 2.0)
+            return jnp.zeros_like(t) + jnp.full(t.shape, 1.0) + jnp.array(t)
+    """)
+    model = SemanticModel(cst.parse_module(source))
+    ops = {fn.name: fn.array_ops for fn in model.functions if not fn.is_module}
+    assert ops["make_batch"] == 0
+    assert ops["rescale"] >= 5

@@ -32,7 +32,7 @@ def test_a_plotting_helper_called_per_step_is_host_work(all_rules):
 
         def smooth(x):
             y = jnp.convolve(x, jnp.ones(5) / 5.0)
-            return y - jnp.mean(y)
+            return jnp.tanh(y - jnp.mean(y))
 
         fig, ax = plt.subplots()
         history = []
@@ -1007,3 +1007,38 @@ def test_a_training_loop_sampling_its_batch_beside_a_jitted_step_is_not_a_scan_c
             return state
     """
     assert found(source, all_rules, "JAX201") == [26]
+
+
+def test_a_helper_that_only_uploads_python_lists_is_not_told_to_jit(all_rules):
+    """Round s: a benchmark's `make_batch` turns Python token lists into arrays (`jnp.array`,
+    `jnp.arange(n)`) for each decode step: uploads, nothing for jit to fuse (under jit the lists
+    would be static constants). A helper computing on the arrays it makes is reported."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def decode(params, tokens, positions, lens):
+            return params * tokens + positions + lens
+
+        def make_batch(token_ids, start, seq_len, max_blocks):
+            positions = list(range(start, start + len(token_ids)))
+            return (jnp.array([token_ids], dtype=jnp.int32), jnp.array([positions], dtype=jnp.int32),
+                    jnp.array([seq_len], dtype=jnp.int32), jnp.arange(max_blocks)[None, :],
+                    jnp.array([0, len(token_ids)]), jnp.zeros((1, max_blocks)))
+
+        def make_scaled(token_ids, start, seq_len, max_blocks):
+            t = jnp.array([token_ids], dtype=jnp.float32)
+            return t / jnp.max(t), jnp.cumsum(t) - jnp.mean(t), jnp.tanh(t) * 2.0
+
+        def run(params, prompt, steps, history):
+            ids = list(prompt)
+            for step in range(steps):
+                tokens, positions, lens, blocks, loc, mask = make_batch(ids[-1:], len(ids), len(ids), 8)
+                out = decode(params, tokens, positions, lens)
+                params = decode(params, out, positions, lens)
+                history.append(make_scaled(ids, 0, len(ids), 8))
+                ids.append(step)
+            return params
+    """
+    assert found(source, all_rules, "JAX101") == [14]

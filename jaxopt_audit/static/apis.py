@@ -171,6 +171,13 @@ DEVICE_PUT_FUNCTIONS = frozenset({
     "jax.device_put_sharded", "jax.make_array_from_process_local_data",
 })
 
+# Array constructors: given Python numbers or lists they upload data or fill a constant, which
+# no jit fuses away (under jit the same values would be static constants).
+ARRAY_CONSTRUCTORS = DEVICE_PUT_FUNCTIONS | frozenset({
+    "jax.numpy.arange", "jax.numpy.zeros", "jax.numpy.ones", "jax.numpy.full", "jax.numpy.empty",
+    "jax.numpy.eye", "jax.numpy.identity", "jax.numpy.linspace",
+})
+
 TIMER_FUNCTIONS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
     "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "timeit.timeit",

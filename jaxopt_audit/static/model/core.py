@@ -1302,7 +1302,7 @@ class SemanticModel:
                         work = True
                     if kind == "array":
                         array_work = True
-                        ops += 1
+                        ops += not self._uploads(site.node, fn)
                     target = self.callee(site.node, fn).function
                     if target is not None and target.uses_scan:
                         scan = True
@@ -1320,6 +1320,13 @@ class SemanticModel:
                     fn.does_jax_work, fn.does_array_work, fn.uses_scan = work, array_work, scan
                     self._kind_cache = {}
                     changed = True
+
+    def _uploads(self, call: cst.Call, fn: Function) -> bool:
+        """`jnp.array([token_ids])`, `jnp.arange(n)`: an array made from Python values, an upload
+        or a constant rather than an operation on arrays (not counted in `array_ops`)."""
+        return self.resolve(call.func) in apis.ARRAY_CONSTRUCTORS and not any(
+            isinstance(n, cst.Name) and self.is_array_name(n.value, fn)
+            for a in call.args for n in walk(a.value))
 
     def call_work(self, call: cst.Call, scope: Function) -> str | None:
         """"array" when the call itself does array work eagerly (jnp.*, lax.*, grad(f)(x), a
