@@ -82,7 +82,9 @@ class UnsynchronizedTiming(Rule):
     `process_allgather` (it returns host arrays), on pytree
     bookkeeping (`tree_flatten`, `tree_structure`: no device work), on jitted functions that
     compute nothing (dispatch-overhead benchmarks), on a reading every k steps of a loop (a
-    throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), and on a
+    throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), on
+    arrays made for a lowering (`jax.jit(f).lower(x, jnp.arange(n)).compile()` times
+    compilation: lowering reads only their shapes), and on a
     measurement that says it is a compile time (`compile_s`, "first call", "warm-up",
     "compiling eval_step... done in"): tracing and compilation run synchronously inside the call,
     so such a figure is what it says, whether or not the run after it was waited for. It also

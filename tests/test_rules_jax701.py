@@ -717,3 +717,24 @@ def test_a_while_loop_leaves_only_after_its_test_reads_the_last_values():
             return state, time.time() - start
     """
     assert lines(source) == [24]
+
+
+def test_compilation_timed_with_arguments_made_for_lowering_is_synchronous():
+    # Round s: `jax.jit(f).lower(x, jnp.arange(n)).compile()` between two timer reads measures
+    # compilation, which returns when done; lowering reads only the shapes of its arguments.
+    # An array made outside the lowering and then timed alone is still dispatch.
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def compile_seconds(f, x, n):
+            started = time.perf_counter()
+            compiled = jax.jit(f).lower(x, jnp.arange(n, dtype=jnp.int32)).compile()
+            return compiled, time.perf_counter() - started
+
+        def fill_seconds(x):
+            started = time.perf_counter()
+            y = jnp.cumsum(x) * 2.0
+            return y, time.perf_counter() - started
+    """) == [13]

@@ -314,7 +314,13 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
     syncing = syncing_functions(model)
     pending: cst.Call | None = None
     waited: set[str] | None = None  # once the region has waited: the names it waited for
+    # `jax.jit(f).lower(x, jnp.arange(8)).compile()` times compilation, which is synchronous;
+    # lowering reads only its arguments' shapes, so making them is not the work being timed
+    lowered = {id(n) for c in calls if type(c) is cst.Call and isinstance(c.func, cst.Attribute)
+               and c.func.attr.value == "lower" for a in c.args for n in walk(a.value) if type(n) is cst.Call}
     for call in calls:
+        if id(call) in lowered:
+            continue
         if type(call) is cst.FormattedStringExpression:
             if pending is not None and formats_device_value(model, call, fn, results):
                 pending = None  # `f"{loss} {time.time() - t}"`: the loss is formatted first
