@@ -54,7 +54,8 @@ class HostSyncInStep(Rule):
     or accumulate them in the carry of a `lax.scan`. Use `jax.debug.print` inside jitted code.
 
     The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
-    `track(range(n))`, `zip(range(n), loader)`) or under a divergence test (`if np.isnan(loss):`,
+    `track(range(n))`, `zip(range(n), loader)`, and on a step number computed from the counter:
+    `step = update + 1`, then `if step % k == 0`) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the
     finding), on an array an unconditional read earlier in the iteration already brought to the
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),

@@ -530,3 +530,21 @@ def decode(w, draft, steps):
         ids.append(float(loss))
     return ids
 """) == [18]
+
+
+def test_a_guard_on_a_step_number_computed_from_the_counter_is_periodic():
+    # Round t: `step = update + 1`, then `if step % log_every == 0:` around the float() reads;
+    # the guard selects iterations like `update % k` would. A read outside it is reported.
+    assert lines(TRAIN_STEP + """
+def train(w, x, n_updates, log_every):
+    for update in range(n_updates):
+        w, loss = train_step(w, x)
+        step = update + 1
+        if step % log_every == 0:
+            print(f"update {step} | loss {float(loss):.4f}")
+        global_step = update * 4 + 2
+        if global_step % 100 == 0:
+            print(float(jnp.mean(w)))
+        scale = float(loss)
+    return w
+""") == [20]

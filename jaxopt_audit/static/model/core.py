@@ -466,11 +466,20 @@ class _Builder:
                 loop.counters.update(n for n in names_in(node.test.left))
             self.visit(node.test, fn, loop, guarded, in_test=True)
             fn.tests.append(Site(node, fn, loop, guarded, True))
-        # `step += 1` in the body makes `step` a counter too
+        # `step += 1` in the body makes `step` a counter too, and so does `step = update + 1`
+        # (arithmetic on a counter of this loop or an enclosing one)
+        known = set(loop.counters)
+        outer = parent
+        while outer is not None:
+            known |= outer.counters
+            outer = outer.parent
         for stmt in _simple_statements(node.body):
             if isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) \
                     and isinstance(stmt.operator, cst.AddAssign) and isinstance(stmt.value, cst.Integer):
                 loop.counters.add(stmt.target.value)
+            elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0].target, cst.Name) and _counter_arithmetic(stmt.value, known):
+                loop.counters.add(stmt.targets[0].target.value)
         self.walk_body(fn, node.body, loop, False)
         if node.orelse is not None:
             self.walk_body(fn, node.orelse, parent, guarded)
@@ -550,6 +559,16 @@ def _counter_targets(target: cst.BaseExpression, it: cst.BaseExpression, resolve
         return {e.value for e, a in zip(elements, args, strict=False)
                 if isinstance(e, cst.Name) and _counts(a, resolve, bound)}
     return set()
+
+
+def _counter_arithmetic(value: cst.BaseExpression, counters: set[str]) -> bool:
+    """`update + 1`, `epoch * steps_per_epoch + i`: integer arithmetic on a loop counter."""
+    if not isinstance(value, cst.BinaryOperation) or not isinstance(
+            value.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
+        return False
+    nodes = list(walk(value))
+    return any(isinstance(n, cst.Name) and n.value in counters for n in nodes) and not any(
+        isinstance(n, (cst.Call, cst.Subscript, cst.Float)) for n in nodes)
 
 
 def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
