@@ -25,6 +25,7 @@ from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_device_rows
 from jaxopt_audit.static.model.host_loops import (
     Statements,
+    accepts_or_rejects,
     exits_on_device,
     fed_back,
     is_wait,
@@ -62,7 +63,9 @@ class HostSyncInStep(Rule):
     on reads after the loop, on plain Python numbers,
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
-    greedy decode loop, whose host decides each step), in loops of 20 or fewer literal
+    greedy decode loop, whose host decides each step), on a test that adopts a candidate
+    (`if loss_fn(params_new) < loss: params = params_new`: a line search's accept/reject, which
+    the algorithm needs every step), in loops of 20 or fewer literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
     timer, or waits for a result it then throws away). `if not all(jnp.all(...))` is reported:
@@ -223,6 +226,9 @@ class HostSyncInStep(Rule):
                 test = node.test if isinstance(node, (cst.If, cst.While)) else None
                 if test is None or not per_step(test_site):
                     continue
+                if isinstance(node, cst.If) and test_site.loop is not None \
+                        and accepts_or_rejects(model, test_site.loop, node):
+                    continue  # a line search's accept/reject: the algorithm needs the answer each step
                 for operand in _operands(test):
                     if _reduces_to_bool(model, operand, fn):
                         continue  # `all(jnp.all(...))` is reported as the call it is

@@ -548,3 +548,22 @@ def train(w, x, n_updates, log_every):
         scale = float(loss)
     return w
 """) == [20]
+
+
+def test_an_accept_or_reject_step_needs_its_answer_every_step():
+    # Round t: a step is proposed, kept only if the loss went down, and the learning rate grows
+    # or shrinks accordingly: the `if` decides the next iteration's state. A NaN guard is not
+    # such a decision and is still reported.
+    assert lines(TRAIN_STEP + """
+def fit(w, x, steps, lr):
+    for epoch in range(steps):
+        w_new, loss = train_step(w, x)
+        if jnp.mean((x @ w_new) ** 2) < loss:
+            w = w_new
+            lr = lr * 1.1
+        else:
+            lr = lr * 0.5
+        if jnp.isnan(loss):
+            w = w_new * 0.0
+    return w
+""") == [19]

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
-from .loops import literal_trip_count
+from .loops import carried_names, literal_trip_count
 from .per_step import SHORT_LOOP
 
 # `for k, v in d.items()`: a walk over a dict's entries (metrics, splits, parameters), a few
@@ -80,6 +80,27 @@ def _pulls_device_value(model: SemanticModel, value: cst.BaseExpression, fn: Fun
     if isinstance(value.func, cst.Attribute) and model.resolve(value.func) is None:
         return model.is_array(value.func.value, fn)
     return bool(value.args) and model.is_array(value.args[0].value, fn)
+
+
+def accepts_or_rejects(model: SemanticModel, loop: Loop, node: cst.If) -> bool:
+    """`if loss_fn(params_new) < loss: params = params_new` (else shrink the step): the test
+    decides which candidate the next iteration starts from, a line search or an accept/reject
+    rule. The host must know the answer every step; reading it every k steps would change the
+    algorithm. A NaN or divergence test is not such a decision: it guards against failure."""
+    if is_divergence_guard(node.test):
+        return False
+    carried = carried_names(model, loop)
+    if not carried:
+        return False
+    branches = [node.body] + ([node.orelse] if node.orelse is not None else [])
+    for branch in branches:
+        for inner in walk(branch):
+            # adopting a candidate computed this iteration (`params = params_new`), not
+            # changing the state in place (`w = w / 2` can be a `jnp.where` on the device)
+            if isinstance(inner, cst.Assign) and isinstance(inner.value, cst.Name) and any(
+                    isinstance(t.target, cst.Name) and t.target.value in carried for t in inner.targets):
+                return True
+    return False
 
 
 def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
