@@ -60,7 +60,9 @@ class HostSyncInStep(Rule):
     a recovery), on a value an `if` above it in the loop already read (that test is the
     finding), on an array an unconditional read earlier in the iteration already brought to the
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),
-    on reads after the loop, on plain Python numbers,
+    on another output of a compiled call one of whose outputs was already read so (`peak.item()`
+    after `float(loss)` from `w, loss, peak = step(w)`: ready by then, a transfer but no second
+    stall), on reads after the loop, on plain Python numbers,
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
     greedy decode loop, whose host decides each step), on a test that adopts a candidate
@@ -321,7 +323,9 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
                  waits: list[tuple[cst.CSTNode, Site, str]]) -> list:
     """The reads that stall: once an unconditional read in the iteration has brought an array to
     the host (`float(loss)`), reading the same array again (`f"{loss:.3f}"`, `loss.item()`) uses
-    the host copy the array keeps; it is not another transfer. A loop that already waits for the
+    the host copy the array keeps; it is not another transfer, and another output of the same
+    compiled call (`peak.item()` after `float(loss)` from `w, loss, peak = step(w)`) is ready
+    by then: a transfer, not another stall. A loop that already waits for the
     step every iteration on purpose (`stats["loss"].block_until_ready()` before reading a timer)
     has stalled for it: reads after that wait add no stall of their own."""
     kept = []
@@ -373,7 +377,11 @@ def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tup
         binding = model.reaching_binding(expr, fn)
         if binding is None or binding.value is None or not loop.encloses(binding.site.loop):
             return None
-        out.add((id(binding), expr.value))
+        # the outputs of one compiled call are ready together: once one is read, reading a
+        # sibling (`w, loss, peak = step(w)`: `float(loss)`, then `peak.item()`) waits no longer
+        together = isinstance(binding.value, cst.Call) and len(binding.targets) > 1 \
+            and model.call_work(binding.value, fn) == "dispatch"
+        out.add((id(binding), "*" if together else expr.value))
     return out or None
 
 

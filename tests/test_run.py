@@ -109,8 +109,9 @@ def test_k_syncs_per_step_and_exit_status_passed_through(tmp_path: Path) -> None
     assert transfers(report, "d2h") == [("syncs_per_step.py", 22, 30, "float()"),
                                         ("syncs_per_step.py", 23, 30, ".item()")]
     assert findings(report) == [("JAX301", "syncs_per_step.py", 22), ("JAX301", "syncs_per_step.py", 23)]
-    # the static scan reports the same two reads: confirmed at runtime
-    assert [f["confirmed_by_scan"] for f in report["findings"]] == [True, True]
+    # the static scan reports the first read as the stall; `peak` comes from the same compiled
+    # call, ready by then, so its read is a transfer the runtime sees but no second stall
+    assert [f["confirmed_by_scan"] for f in report["findings"]] == [True, False]
     assert report["scan"] == "ok"
 
 
