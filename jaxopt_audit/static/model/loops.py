@@ -235,14 +235,9 @@ def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int |
     if isinstance(it, (cst.Tuple, cst.List)):
         return len(it.elements) if not any(isinstance(e, cst.StarredElement) for e in it.elements) else None
     if isinstance(it, cst.Name) and depth < 2:
-        scope = loop.function.binding_scope(it.value)
-        if scope is None or it.value in scope.params:
-            return None
-        bindings = scope.bindings(it.value)
+        bound = _bound_once(it, loop)
         # a tuple only: a list bound once is often filled later (`xs = []`, then `xs.append`)
-        if len(bindings) == 1 and isinstance(bindings[0].value, cst.Tuple) and not bindings[0].augmented:
-            return _count(bindings[0].value, loop, resolve, depth + 1)
-        return None
+        return _count(bound, loop, resolve, depth + 1) if isinstance(bound, cst.Tuple) else None
     if not isinstance(it, cst.Call):
         return None
     q = resolve(it.func)
@@ -269,12 +264,19 @@ def _literal_int(expr: cst.BaseExpression, loop: Loop) -> int | None:
     value = int_value(expr)
     if value is not None or not isinstance(expr, cst.Name):
         return value
-    scope = loop.function.binding_scope(expr.value)
-    if scope is None or expr.value in scope.params:
+    bound = _bound_once(expr, loop)
+    return int_value(bound) if bound is not None else None
+
+
+def _bound_once(name: cst.Name, loop: Loop) -> cst.BaseExpression | None:
+    """The value of a name bound exactly once (not a parameter, not augmented) in the scope the
+    loop's function sees it from."""
+    scope = loop.function.binding_scope(name.value)
+    if scope is None or name.value in scope.params:
         return None
-    bindings = scope.bindings(expr.value)
-    if len(bindings) == 1 and bindings[0].value is not None and not bindings[0].augmented:
-        return int_value(bindings[0].value)
+    bindings = scope.bindings(name.value)
+    if len(bindings) == 1 and not bindings[0].augmented:
+        return bindings[0].value
     return None
 
 
