@@ -239,7 +239,11 @@ Rounds p, q and r (36 more repositories, eighth session) judged the preview rule
 session's fixes so far: 5 of 53, 8 of 59 and 5 of 60 sampled findings right. Each round's patterns were
 fixed after it (a decode loop's end-of-sequence test, flax `init` keys, learning-rate schedules
 timed or called per step; README, "How precise it is today"), and the next fresh round found
-new ones, as every round has.
+new ones, as every round has. Rounds s and t (24 more, ninth session): 7 of 116 and 22 of 48
+(JAX501 22 of 26 on round t, in two repositories drawing several values from one key; the
+speed rules 2 of 101 on the two rounds together: demonstration loops of 10 and 20 steps, greedy
+decode loops whose host picks each token, batch samplers beside a jitted step, `step = update
++ 1` guards, a line search's accept/reject, all fixed after).
 
 The tracing rules (JAX401-404) are preview too. Their claims hold for the code as the model
 reads it, but on published code that code ran: a real tracing error does not survive the first
