@@ -243,7 +243,8 @@ new ones, as every round has. Rounds s and t (24 more, ninth session): 7 of 116 
 (JAX501 22 of 26 on round t, in two repositories drawing several values from one key; the
 speed rules 2 of 101 on the two rounds together: demonstration loops of 10 and 20 steps, greedy
 decode loops whose host picks each token, batch samplers beside a jitted step, `step = update
-+ 1` guards, a line search's accept/reject, all fixed after).
++ 1` guards, a line search's accept/reject, all fixed after). Round u, after those fixes: 7 of 24
+(the speed rules 2 of 15; JAX501 5 of 7).
 
 The tracing rules (JAX401-404) are preview too. Their claims hold for the code as the model
 reads it, but on published code that code ran: a real tracing error does not survive the first
