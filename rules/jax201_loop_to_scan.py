@@ -48,8 +48,10 @@ class LoopToScan(Rule):
     `jax.lax.fori_loop` when nothing is collected. Jit the function that contains the scan.
 
     The rule stays quiet on loops that must run on the host every iteration (file or network I/O,
-    checkpoint writes, `next()` on a Python data iterator, a value read to the host and handed
-    back as the next step's input: `tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`),
+    checkpoint writes, `next()` on a Python data iterator, a Gym-style environment that keeps
+    its state inside the object: `obs, r, done, info = envs.step(action)`, a value read to the
+    host and handed back as the next step's input: `tok = int(jnp.argmax(logits))`, then
+    `jnp.array([[tok]])`),
     loops over a pytree's structure (`range(len(layers))`, dict items), loops whose body already
     runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer literal iterations
     (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration), loops whose only

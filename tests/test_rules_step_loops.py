@@ -1042,3 +1042,39 @@ def test_a_helper_that_only_uploads_python_lists_is_not_told_to_jit(all_rules):
             return params
     """
     assert found(source, all_rules, "JAX101") == [14]
+
+
+def test_a_rollout_through_a_gym_style_environment_is_host_bound(all_rules):
+    """Round u: `next_obs, r, done, info = envs.step(action)` is the Gym API: the environment keeps
+    its state inside the object and only the action goes in, so the loop cannot hand that state
+    to a scan as written. A functional step that takes and returns the state is still a scan
+    candidate."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def policy(params, obs, state, key):
+            action = jnp.tanh(obs @ params) + jax.random.normal(key, obs.shape[:-1] + params.shape[1:])
+            return action, state + 1
+
+        @jax.jit
+        def env_step(env_state, action):
+            return env_state * 0.9 + action, jnp.sum(action)
+
+        def rollout(params, envs, obs, state, keys, num_steps):
+            rewards = []
+            for t in range(num_steps):
+                action, state = policy(params, obs, state, keys[t])
+                obs, r, done, info = envs.step(action)
+                rewards.append(r)
+            return rewards
+
+        def functional_rollout(params, env_state, obs, state, keys, num_steps):
+            for t in range(num_steps):
+                action, state = policy(params, obs, state, keys[t])
+                env_state, r = env_step(env_state, action)
+                obs = jnp.tanh(env_state) * 2.0
+            return env_state
+    """
+    assert found(source, all_rules, "JAX201") == [22]

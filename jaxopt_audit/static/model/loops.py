@@ -412,7 +412,7 @@ def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
         q = model.resolve(call.func)
         if q in apis.HOST_IO_FUNCTIONS or q == "builtins.next":
             return call
-        if _consumes_device_values(model, call, fn):
+        if _consumes_device_values(model, call, fn) or _gym_step(fn, call):
             return call
         name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
             call.func.value if isinstance(call.func, cst.Name) else "")
@@ -421,6 +421,17 @@ def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
                 and model.call_work(call, fn) is None:
             return call
     return None
+
+
+def _gym_step(fn: Function, call: cst.Call) -> bool:
+    """`obs, reward, done, info = envs.step(action)`: the Gym API, whose environment keeps its
+    state inside the object (only the action goes in), so the loop cannot hand that state to a
+    scan as written. A functional step takes the state and returns it (`env.step(key, state,
+    action, params)`): not this."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
+            and len(call.args) == 1 and call.args[0].keyword is None):
+        return False
+    return any(a.value is call and len(a.targets) in (4, 5) for a in fn.assignments)
 
 
 def _consumes_device_values(model: SemanticModel, call: cst.Call, fn) -> bool:
