@@ -240,11 +240,7 @@ def _scalar_inputs(model: SemanticModel, site: Site) -> bool:
     microseconds and jitting it saves tens of microseconds a step. Round q's judge: a
     warmup-cosine schedule called each step to log the rate, six findings, all wrong."""
     call: cst.Call = site.node
-    counters: set[str] = set()
-    loop = site.loop
-    while loop is not None:
-        counters |= loop.counters
-        loop = loop.parent
+    counters = site.loop.counters_in_scope() if site.loop is not None else set()
     if not call.args or not counters:
         return False
     for arg in call.args:

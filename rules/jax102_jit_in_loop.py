@@ -370,19 +370,10 @@ def _builds_functions(model: SemanticModel, site: Site) -> bool:
     return False
 
 
-def _loops_around(site: Site) -> list[Loop]:
-    loops = []
-    loop = site.loop
-    while loop is not None:
-        loops.append(loop)
-        loop = loop.parent
-    return loops
-
-
 def _varying_names(site: Site) -> set[str]:
     """Names that change from one step to the next: loop targets and names bound in the loop
     (or, in a per-step function, its parameters and locals)."""
-    loops = _loops_around(site)
+    loops = list(site.loop.outward()) if site.loop is not None else []
     fn = site.function
     if not loops:
         return set(fn.params) | {t for a in fn.assignments for t in a.targets}

@@ -202,8 +202,8 @@ class HostSyncInStep(Rule):
                     waits.append((site.node, site, ""))
                 if what is not None and _feeds_host_environment(fn, site):
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
-                if what is not None and any(node is site.node for loop in _loops_of(site)
-                                            for node in handed_back(loop)):
+                around = site.loop.outward() if site.loop is not None else ()
+                if what is not None and any(node is site.node for loop in around for node in handed_back(loop)):
                     continue  # `tok = int(jnp.argmax(l))` then `jnp.array([[tok]])`: the host picks the next input
                 if what is not None and not statements.on_error_path(site.node) \
                         and not _read_by_the_test_above(model, site):
@@ -306,13 +306,6 @@ def _string_parts(node: cst.ConcatenatedString) -> list[cst.BaseExpression]:
         elif isinstance(side, cst.FormattedString):
             parts.append(side)
     return parts
-
-
-def _loops_of(site: Site) -> Iterator[Loop]:
-    loop = site.loop
-    while loop is not None:
-        yield loop
-        loop = loop.parent
 
 
 # Functions whose job is to show a value to a person: converting it is the point.

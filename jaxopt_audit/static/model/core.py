@@ -43,6 +43,17 @@ class Loop:
     is_epoch: bool = False  # it contains another step loop (directly or through calls)
     children: list[Loop] = field(default_factory=list)
 
+    def outward(self) -> Iterator[Loop]:
+        """This loop and the loops around it, innermost first."""
+        current: Loop | None = self
+        while current is not None:
+            yield current
+            current = current.parent
+
+    def counters_in_scope(self) -> set[str]:
+        """The counters of this loop and of every loop around it."""
+        return set().union(*(loop.counters for loop in self.outward()))
+
     def encloses(self, other: Loop | None) -> bool:
         while other is not None:
             if other is self:
@@ -468,11 +479,7 @@ class _Builder:
             fn.tests.append(Site(node, fn, loop, guarded, True))
         # `step += 1` in the body makes `step` a counter too, and so does `step = update + 1`
         # (arithmetic on a counter of this loop or an enclosing one)
-        known = set(loop.counters)
-        outer = parent
-        while outer is not None:
-            known |= outer.counters
-            outer = outer.parent
+        known = loop.counters_in_scope()
         for stmt in _simple_statements(node.body):
             if isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) \
                     and isinstance(stmt.operator, cst.AddAssign) and isinstance(stmt.value, cst.Integer):
@@ -576,11 +583,7 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
 
     Any test that reads a counter of an enclosing loop counts: it selects iterations by index.
     """
-    counters: set[str] = set()
-    current: Loop | None = loop
-    while current is not None:
-        counters |= current.counters
-        current = current.parent
+    counters = loop.counters_in_scope()
     return bool(counters) and any(name in counters for name in names_in(test))
 
 
