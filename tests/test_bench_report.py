@@ -337,3 +337,28 @@ def test_bench_all_writes_one_file_per_pipeline(pipelines: Path, tmp_path: Path,
     assert written == [f"tinypipe-small-{platform}.json", f"tinypipe_broken-small-{platform}.json"]
     broken = json.loads((tmp_path / written[1]).read_text())
     assert [("error" in v) for v in broken["variants"]] == [False, False, False, True]
+
+
+def test_a_run_cut_short_keeps_the_stages_it_finished(tmp_path: Path) -> None:
+    """A bench killed mid-run (a time limit, a crash of the interpreter) leaves a results file with
+    the stages it finished, and its log (stderr, not a terminal) names the stage it was in."""
+    import os
+    import subprocess
+
+    _write_pipeline(tmp_path, "tinypipe_killed", broken=True)
+    (tmp_path / "tinypipe_killed" / "stage3_broken.py").write_text(
+        "import os\n\n\ndef run(workload):\n    os._exit(3)  # no exception, no cleanup: like `timeout`\n")
+    out = tmp_path / "partial.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from jaxopt_audit.cli import main; sys.exit(main())",
+         "bench", "tinypipe_killed", "--stages", "0,1,3", "--repeats", "1", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 3, proc.stderr
+    results = json.loads(out.read_text())
+    jsonschema.validate(results, SCHEMA)
+    assert [v["name"] for v in results["variants"]] == ["stage0_original", "stage1_jit"]
+    assert all(v["validation"]["ok"] for v in results["variants"])
+    assert results["variants"][1]["speedup_vs_stage0"] is not None
+    assert "stage1_jit: done in" in proc.stderr
+    assert proc.stderr.rstrip().endswith("stage 3/3 stage3_broken: measuring")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,44 @@ class _ProgressView:
         self.progress.refresh()
 
 
+class _PlainProgress:
+    """One line per stage on stderr when it is a file or a pipe, where a live bar shows nothing
+    until it stops: a log cut short by a time limit still says which stage took the time."""
+
+    def __init__(self, pipeline: Pipeline, n_stages: int) -> None:
+        self.pipeline = pipeline.name
+        self.started = 0.0
+
+    def __enter__(self) -> _PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "stage":
+            self.started = time.perf_counter()
+            self._line(f"stage {info['position'] + 1}/{info['total']} {info['module']}: measuring")
+        elif kind == "done":
+            variant = info["variant"]
+            took = f"{time.perf_counter() - self.started:.1f} s"
+            if variant.failed:
+                self._line(f"{variant.name}: failed after {took}: {variant.error}")
+            else:
+                assert variant.steady_s is not None
+                self._line(f"{variant.name}: done in {took} ({seconds(variant.steady_s.median)} per run"
+                           f"{', extrapolated' if variant.extrapolated else ''})")
+        elif kind == "trace":
+            self._line(info["trace"]["text"])
+
+    def _line(self, text: str) -> None:
+        print(f"{self.pipeline}: {text}", file=sys.stderr, flush=True)
+
+
+def _progress_view(pipeline: Pipeline, n_stages: int) -> _ProgressView | _PlainProgress:
+    return _ProgressView(pipeline, n_stages) if sys.stderr.isatty() else _PlainProgress(pipeline, n_stages)
+
+
 def bench_command(args: argparse.Namespace) -> int:
     """Entry point of `jaxopt-audit bench` (options are defined in cli.py)."""
     try:
@@ -166,18 +205,30 @@ def bench_command(args: argparse.Namespace) -> int:
     all_results: list[BenchResult] = []
     failed = False
     for pipeline, stages in selections:
+        out = None
+        if args.out:
+            out = Path(args.out)
+            if len(selections) > 1:  # `bench all --out DIR`: one file per pipeline
+                from ..runtime.bench.machine import machine_info  # imports JAX: only when measuring
+
+                out = out / f"{pipeline.name}-{options.size}-{machine_info().platform}.json"
+
+        def write_so_far(results: BenchResult, out: Path | None = out, total: int = len(stages)) -> None:
+            # A run stopped by a time limit keeps the stages it finished; the last write is complete.
+            if out is not None:
+                write_json_atomic(out, results.to_json())
+                print(f"jaxopt-audit bench: wrote {out} ({len(results.variants)} of {total} stages)",
+                      file=sys.stderr, flush=True)
+
         try:
-            with _ProgressView(pipeline, len(stages)) as view:
-                results = run_pipeline(pipeline, stages, options, on_event=view)
+            with _progress_view(pipeline, len(stages)) as view:
+                results = run_pipeline(pipeline, stages, options, on_event=view, on_result=write_so_far)
         except UsageError as exc:
             print(f"jaxopt-audit bench: {exc}", file=sys.stderr)
             return EXIT_USAGE
         all_results.append(results)
         failed |= any(not v.valid for v in results.variants)
-        if args.out:
-            out = Path(args.out)
-            if len(selections) > 1:  # `bench all --out DIR`: one file per pipeline
-                out = out / f"{pipeline.name}-{options.size}-{results.platform}.json"
+        if out is not None:
             write_json_atomic(out, results.to_json())
             print(f"jaxopt-audit bench: wrote {out}", file=sys.stderr)
         if args.format == "table":

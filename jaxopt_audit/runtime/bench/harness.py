@@ -156,8 +156,13 @@ def _work_unit_name(throughput_unit: str) -> str:
 
 
 def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: BenchOptions,
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> BenchResult:
-    """Measure the stages and return their result (jaxopt_audit/results.py; its JSON is docs/design.md's)."""
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None,
+                 on_result: Callable[[BenchResult], None] | None = None) -> BenchResult:
+    """Measure the stages and return their result (jaxopt_audit/results.py; its JSON is docs/design.md's).
+
+    on_result, if given, receives the result of the stages measured so far after each stage, so a
+    run stopped by a time limit or a crash keeps what it had finished (`bench --out` writes it).
+    """
     import jax
 
     from .machine import machine_info
@@ -200,6 +205,28 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
         emit("reference", stage=stage0.module)
         references.outputs[key] = jax.block_until_ready(run0(stage_workload))
         return references.outputs[key]
+
+    overhead: list[float] = []  # measured once, on the first result
+
+    def result(measured: list[StageResult]) -> BenchResult:
+        _add_comparisons(measured, _work_unit_name(pipeline.throughput_unit))
+        if not overhead:
+            overhead.append(harness_overhead())
+        return BenchResult(
+            pipeline=pipeline.name,
+            pipeline_path=pipeline.source or None,
+            title=pipeline.title,
+            description=pipeline.description,
+            size=options.size,
+            platform=machine.platform,
+            device=machine.device if machine.platform != "cpu" else f"{machine.cpu_model}, {machine.cpu_count} cores",
+            jax_version=machine.jax_version,
+            machine=machine.to_json(),
+            throughput_unit=pipeline.throughput_unit,
+            harness_overhead_s=overhead[0],
+            created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            variants=list(measured),
+        )
 
     variants: list[StageResult] = []
     for position, (index, stage) in enumerate(stages):
@@ -261,23 +288,10 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
             variant.findings_note = why
         variants.append(variant)
         emit("done", module=stage.module, variant=variant)
+        if on_result is not None and position + 1 < len(stages):
+            on_result(result(variants))
 
-    _add_comparisons(variants, _work_unit_name(pipeline.throughput_unit))
-    return BenchResult(
-        pipeline=pipeline.name,
-        pipeline_path=pipeline.source or None,
-        title=pipeline.title,
-        description=pipeline.description,
-        size=options.size,
-        platform=machine.platform,
-        device=machine.device if machine.platform != "cpu" else f"{machine.cpu_model}, {machine.cpu_count} cores",
-        jax_version=machine.jax_version,
-        machine=machine.to_json(),
-        throughput_unit=pipeline.throughput_unit,
-        harness_overhead_s=harness_overhead(),
-        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        variants=variants,
-    )
+    return result(variants)
 
 
 def _add_comparisons(variants: list[StageResult], unit: str) -> None:
