@@ -590,3 +590,25 @@ def train(w, x, steps, history):
         history.append(peak.item())
     return w
 """) == [18, 19, 21]
+
+
+def test_a_flag_the_loop_computes_from_its_counter_is_a_periodic_guard():
+    # Round v: `show = epoch % print_every == 0 or epoch == last`, then `if show:` around the
+    # prints of the epoch's metrics. A flag bound to anything else (a device comparison) is not
+    # a selection of iterations, nor is one computed from the data the counter picks: the test,
+    # the reads under them are reported.
+    assert lines(TRAIN_STEP + """
+def train(w, x, epochs, print_every):
+    for epoch in range(epochs):
+        show = epoch % print_every == 0 or epoch == epochs - 1
+        w, loss = train_step(w, x)
+        if show:
+            print(f"epoch {epoch} loss {float(loss)}")
+        worse = loss > 1.0
+        if worse:
+            print(float(loss))
+        short = x[epoch].shape[0] < 8
+        if short:
+            print(float(jnp.sum(w)))
+    return w
+""") == [18, 19, 22]

@@ -495,6 +495,7 @@ class _Builder:
         fn.tests.append(Site(node, fn, loop, guarded, True))
         self.visit(node.test, fn, loop, guarded, in_test=True)
         periodic = guarded or (loop is not None and (_is_periodic_guard(node.test, loop)
+                                                     or _names_a_periodic_test(node.test, fn, loop)
                                                      or is_divergence_guard(node.test)))
         self.conditional_depth += 1
         self.walk_body(fn, node.body, loop, periodic)
@@ -585,6 +586,44 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
     """
     counters = loop.counters_in_scope()
     return bool(counters) and any(name in counters for name in names_in(test))
+
+
+def _names_a_periodic_test(test: cst.BaseExpression, fn: Function, loop: Loop) -> bool:
+    """`show = epoch % every == 0 or epoch == last`, then `if show:`: a name the loop binds, every
+    time, to a comparison of a counter (the bindings walked so far are the ones before this `if`).
+    A flag computed from data the counter picks (`short = xs[i].shape[0] < n`) is not one."""
+    counters = loop.counters_in_scope()
+    if not counters:
+        return False
+    around = set(loop.outward())
+    for name in names_in(test):
+        bindings = [a for a in fn.assignments if name in a.targets]
+        if bindings and all(a.value is not None and a.site.loop in around and not a.augmented
+                            and _compares_counter(a.value, counters) for a in bindings):
+            return True
+    return False
+
+
+def _compares_counter(value: cst.BaseExpression, counters: set[str]) -> bool:
+    """A comparison one side of which is arithmetic on a counter (`epoch % k == 0`, `i == n - 1`)."""
+    for node in walk(value):
+        if isinstance(node, cst.Comparison):
+            operands = [node.left, *(c.comparator for c in node.comparisons)]
+            if any(_on_counter(o, counters) for o in operands):
+                return True
+    return False
+
+
+def _on_counter(expr: cst.BaseExpression, counters: set[str]) -> bool:
+    """`epoch`, `(step + 1) % args.every`: names, attributes, ints and operators, reading a counter."""
+    found = False
+    for node in walk(expr):
+        if isinstance(node, cst.Name):
+            found = found or node.value in counters
+        elif not isinstance(node, (cst.BinaryOperation, cst.Attribute, cst.Integer, cst.BaseBinaryOp,
+                                   cst.LeftParen, cst.RightParen, cst.Dot, cst.BaseParenthesizableWhitespace)):
+            return False
+    return found
 
 
 def unpacks(value: cst.BaseExpression | None, count: int) -> bool:
