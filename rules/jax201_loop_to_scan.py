@@ -12,12 +12,14 @@ from jaxopt_audit.static.model.eager import dispatch_loop, eager_ops, prepares_c
 from jaxopt_audit.static.model.host_loops import fed_back
 from jaxopt_audit.static.model.loops import (
     grows_carry,
+    has_compiled_alternative,
     has_fixed_trip_count,
     host_bound_call,
     host_fed,
     is_numpy_value,
     iterates_rows,
     literal_trip_count,
+    records_for_rendering,
     step_state,
     wraps_compiled_scan,
 )
@@ -168,7 +170,8 @@ class LoopToScan(Rule):
                     continue
                 carried = step_state(model, loop)
                 if not carried or host_bound_call(model, loop) is not None \
-                        or wraps_compiled_scan(model, loop) or host_fed(model, loop) or fed_back(model, loop):
+                        or wraps_compiled_scan(model, loop) or host_fed(model, loop) or fed_back(model, loop) \
+                        or records_for_rendering(model, loop) is not None or has_compiled_alternative(model, loop):
                     continue
                 growth = grows_carry(model, loop, set(carried))
                 if growth == "starts as None":

@@ -24,7 +24,7 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.model.eager import iterates_structure
-from jaxopt_audit.static.model.loops import carried_names, host_bound_call, mutated_params
+from jaxopt_audit.static.model.loops import carried_names, host_bound_call, mutated_params, records_for_rendering
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",
@@ -206,7 +206,8 @@ class LoopToVmap(Rule):
         iterable = node.iter
         if _iterates_structure_or_files(model, iterable) or iterates_structure(model, loop):
             return None
-        if carried_names(model, loop) or host_bound_call(model, loop) is not None:
+        if carried_names(model, loop) or host_bound_call(model, loop) is not None \
+                or records_for_rendering(model, loop) is not None:
             return None
         items = _item_names(fn, loop)
         if not items or not _collects_results(model, fn, loop, items):

@@ -33,6 +33,7 @@ from jaxopt_audit.static.model.host_loops import (
     over_structure,
     runs_compiled_loops,
 )
+from jaxopt_audit.static.model.loops import records_for_rendering
 
 
 class HostSyncInStep(Rule):
@@ -189,7 +190,7 @@ class HostSyncInStep(Rule):
                     # compiled inner loops amortise the read; a loop that leaves on a device value
                     # (a decode loop's end-of-sequence test) waits every step by design
                     amortised[id(site.loop)] = runs_compiled_loops(model, site.loop) \
-                        or exits_on_device(model, loop)
+                        or exits_on_device(model, loop) or records_for_rendering(model, loop) is not None
                 return not amortised[id(site.loop)]
 
             found: list[tuple[cst.CSTNode, Site, str]] = []  # (what to point at, where, what is read)

@@ -1078,3 +1078,72 @@ def test_a_rollout_through_a_gym_style_environment_is_host_bound(all_rules):
             return env_state
     """
     assert found(source, all_rules, "JAX201") == [22]
+
+
+def test_a_rollout_recorded_for_the_renderer_is_not_a_scan_candidate(all_rules):
+    # Rounds q, t and v: `rollout.append(state)` every step, then `env.render(rollout)` after the
+    # loop: a rollout made to be watched, whose time goes to rendering. The same loop keeping
+    # rewards for a plot is a computation and is reported.
+    source = """
+import jax
+import matplotlib.pyplot as plt
+
+
+def watch(env, policy, rng, episode_length):
+    jit_step = jax.jit(env.step)
+    jit_act = jax.jit(policy)
+    state = jax.jit(env.reset)(rng)
+    rollout = [state]
+    for i in range(episode_length):
+        act_rng, rng = jax.random.split(rng)
+        state = jit_step(state, jit_act(state.obs, act_rng))
+        rollout.append(state)
+    frames = env.render(rollout[::2])
+    return frames
+
+
+def evaluate(env, policy, rng, episode_length):
+    jit_step = jax.jit(env.step)
+    jit_act = jax.jit(policy)
+    state = jax.jit(env.reset)(rng)
+    rewards = []
+    for i in range(episode_length):
+        act_rng, rng = jax.random.split(rng)
+        state = jit_step(state, jit_act(state.obs, act_rng))
+        rewards.append(state.reward)
+    plt.plot(rewards)
+    return rewards
+"""
+    assert found(source, all_rules, "JAX201") == [23]
+
+
+def test_a_python_loop_kept_as_the_debug_branch_of_a_compiled_loop_is_deliberate(all_rules):
+    # Round v: `if debug: for i in range(n): ... else: lax.fori_loop(...)`, the eager path kept
+    # for stepping through with prints. The same loop with no compiled branch is reported.
+    source = """
+import jax
+import jax.numpy as jnp
+
+
+def denoise(x, debug=False):
+    def body(i, x):
+        return x - 0.1 * jnp.tanh(x) * i
+
+    if debug:
+        for i in range(1000):
+            x = body(i, x)
+    else:
+        x = jax.lax.fori_loop(0, 1000, body, x)
+    return x
+
+
+def shrink(i, x):
+    return x - 0.1 * jnp.tanh(x) * i
+
+
+def denoise_eager(x):
+    for i in range(1000):
+        x = shrink(i, x)
+    return x
+"""
+    assert found(source, all_rules, "JAX201") == [22]

@@ -194,6 +194,11 @@ HOST_IO_FUNCTIONS = frozenset({
 HOST_IO_HINTS = ("save", "checkpoint", "write", "load", "read", "download", "upload", "render",
                  "send", "recv", "log_", "wandb", "tensorboard", "summary", "flush", "dump")
 
+# Names of calls that turn recorded states into frames or a video (`env.render(rollout)`,
+# `media.show_video(frames)`, `imageio.mimsave(path, frames)`, `wandb.Video(frames)`): a loop
+# filling their input is a visualisation rollout, its cost the renderer's (JAX201/202/301 quiet).
+RENDER_HINTS = ("render", "video", "mimsave", "mimwrite", "animation", "animate", "gif")
+
 # The errors tracing raises on the mistakes JAX401/402/404 find: a notebook cell whose saved
 # outputs show one of them demonstrates the mistake on purpose (Rule.demonstrated).
 TRACING_ERRORS = frozenset({

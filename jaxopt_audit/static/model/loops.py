@@ -423,6 +423,53 @@ def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
     return None
 
 
+def records_for_rendering(model: SemanticModel, loop: Loop) -> cst.Call | None:
+    """The loop appends to a list that the function, outside the loop, hands to a renderer
+    (`rollout.append(state)` each step, then `frames = env.render(rollout[::2])`): a rollout made
+    to be watched, whose time goes to rendering; scanning it or syncing less buys nothing a
+    reader wants (rounds q, t and v: 18 such rollouts, all judged noise). The renderer call is
+    returned."""
+    fn = loop.function
+    recorded = {site.node.func.value.value for site in fn.calls
+                if loop.encloses(site.loop) and isinstance(site.node.func, cst.Attribute)
+                and site.node.func.attr.value in ("append", "extend")
+                and isinstance(site.node.func.value, cst.Name)}
+    if not recorded:
+        return None
+    for site in fn.calls:
+        if loop.encloses(site.loop) or not _renders(site.node):
+            continue
+        if any(n in recorded for arg in site.node.args for n in names_in(arg.value)):
+            return site.node
+    return None
+
+
+def has_compiled_alternative(model: SemanticModel, loop: Loop) -> bool:
+    """The loop is one branch of an `if` whose other branch runs the same steps in a compiled
+    loop (`if debug: for i in range(n): ... else: lax.fori_loop(...)`): the Python loop is the
+    author's eager debugging path, kept on purpose (round v)."""
+    fn = loop.function
+    compiled = [site.node for site in fn.calls if model.resolve(site.node.func) in apis.COMPILED_LOOPS]
+    if not compiled:
+        return False
+    for site in fn.tests:
+        node = site.node
+        if not isinstance(node, cst.If) or node.orelse is None:
+            continue
+        branches = [set(map(id, walk(node.body))), set(map(id, walk(node.orelse)))]
+        for mine, other in (branches, branches[::-1]):
+            if id(loop.node) in mine and any(id(c) in other for c in compiled):
+                return True
+    return False
+
+
+def _renders(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    lowered = name.lower()
+    return any(h in lowered for h in apis.RENDER_HINTS)
+
+
 def _gym_step(fn: Function, call: cst.Call) -> bool:
     """`obs, reward, done, info = envs.step(action)`: the Gym API, whose environment keeps its
     state inside the object (only the action goes in), so the loop cannot hand that state to a
