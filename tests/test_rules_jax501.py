@@ -587,3 +587,54 @@ def test_taking_another_key_of_one_split_each_iteration_is_not_reuse():
                 layers.append(jax.random.normal(layer_key, (3,)))
             return layers
     """) == [15]
+
+
+def test_a_key_the_inner_loop_re_splits_is_fresh_for_the_next_episode():
+    # Round v: episodes of a rollout, each resetting from `split(rng, n)` while the step loop
+    # re-splits `rng` every step. A `for` loop runs at least once, so the next episode's split
+    # sees a fresh `rng`. The inner split right after the reset split is a real overlap
+    # (`split(k)[i] == split(k, n)[i]`) and stays reported, and so does an episode loop whose
+    # step loop never re-splits.
+    assert lines("""
+        import jax
+
+        def rollout(rng, reset, step, policy, episodes, horizon):
+            for _ in range(episodes):
+                state = reset(jax.random.split(rng, 4))
+                for t in range(horizon):
+                    act_rng, rng = jax.random.split(rng)
+                    state = step(state, policy(state, act_rng))
+            return state
+
+        def rollout_fixed(rng, reset, step, policy, episodes, horizon):
+            for _ in range(episodes):
+                state = reset(jax.random.split(rng, 4))
+                for t in range(horizon):
+                    state = step(state, policy(state, t))
+            return state
+    """) == [7, 13]
+
+
+def test_restoring_a_saved_key_every_k_steps_replays_the_data_on_purpose():
+    # Round l: `if step % cycle == 0: key = saved` cycles the same batches every `cycle` steps.
+    # Restoring it on every step, unguarded, replays one batch forever and is reported.
+    assert lines("""
+        import jax
+
+        def cycled(key, update, state, steps, cycle):
+            saved = key
+            for step in range(steps):
+                if step % cycle == 0:
+                    key = saved
+                batch_key, key = jax.random.split(key)
+                state = update(state, jax.random.normal(batch_key, (8,)))
+            return state
+
+        def every_step(key, update, state, steps):
+            saved = key
+            for step in range(steps):
+                key = saved
+                batch_key, key = jax.random.split(key)
+                state = update(state, jax.random.normal(batch_key, (8,)))
+            return state
+    """) == [16]

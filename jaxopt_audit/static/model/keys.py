@@ -266,9 +266,10 @@ class _FunctionFlow:
         back: _State | None = None
         for index in range(passes):
             frame.second_pass = index == 1
-            current = _merge([entry, back])
-            assert current is not None
-            current = current.copy()
+            start = entry if index == 0 else back  # the second iteration starts where the first ended
+            if start is None:
+                break  # every path of the body leaves the loop: there is no second iteration
+            current = start.copy()
             if isinstance(stmt, cst.For):
                 for name in target_names(stmt.target):
                     self.bind(name, None, current)
@@ -277,7 +278,10 @@ class _FunctionFlow:
             end = self.suite(stmt.body, current)
             back = _merge([end, *frame.continues, back])
         self.loops.pop()
-        after = _merge([entry, back])
+        # A `for` loop is taken to run at least once: a key the body rebinds every iteration is
+        # fresh after it (`for t in range(T): k, sub = split(k)`), not "fresh or consumed" as
+        # the path that skips the loop would make it. A `while` may not run at all.
+        after = back if isinstance(stmt, cst.For) and back is not None else _merge([entry, back])
         if stmt.orelse is not None and after is not None:
             after = self.suite(stmt.orelse.body, after.copy())
         return _merge([after, *frame.breaks])
@@ -311,7 +315,7 @@ class _FunctionFlow:
         members = state.aliases.get(source, frozenset({source})) | {name}
         for member in members:
             state.aliases[member] = members
-        if source in state.used:
+        if source in state.used and id(value) not in self.analysis.periodic_restores:
             state.used[name] = state.used[source]
         base = source.split("[")[0]
         if base in state.origin:
@@ -590,6 +594,9 @@ class KeyAnalysis:
         self._loops: dict[int, Loop] = {id(loop.node): loop for fn in model.functions for loop in fn.loops}
         self.reuses: list[Reuse] = []
         self.periodic_calls = {id(site.node) for fn in model.functions for site in fn.calls if site.guarded}
+        # `if step % k == 0: key = saved_key`: restoring a key on some iterations replays on purpose
+        self.periodic_restores = {id(a.value) for fn in model.functions for a in fn.assignments
+                                  if a.site.guarded and isinstance(a.value, cst.Name)}
         self.timed_loops = {id(site.loop.node) for fn in model.functions for site in fn.calls
                             if site.loop is not None and model.resolve(site.node.func) in apis.TIMER_FUNCTIONS}
         relevant = self._relevant_functions()
