@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
+from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
+from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.keys import INIT_METHODS, KEY_DERIVING, KeyAnalysis, Reuse
 
 
@@ -198,9 +200,35 @@ class PrngKeyReuse(Rule):
                     and (_example_inputs_for_init(model, reuse.previous, reuse.node)
                          or _one_splits_first(model, reuse.previous, reuse.node)
                          or _input_for_init(model, reuse.previous, reuse.node)
-                         or _flax_inits(model, reuse.previous, reuse.node)):
+                         or _flax_inits(model, reuse.previous, reuse.node)
+                         or _exclusive_cases(model, reuse.previous, reuse.node)):
                 continue
             yield Report(reuse.node, _message(reuse))
+
+
+def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
+    """`if kind == "uniform": x = uniform(key, ...)`, then `if kind == "gaussian": x = normal(key,
+    ...)`: two ifs on one name equal to two different literals never both run (round v, a
+    dequantisation noise helper), though the flow walk, which keeps no values, joins them."""
+    fn = next((site.function for f in model.functions for site in f.calls if site.node is node), None)
+    if fn is None:
+        return False
+    cases = [_literal_cases(fn, call) for call in (previous, node)]
+    return any(name == other and value != other_value
+               for name, value in cases[0] for other, other_value in cases[1])
+
+
+def _literal_cases(fn: Function, call: cst.Call) -> list[tuple[str, str]]:
+    """(name, literal) for each `if name == <literal>:` whose body holds `call`."""
+    found = []
+    for block in enclosing_statements(fn, call) or []:
+        if isinstance(block, cst.If) and any(n is call for n in walk(block.body)):
+            test = block.test
+            if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and len(test.comparisons) == 1 \
+                    and isinstance(test.comparisons[0].operator, cst.Equal) \
+                    and isinstance(test.comparisons[0].comparator, (cst.SimpleString, cst.Integer)):
+                found.append((test.left.value, cast(cst.SimpleString, test.comparisons[0].comparator).value))
+    return found
 
 
 # Samplers that split the key they are given before drawing (randint draws from both halves of

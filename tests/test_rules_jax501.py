@@ -638,3 +638,25 @@ def test_restoring_a_saved_key_every_k_steps_replays_the_data_on_purpose():
                 state = update(state, jax.random.normal(batch_key, (8,)))
             return state
     """) == [16]
+
+
+def test_two_ifs_on_one_setting_equal_to_different_literals_never_both_draw():
+    # Round v: `if noise == "uniform": ... uniform(key)` then `if noise == "gaussian": ...
+    # normal(key)`. Two tests that can both hold (different names) draw twice and are reported.
+    assert lines("""
+        import jax
+
+        def add_noise(x, key, noise):
+            if noise == "uniform":
+                x = x + jax.random.uniform(key, x.shape)
+            if noise == "gaussian":
+                x = x + jax.random.normal(key, x.shape)
+            return x
+
+        def add_both(x, key, uniform, gaussian):
+            if uniform == "yes":
+                x = x + jax.random.uniform(key, x.shape)
+            if gaussian == "yes":
+                x = x + jax.random.normal(key, x.shape)
+            return x
+    """) == [14]
