@@ -368,6 +368,11 @@ def _message(reuse: Reuse) -> str:
         transform = (reuse.transform or "lax.scan").replace("jax.", "", 1)
         return (f"{call} consumes {key}, captured from the enclosing scope, in the body of {transform}: "
                 f"every iteration draws the same numbers")
+    if reuse.kind == "loop" and reuse.previous is not None and reuse.previous is not reuse.node:
+        # `key, sub = split(key)`, then `use(key)`: the loop re-splits `key`, but a use after the
+        # split hands the next iteration a key already consumed
+        return (f"{call} consumes {key}, which `{describe(reuse.previous)}` already consumed in the previous "
+                f"iteration after {key} was last split: both draw the same (or correlated) random numbers")
     if reuse.kind == "loop":
         return (f"{call} consumes {key} on every iteration of the loop and {key} is never re-split in the loop: "
                 f"every iteration draws the same numbers")

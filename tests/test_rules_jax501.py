@@ -660,3 +660,31 @@ def test_two_ifs_on_one_setting_equal_to_different_literals_never_both_draw():
                 x = x + jax.random.normal(key, x.shape)
             return x
     """) == [14]
+
+
+def test_a_key_used_after_its_split_is_named_with_the_use_that_consumed_it():
+    # Round v: `key, sub = split(key)` then `fill(state, key)`, which splits it too: the loop
+    # does re-split `key`,
+    # so the message names the use that hands the next iteration a consumed key instead of
+    # saying the key is never re-split (which it still says for a key never rebound).
+    found = messages("""
+        import jax
+
+        def fill(state, key):
+            key, sub = jax.random.split(key)
+            return state + jax.random.normal(sub, state.shape)
+
+        def warm_up(state, key, n):
+            for _ in range(n):
+                key, sub = jax.random.split(key)
+                state = fill(state, key)
+            return state
+
+        def never_rebound(state, key, n):
+            for _ in range(n):
+                state = state + jax.random.normal(key, state.shape)
+            return state
+    """)
+    assert len(found) == 2
+    assert "which `fill(state, key)` already consumed in the previous iteration" in found[0]
+    assert "never re-split" in found[1]
