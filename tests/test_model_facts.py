@@ -216,3 +216,40 @@ def test_arrays_made_from_python_values_are_not_counted_as_operations():
     ops = {fn.name: fn.array_ops for fn in model.functions if not fn.is_module}
     assert ops["make_batch"] == 0
     assert ops["rescale"] >= 5
+
+
+def test_a_name_reset_to_a_literal_at_the_end_of_each_iteration_is_not_carried():
+    # Round w: an epoch loop summarises the epoch's metrics into `logs` through a tree map,
+    # prints them, then sets `logs = []`: the next epoch starts from the empty list. Without
+    # the reset the summary reaches the next epoch, and `logs` is carried.
+    from jaxopt_audit.static.model.loops import carried_names
+
+    model = SemanticModel(cst.parse_module(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        def fit(params, batches, epochs, step):
+            logs = []
+            for epoch in range(epochs):
+                for batch in batches:
+                    params, out = step(params, batch)
+                    logs.append(out)
+                logs = jax.tree_util.tree_map(lambda *xs: jnp.mean(jnp.array(xs)), *logs)
+                print(epoch, logs)
+                logs = []
+            return params
+
+        def fit_kept(params, batches, epochs, step):
+            logs = []
+            for epoch in range(epochs):
+                for batch in batches:
+                    params, out = step(params, batch)
+                    logs.append(out)
+                logs = [jax.tree_util.tree_map(lambda *xs: jnp.mean(jnp.array(xs)), *logs)]
+                print(epoch, logs)
+            return params
+    """)))
+    outer = {fn.name: next(loop for loop in fn.loops if loop.parent is None)
+             for fn in model.functions if fn.name in ("fit", "fit_kept")}
+    assert "logs" not in carried_names(model, outer["fit"])
+    assert "logs" in carried_names(model, outer["fit_kept"])

@@ -3,6 +3,8 @@ iterations, its trip count, and whether its body must stay on the host."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from .. import apis
@@ -74,7 +76,39 @@ def carried_names(model: SemanticModel, loop: Loop) -> set[str]:
                     and target not in loop.targets:
                 carried.add(target)
             derived[target] = deps
-    return carried
+    return {name for name in carried if not _reset_before_next(loop, name)}
+
+
+_FRESH = (cst.List, cst.Dict, cst.Tuple, cst.Set, cst.Integer, cst.Float, cst.SimpleString)
+
+
+def _reset_before_next(loop: Loop, name: str) -> bool:
+    """The body's last statement binding `name` sets it to a fresh literal (`metrics = []` after
+    summarising an epoch's metrics into it): each iteration starts from that literal, not from
+    the previous iteration's value (round w)."""
+    body = loop.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    last: int | None = None
+    for index, stmt in enumerate(body.body):
+        if any(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and name in _bound_names(n)
+               for n in walk(stmt)):
+            last = index
+    if last is None or not isinstance(body.body[last], cst.SimpleStatementLine):
+        return False
+    for small in cast(cst.SimpleStatementLine, body.body[last]).body:
+        if isinstance(small, cst.Assign) and name in _bound_names(small):
+            value = small.value
+            return isinstance(value, _FRESH) and not any(True for _ in names_in(value))
+    return False
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    if isinstance(node, cst.Assign):
+        return {n.value for t in node.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        return {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
+    return set()
 
 
 def step_state(model: SemanticModel, loop: Loop) -> set[str]:
