@@ -738,3 +738,36 @@ def test_compilation_timed_with_arguments_made_for_lowering_is_synchronous():
             y = jnp.cumsum(x) * 2.0
             return y, time.perf_counter() - started
     """) == [13]
+
+
+def test_a_timer_inside_a_factory_made_function_run_under_jit_of_vmap_times_the_trace():
+    # Round w: `jax.jit(jax.vmap(make_train(config)))`, with `time.time()` around a scan inside
+    # `train`: under the trace the timer reads happen once, at trace time, and there is nothing to
+    # wait for. The same factory's function called directly, un-jitted, is reported.
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def make_train(steps):
+            def train(rng):
+                def body(carry, _):
+                    return carry * 0.9 + jax.random.normal(rng, ()), carry
+                start = time.time()
+                out, hist = jax.lax.scan(body, jnp.zeros(()), None, length=steps)
+                return out, time.time() - start
+            return train
+
+        def make_run(steps):
+            def run(rng):
+                def body(carry, _):
+                    return carry * 0.9 + jax.random.normal(rng, ()), carry
+                start = time.time()
+                out, hist = jax.lax.scan(body, jnp.zeros(()), None, length=steps)
+                return out, time.time() - start
+            return run
+
+        train_all = jax.jit(jax.vmap(make_train(100)))
+        result = train_all(jax.random.split(jax.random.key(0), 4))
+        single = make_run(100)(jax.random.key(0))
+    """) == [20]

@@ -1242,6 +1242,9 @@ class SemanticModel:
                         transformed = self.function_ref(ref.args[0].value, fn)
                         if transformed is not None:
                             yield TraceRoot(transformed, q, options, call, fn, ref.args[0].value, "inner")
+                        # `jax.jit(jax.vmap(make_train(config)))`: the function the factory returns
+                        for returned in self._factory_returns(ref.args[0].value, fn):
+                            yield TraceRoot(returned, q, options, call, fn, ref.args[0].value, "factory")
                 elif isinstance(call.func, cst.Call) and self.resolve(call.func.func) == "functools.partial" \
                         and call.func.args and call.args:
                     wrapper = self.resolve(call.func.args[0].value)
