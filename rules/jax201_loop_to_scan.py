@@ -56,8 +56,10 @@ class LoopToScan(Rule):
     `jnp.array([[tok]])`),
     loops over a pytree's structure (`range(len(layers))`, dict items), loops whose body already
     runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer literal iterations
-    (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration), loops whose only
-    carry is a running total (`total_loss += loss`: a sum of the steps' outputs, not state a step
+    (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration), rollouts recorded for
+    a renderer (`rollout.append(state)` every step, then `env.render(rollout)`: a rollout made
+    to be watched), a loop kept as the eager `debug` branch of an `if` whose other branch runs
+    the steps in `lax.fori_loop`/`scan`, loops whose only carry is a running total (`total_loss += loss`: a sum of the steps' outputs, not state a step
     reads), and the idiomatic training loop around a compiled step: its only JAX work is that
     step, or eager helpers preparing a batch it slices from the data (`x[j * bs:(j + 1) * bs]`)
     or a helper of the file samples (`xb = sample_batch(sub, data)` after a key split, fewer

@@ -57,13 +57,15 @@ class HostSyncInStep(Rule):
 
     The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
     `track(range(n))`, `zip(range(n), loader)`, and on a step number computed from the counter:
-    `step = update + 1`, then `if step % k == 0`) or under a divergence test (`if np.isnan(loss):`,
+    `step = update + 1`, then `if step % k == 0`, and on a flag bound to such a test: `show =
+    epoch % k == 0 or epoch == last`, then `if show:`) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the
     finding), on an array an unconditional read earlier in the iteration already brought to the
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),
     on another output of a compiled call one of whose outputs was already read so (`peak.item()`
     after `float(loss)` from `w, loss, peak = step(w)`: ready by then, a transfer but no second
-    stall), on reads after the loop, on plain Python numbers,
+    stall), on reads after the loop, on plain Python numbers, in rollouts recorded for a
+    renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
     greedy decode loop, whose host decides each step), on a test that adopts a candidate

@@ -46,7 +46,9 @@ class PrngKeyReuse(Rule):
     The rule stays quiet on keys rebound before each use, distinct elements of a split
     (`keys[0]`, `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic
     guard (`if step % eval_every == 0:` draws the same evaluation samples each time, on
-    purpose), the same key in each repetition of a timed benchmark loop, two draws compared
+    purpose; `if step % cycle == 0: key = saved_key` replays the same batches), draws under two
+    `if`s testing one name against different literals (`if noise == "uniform":`, `if noise ==
+    "gaussian":`: never both run), the same key in each repetition of a timed benchmark loop, two draws compared
     in one assertion (a determinism test), a deliberate replay of the same function on the
     same key: a model initialised twice to get an equal copy (`params=init(k, x)`,
     `target_params=init(k, x)`: an online and a target network that must start equal), or
