@@ -307,3 +307,14 @@ def test_a_script_exported_from_colab_is_scanned_around_its_shell_lines(tmp_path
     assert messages["broken.py"].startswith("syntax error at 1:")
     found = [(f["code"], f["line"]) for f in data["findings"] if f["path"].endswith("colab.py")]
     assert ("JAX301", 11) in found and code == 1
+
+
+def test_jupyter_autosave_folders_are_not_scanned(tmp_path):
+    # Round x: `.ipynb_checkpoints/model-checkpoint.py`, Jupyter's stale autosave of a module the
+    # project has since fixed, produced a finding the real file no longer has.
+    stale = tmp_path / ".ipynb_checkpoints"
+    stale.mkdir()
+    (stale / "model-checkpoint.py").write_text("import jax\nleaves = jax.tree_leaves({'a': 1})\n")
+    (tmp_path / "model.py").write_text("import jax\nleaves = jax.tree_leaves({'a': 1})\n")
+    result = scan_paths([str(tmp_path)], config=Config())
+    assert sorted(os.path.basename(f.path) for f in result.findings) == ["model.py"]

@@ -13,7 +13,10 @@ from .isolation import special_file_kind
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env",
                           "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-                          ".ruff_cache", "node_modules", "site-packages", ".eggs"})
+                          ".ruff_cache", "node_modules", "site-packages", ".eggs",
+                          # Jupyter's autosaved copies of notebooks and files: an editor's leftovers,
+                          # not the project's code (round x: a finding in a stale `-checkpoint.py`)
+                          ".ipynb_checkpoints"})
 
 
 SCANNED_SUFFIXES = (".py", ".ipynb")
