@@ -50,24 +50,24 @@ class LoopToScan(Rule):
     `jax.lax.fori_loop` when nothing is collected. Jit the function that contains the scan.
 
     The rule stays quiet on loops that must run on the host every iteration (file or network I/O,
-    checkpoint writes, `next()` on a Python data iterator, a Gym-style environment that keeps
-    its state inside the object: `obs, r, done, info = envs.step(action)`, a value read to the
-    host and handed back as the next step's input: `tok = int(jnp.argmax(logits))`, then
-    `jnp.array([[tok]])`),
-    loops over a pytree's structure (`range(len(layers))`, dict items), loops whose body already
-    runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer literal iterations
-    (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration), rollouts recorded for
-    a renderer (`rollout.append(state)` every step, then `env.render(rollout)`: a rollout made
-    to be watched), a loop kept as the eager `debug` branch of an `if` whose other branch runs
-    the steps in `lax.fori_loop`/`scan`, loops whose only carry is a running total (`total_loss += loss`: a sum of the steps' outputs, not state a step
-    reads), and the idiomatic training loop around a compiled step: its only JAX work is that
-    step, or eager helpers preparing a batch it slices from the data (`x[j * bs:(j + 1) * bs]`)
-    or a helper of the file samples (`xb = sample_batch(sub, data)` after a key split, fewer
-    than 20 eager ops a step), with periodic work under `if step % k == 0` not counted.
-    Scanning it saves one dispatch per step (1.1x in the training_loop pipeline). A compiled step
-    per row of an array (`for t in range(n): w = update(w, xs[t])`), a rollout splitting its key
-    eagerly around a jitted environment step, and a shock drawn in the loop beside a tiny jitted
-    step are still reported: such steps are tiny.
+    checkpoint writes, `next()` on a Python data iterator, a Gym-style environment that keeps its
+    state inside the object: `obs, r, done, info = envs.step(action)`, a value read to the host and
+    handed back as the next step's input: `tok = int(jnp.argmax(logits))`, then
+    `jnp.array([[tok]])`), loops over a pytree's structure (`range(len(layers))`, dict items), loops
+    whose body already runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer
+    literal iterations (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration),
+    rollouts recorded for a renderer (`rollout.append(state)` every step, then
+    `env.render(rollout)`: a rollout made to be watched), a loop kept as the eager `debug` branch of
+    an `if` whose other branch runs the steps in `lax.fori_loop`/`scan`, loops whose only carry is a
+    running total (`total_loss += loss`: a sum of the steps' outputs, not state a step reads), and
+    the idiomatic training loop around a compiled step: its only JAX work is that step, or eager
+    helpers preparing a batch it slices from the data (`x[j * bs:(j + 1) * bs]`) or a helper of the
+    file samples (`xb = sample_batch(sub, data)` after a key split, fewer than 20 eager ops a step),
+    with periodic work under `if step % k == 0` not counted. Scanning it saves one dispatch per step
+    (1.1x in the training_loop pipeline). A compiled step per row of an array
+    (`for t in range(n): w = update(w, xs[t])`), a rollout splitting its key eagerly around a
+    jitted environment step, and a shock drawn in the loop beside a tiny jitted step are still
+    reported: such steps are tiny.
 
     ## Measured
     Seed 000 measured 2.78x from `lax.scan` alone on a per-step online learner; see the

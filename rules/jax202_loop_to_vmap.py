@@ -202,9 +202,7 @@ class LoopToVmap(Rule):
                                             "stacked items runs them in one call")
 
     def _independent_call(self, model: SemanticModel, fn: Function, loop: Loop) -> Site | None:
-        node = cast(cst.For, loop.node)  # for-loops only reach here
-        iterable = node.iter
-        if _iterates_structure_or_files(model, iterable) or iterates_structure(model, loop):
+        if iterates_structure(model, loop):  # for-loops only reach here
             return None
         if carried_names(model, loop) or host_bound_call(model, loop) is not None \
                 or records_for_rendering(model, loop) is not None:
@@ -260,22 +258,6 @@ def _updates_shared_object(model: SemanticModel, fn: Function, call: cst.Call, i
 
 def _mentions(args, names: set[str]) -> bool:
     return any(read_names(a.value) & names for a in args)
-
-
-def _iterates_structure_or_files(model: SemanticModel, iterable: cst.BaseExpression) -> bool:
-    """`d.items()`, `params.values()`, `glob(...)`, `os.listdir(...)`, `path.iterdir()`."""
-    if isinstance(iterable, cst.Call):
-        func = iterable.func
-        if isinstance(func, cst.Attribute) and func.attr.value in (
-                "items", "keys", "values", "iterdir", "glob", "rglob", "readlines"):
-            return True
-        q = model.resolve(func) or ""
-        if q.startswith(("glob.", "os.", "pathlib.")) or q in ("builtins.open", "jax.tree.leaves",
-                                                               "jax.tree_util.tree_leaves"):
-            return True
-        if q in ("builtins.enumerate", "builtins.zip", "builtins.sorted", "builtins.list"):
-            return any(_iterates_structure_or_files(model, a.value) for a in iterable.args)
-    return False
 
 
 def _item_names(fn: Function, loop: Loop) -> set[str]:

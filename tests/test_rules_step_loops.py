@@ -1147,3 +1147,44 @@ def denoise_eager(x):
     return x
 """
     assert found(source, all_rules, "JAX201") == [22]
+
+
+def test_a_loop_over_file_paths_is_not_a_step_loop(all_rules):
+    # Round x: `for fn in files:` computing each structure file's energy error and printing
+    # `fn.stem`: the items are paths (only a pathlib.Path has `.stem`), each iteration a file's
+    # work, not a step. The same helper called per batch of an array loop is reported.
+    source = """
+import jax.numpy as jnp
+import numpy as np
+
+
+def file_error(coords, reference):
+    d = jnp.linalg.norm(coords[:, None] - coords[None], axis=-1)
+    e = jnp.sum(jnp.exp(-d) * jnp.tanh(d + 1.0)) / 2.0
+    return jnp.abs(e - reference) * jnp.sqrt(2.0)
+
+
+def batch_error(coords, reference):
+    d = jnp.linalg.norm(coords[:, None] - coords[None], axis=-1)
+    e = jnp.sum(jnp.exp(-d) * jnp.tanh(d + 1.0)) / 2.0
+    return jnp.abs(e - reference) * jnp.sqrt(2.0)
+
+
+def compare_files(paths, reference):
+    errors = []
+    for path in paths:
+        err = file_error(jnp.asarray(np.load(path)), reference)
+        print(path.stem, err)
+        errors.append(err)
+    return jnp.mean(jnp.stack(errors)) * 2.0 + jnp.std(jnp.stack(errors))
+
+
+def compare_batches(batches, reference):
+    errors = []
+    for coords in batches:
+        err = batch_error(coords, reference)
+        print(err)
+        errors.append(err)
+    return jnp.mean(jnp.stack(errors)) * 2.0 + jnp.std(jnp.stack(errors))
+"""
+    assert found(source, all_rules, "JAX101") == [11]
