@@ -1188,3 +1188,36 @@ def compare_batches(batches, reference):
     return jnp.mean(jnp.stack(errors)) * 2.0 + jnp.std(jnp.stack(errors))
 """
     assert found(source, all_rules, "JAX101") == [11]
+
+
+def test_a_loop_that_stops_on_a_device_value_is_not_scanned_as_written(all_rules):
+    # Rounds p, r, t and v: `if state.done: break` (an episode's end, a solver's convergence, a
+    # decode's end token) makes the host learn a device value every step to decide whether to go
+    # on; the loop is a `lax.while_loop` candidate at best, and JAX301 reports the wait. The same
+    # rollout without the early exit is reported.
+    source = """
+import jax
+
+
+def rollout(env, policy, rng, horizon):
+    step = jax.jit(env.step)
+    act = jax.jit(policy)
+    state = jax.jit(env.reset)(rng)
+    for t in range(horizon):
+        rng, sub = jax.random.split(rng)
+        state = step(state, act(state.obs, sub))
+        if state.done:
+            break
+    return state
+
+
+def rollout_fixed(env, policy, rng, horizon):
+    step = jax.jit(env.step)
+    act = jax.jit(policy)
+    state = jax.jit(env.reset)(rng)
+    for t in range(horizon):
+        rng, sub = jax.random.split(rng)
+        state = step(state, act(state.obs, sub))
+    return state
+"""
+    assert found(source, all_rules, "JAX201") == [20]
