@@ -9,7 +9,7 @@ import libcst as cst
 
 from jaxopt_audit.static import Invalid, Loop, Report, Rule, SemanticModel, Site, Valid, apis, describe, walk
 from jaxopt_audit.static.model.eager import dispatch_loop, eager_ops, prepares_compiled_input
-from jaxopt_audit.static.model.host_loops import exits_on_device, fed_back
+from jaxopt_audit.static.model.host_loops import ends_episode, exits_on_device, fed_back
 from jaxopt_audit.static.model.loops import (
     grows_carry,
     has_compiled_alternative,
@@ -59,7 +59,9 @@ class LoopToScan(Rule):
     rollouts recorded for a renderer (`rollout.append(state)` every step, then
     `env.render(rollout)`: a rollout made to be watched), a loop kept as the eager `debug` branch of
     an `if` whose other branch runs the steps in `lax.fori_loop`/`scan`, loops that stop on a value
-    the device computed this iteration (`if state.done: break`: a `while_loop` at best), loops whose only carry is a
+    derived on the device this iteration (a solver's `if norm(g) < tol: break`, a decode's end
+    token: a `while_loop` at best; a done flag the step returns with the state still counts: a scan
+    with a done mask runs the episode whole), loops whose only carry is a
     running total (`total_loss += loss`: a sum of the steps' outputs, not state a step reads), and
     the idiomatic training loop around a compiled step: its only JAX work is that step, or eager
     helpers preparing a batch it slices from the data (`x[j * bs:(j + 1) * bs]`) or a helper of the
@@ -175,7 +177,7 @@ class LoopToScan(Rule):
                 if not carried or host_bound_call(model, loop) is not None \
                         or wraps_compiled_scan(model, loop) or host_fed(model, loop) or fed_back(model, loop) \
                         or records_for_rendering(model, loop) is not None or has_compiled_alternative(model, loop) \
-                        or exits_on_device(model, loop):
+                        or (exits_on_device(model, loop) and not ends_episode(model, loop, carried)):
                     continue
                 growth = grows_carry(model, loop, set(carried))
                 if growth == "starts as None":

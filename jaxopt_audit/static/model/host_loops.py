@@ -134,6 +134,26 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
     return False
 
 
+def ends_episode(model: SemanticModel, loop: Loop, carried: set[str]) -> bool:
+    """The loop stops on a done flag its step returns with the state (`obs, state, r, done, _ =
+    env.step(...)`, then `if done: break`; or `if state.done: break`): an environment episode,
+    which a `lax.scan` with a done mask runs whole (the gymnax and PureJaxRL rewrite). A stop on
+    a value derived later (a decode's end token, a solver's tolerance) is not one."""
+    fn = loop.function
+    flags = {t for a in fn.assignments if loop.encloses(a.site.loop) and len(a.targets) > 1
+             and set(a.targets) & carried for t in a.targets} - carried
+    for site in fn.tests:
+        node = site.node
+        if not isinstance(node, cst.If) or site.loop is not loop or not _leaves(node):
+            continue
+        for n in walk(node.test):
+            if isinstance(n, cst.Name) and n.value in flags:
+                return True
+            if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in carried:
+                return True
+    return False
+
+
 def _leaves(node: cst.If) -> bool:
     """`if ...: break` (or return): the branch ends the loop."""
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else (node.body,)
