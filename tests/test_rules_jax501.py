@@ -688,3 +688,31 @@ def test_a_key_used_after_its_split_is_named_with_the_use_that_consumed_it():
     assert len(found) == 2
     assert "which `fill(state, key)` already consumed in the previous iteration" in found[0]
     assert "never re-split" in found[1]
+
+
+def test_a_fixed_evaluation_key_each_epoch_gives_comparable_scores():
+    # Rounds v and x: `evaluate(params, valid_key)` every epoch, or a key named `test_key`: the
+    # same evaluation randomness each time, so the scores compare. A training draw on a fixed
+    # key every epoch is still reported.
+    assert lines("""
+        import jax
+
+        def evaluate(params, key):
+            return params + jax.random.normal(key, (3,))
+
+        def elbo(params, key):
+            return params - jax.random.uniform(key, (3,))
+
+        def fit(params, key, epochs, update):
+            key, valid_key, test_key = jax.random.split(key, 3)
+            for epoch in range(epochs):
+                key, sub = jax.random.split(key)
+                params = update(params, sub)
+                print(evaluate(params, valid_key), elbo(params, test_key))
+            return params
+
+        def fit_fixed(params, key, epochs, update):
+            for epoch in range(epochs):
+                params = update(params, jax.random.normal(key, (3,)))
+            return params
+    """) == [19]
