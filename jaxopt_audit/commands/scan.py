@@ -244,7 +244,10 @@ new ones, as every round has. Rounds s and t (24 more, ninth session): 7 of 116 
 speed rules 2 of 101 on the two rounds together: demonstration loops of 10 and 20 steps, greedy
 decode loops whose host picks each token, batch samplers beside a jitted step, `step = update
 + 1` guards, a line search's accept/reject, all fixed after). Round u, after those fixes: 7 of 24
-(the speed rules 2 of 15; JAX501 5 of 7).
+(the speed rules 2 of 15; JAX501 5 of 7). Rounds v to y (42 more, tenth session), each after the
+fixes before it: 10 of 68, 6 of 12, 1 of 33 and 1 of 8 (the speed rules 3 of 69 on the four
+together: rollouts recorded for a renderer, per-epoch prints under a flag, loops over files,
+fixed after), and readers of rounds w and y listed 64 mistakes of which the preview output found 3.
 
 The tracing rules (JAX401-404) are preview too. Their claims hold for the code as the model
 reads it, but on published code that code ran: a real tracing error does not survive the first
