@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
+from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe, walk
 from jaxopt_audit.static.demonstrations import teaches_pitfall
 from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced
 
@@ -46,17 +46,18 @@ class SideEffectInJit(Rule):
     of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
     `x = x.at[i].set(v)`.
 
-    A print of a constant message is reported as info, only as a top-level statement of the
-    function that is jitted or transformed (not in helpers it calls or in branches), and not
-    when it talks about compiling, jitting or tracing (then the trace-time log is the point).
-    The rule stays quiet on prints that format static values (`print(f"{x.shape=}")`: a
-    deliberate trace-time log), on prints in `grad`-only or eager `shard_map` bodies (they run
-    on every call), on stores of static
-    values (a trace counter), on containers created inside the traced function or in an
-    enclosing function of the same trace, on host callbacks (`jax.debug.callback(f, ...)`),
-    and on item assignment into dicts, lists and NumPy arrays. It stays quiet on logging calls
-    (`logging.info("train_step(batch=%s)", batch)`): in traced code they are the common
-    trace-time log, written once per compilation on purpose to show each trace's shapes.
+    A print of a constant message is reported as info, only as a top-level statement of the function
+    that is jitted or transformed (not in helpers it calls or in branches), and not when it talks
+    about compiling, jitting or tracing (then the trace-time log is the point). The rule stays quiet
+    on prints that format static values (`print(f"{x.shape=}")`: a deliberate trace-time log) and on
+    prints of arrays in a function that also prints a shape (the same log: `print("params", p)`
+    beside `print("shape", p.shape)`), on prints in `grad`-only or eager `shard_map` bodies (they
+    run on every call), on stores of static values (a trace counter), on containers created inside
+    the traced function or in an enclosing function of the same trace, on host callbacks
+    (`jax.debug.callback(f, ...)`), and on item assignment into dicts, lists and NumPy arrays. It
+    stays quiet on logging calls (`logging.info("train_step(batch=%s)", batch)`): in traced code
+    they are the common trace-time log, written once per compilation on purpose to show each trace's
+    shapes.
     """
 
     CODE = "JAX403"
@@ -187,6 +188,8 @@ class SideEffectInJit(Rule):
         if q in PRINT_FUNCTIONS:
             traced = _traced_argument(model, call, fn)
             fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
+            if traced is not None and _logs_shapes(model, fn):
+                return None  # the function prints `.shape`s too: a trace-time shape log, on purpose
             if traced is not None:
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs once at trace "
                                     f"time and shows a tracer for `{describe(traced)}`, not its values", fix=fix)
@@ -295,6 +298,18 @@ def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> b
             return True
         if current.jitted or current.transform_roots:
             return False
+    return False
+
+
+def _logs_shapes(model: SemanticModel, fn: Function) -> bool:
+    """Another print of the function reads a static attribute (`print("omega", w.shape)`): its
+    author is logging shapes at trace time, and the prints of arrays beside it are part of that
+    log (round v: a series of 'params in 1..4' prints around a reshape, judged deliberate)."""
+    for site in fn.calls:
+        if model.resolve(site.node.func) in PRINT_FUNCTIONS and any(
+                isinstance(n, cst.Attribute) and n.attr.value in apis.STATIC_ATTRIBUTES
+                for arg in site.node.args for n in walk(arg.value)):
+            return True
     return False
 
 

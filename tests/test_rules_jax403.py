@@ -207,3 +207,27 @@ def test_outer_containers_inside_the_same_trace_are_fine_but_not_across_a_scan()
 
             return jax.lax.scan(body, 0.0, xs), carries
     """) == [(23, "warning")]
+
+
+def test_prints_of_arrays_beside_a_shape_print_are_a_trace_time_shape_log():
+    # Round v: `print("params in 1", p)`, `print("shape", p.shape)`, `print("params in 2", q)`
+    # around a reshape in a jitted step: the author checks shapes at trace time, which a tracer
+    # print shows. A print of a traced value with no shape print beside it is still reported.
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def resample(p):
+            print("params in 1", p)
+            q = jnp.reshape(p, (-1, 2))
+            print("shape after reshape", q.shape)
+            print("params in 2", q)
+            return q
+
+        @jax.jit
+        def step(p):
+            q = p * 2.0
+            print("params", q)
+            return q
+    """) == [(15, "warning")]
