@@ -15,6 +15,7 @@ from jaxopt_audit.static import (
     SemanticModel,
     Valid,
     apis,
+    callee_name,
     describe,
     read_names,
     string_value,
@@ -316,9 +317,7 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bo
 
 def _announces(call: cst.Call) -> bool:
     """A print or a logging call (`print(...)`, `logging.info(...)`, `LOGGER.info(...)`)."""
-    func = call.func
-    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
-    return name in ("print", "info", "debug", "warning", "log")
+    return callee_name(call) in ("print", "info", "debug", "warning", "log")
 
 
 def _texts(call: cst.Call) -> Iterator[str]:

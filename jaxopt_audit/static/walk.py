@@ -90,6 +90,15 @@ def read_names(node: cst.CSTNode) -> set[str]:
     return set(names_in(node))
 
 
+def callee_name(call: cst.Call) -> str:
+    """The name a call is spelled with, without its owner: `render` for `env.render(...)`,
+    `print` for `print(...)`; "" for anything else (`fns[0](...)`)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
+
+
 def target_names(target: cst.BaseExpression) -> list[str]:
     """Names bound by an assignment or loop target (`a`, `a, (b, c)`, `*rest`)."""
     if isinstance(target, cst.Name):

@@ -31,7 +31,7 @@ from typing import cast
 import libcst as cst
 
 from .. import apis
-from ..walk import children, int_value, read_names, target_names
+from ..walk import callee_name, children, int_value, read_names, target_names
 from .core import Function, Loop, SemanticModel
 from .loops import carried_names
 
@@ -101,9 +101,7 @@ _EVALUATION_WORDS = ("eval", "valid", "test")
 def _evaluation(call: cst.Call, key: str) -> bool:
     """`evaluate(params, valid_key)` or `elbo(params, test_key)` every epoch: the same evaluation
     randomness each time, so the scores compare (rounds v and x: judged deliberate)."""
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", f"{name}_{key}")
+    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", f"{callee_name(call)}_{key}")
     return any(w.lower().startswith(_EVALUATION_WORDS) for w in words if w)
 
 
@@ -581,9 +579,7 @@ def _is_assertion(model: SemanticModel, stmt: cst.BaseSmallStatement) -> bool:
     if isinstance(stmt, cst.Assert):
         return True
     if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
-        func = stmt.value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        return name.lower().startswith("assert")
+        return callee_name(stmt.value).lower().startswith("assert")
     return False
 
 

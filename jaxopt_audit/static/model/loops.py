@@ -8,7 +8,7 @@ from typing import cast
 import libcst as cst
 
 from .. import apis
-from ..walk import int_value, names_in, walk
+from ..walk import callee_name, int_value, names_in, walk
 from .core import Function, Loop, SemanticModel
 from .facts import fact
 
@@ -448,9 +448,7 @@ def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:
             return call
         if _consumes_device_values(model, call, fn) or _gym_step(fn, call):
             return call
-        name = call.func.attr.value if isinstance(call.func, cst.Attribute) else (
-            call.func.value if isinstance(call.func, cst.Name) else "")
-        lowered = name.lower()
+        lowered = callee_name(call).lower()
         if any(lowered.startswith(h) or lowered.endswith(h) for h in apis.HOST_IO_HINTS) \
                 and model.call_work(call, fn) is None:
             return call
@@ -498,9 +496,7 @@ def has_compiled_alternative(model: SemanticModel, loop: Loop) -> bool:
 
 
 def _renders(call: cst.Call) -> bool:
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
-    lowered = name.lower()
+    lowered = callee_name(call).lower()
     return any(h in lowered for h in apis.RENDER_HINTS)
 
 
