@@ -64,7 +64,10 @@ class HostSyncInStep(Rule):
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),
     on another output of a compiled call one of whose outputs was already read so (`peak.item()`
     after `float(loss)` from `w, loss, peak = step(w)`: ready by then, a transfer but no second
-    stall), on reads after the loop, on plain Python numbers, in rollouts recorded for a
+    stall), on reads right after a read with no new device work between them (`np.array(loss)`,
+    then `np.array(aux)` from the same eager step: one stall, reported once at the first read,
+    whose message counts the rest), on reads after the loop, on plain Python numbers, in
+    rollouts recorded for a
     renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
@@ -240,8 +243,8 @@ class HostSyncInStep(Rule):
                     if model.is_array(operand, fn) and not model.is_container(operand, fn) \
                             and _computed_on_device(model, operand, fn):
                         found.append((operand, test_site, f"the condition `{describe(operand)}` (implicit bool())"))
-            for node, site, what in _first_waits(model, found, waits):
-                yield Report(node, self._message(model, site, what))
+            for node, site, what, more in _first_waits(model, found, waits):
+                yield Report(node, self._message(model, site, what, more))
 
     def _host_pull(self, model: SemanticModel, site: Site, timed_loops: set[int],
                    statements: Statements) -> str | None:
@@ -279,14 +282,18 @@ class HostSyncInStep(Rule):
                 return f"`{describe(call)}`"
         return None
 
-    def _message(self, model: SemanticModel, site: Site, what: str) -> str:
+    def _message(self, model: SemanticModel, site: Site, what: str, more: int = 0) -> str:
         loop = model.step_loop_of(site)
         where = "every step"
         if site.loop is None and site.function.per_step:
             where = f"every step (`{site.function.name}` is called per step)"
         elif loop is not None:
             where = "every iteration of the step loop"
-        return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes"
+        then = ""
+        if more:
+            then = f" (the {more} read{'s' if more > 1 else ''} right after it, with no new device work between, " \
+                   f"wait{'' if more > 1 else 's'} no longer: move {'them' if more > 1 else 'it'} too)"
+        return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes{then}"
 
 
 def _concatenations(fn) -> dict[int, int]:
@@ -327,6 +334,8 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
     kept = []
     copied: dict[int, set[tuple[int, str]]] = {}  # id(loop) -> (binding, name) already waited for
     waited: set[int] = set()  # loops whose iteration has already waited on purpose
+    last_wait: dict[int, cst.CSTNode] = {}  # id(loop) -> the latest unconditional read kept
+    followers: dict[int, int] = {}  # id(read kept) -> reads right after it that add no wait
     silent = {id(w[0]) for w in waits}
     for entry in sorted([*found, *waits], key=lambda e: model.line_of(e[0])):
         node, site, _ = entry
@@ -339,10 +348,42 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
         done = copied.setdefault(id(loop), set())
         if id(loop) in waited or (values and values <= done):
             continue
+        before = last_wait.get(id(loop))
+        if before is not None and not _dispatches_between(model, site, before, node):
+            followers[id(before)] = followers.get(id(before), 0) + 1
+            continue  # `np.array(loss)` then `np.array(aux)`: the queue was drained by the first
         kept.append(entry)
-        if values and _unconditional(site.function, node, loop):
-            done |= values
-    return kept
+        if loop is not None and _unconditional(site.function, node, loop):
+            last_wait[id(loop)] = node
+            if values:
+                done |= values
+    return [(node, site, what, followers.get(id(node), 0)) for node, site, what in kept]
+
+
+def _dispatches_between(model: SemanticModel, site: Site, first: cst.CSTNode, then: cst.CSTNode) -> bool:
+    """Some call after the read `first` and up to the read `then` (in the loop's body, in source
+    order; `w.sum().item()` computes anew) may put new work on the device. When none does, the
+    first read has already waited for what was queued before it: the second waits for no new
+    work (round x: five `np.array(...)` of one eager step's loss and aux outputs). One stall,
+    reported once, at the first read."""
+    fn, loop = site.function, site.loop
+    positions = model.positions
+    start, end = positions.get(first), positions.get(then)
+    if start is None or end is None or loop is None:
+        return True
+    after, until = (start.end_line, start.end_column), (end.end_line, end.end_column)
+    if after > (end.line, end.column):
+        return True  # not in source order (nested or overlapping): no claim
+    for call in fn.calls:
+        if not loop.encloses(call.loop):
+            continue
+        span = positions.get(call.node)
+        if span is None:
+            return True
+        if call.node is not then and after <= (span.line, span.column) \
+                and (span.end_line, span.end_column) <= until and model.call_work(call.node, fn) is not None:
+            return True
+    return False
 
 
 def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tuple[int, str]] | None:

@@ -612,3 +612,46 @@ def train(w, x, epochs, print_every):
             print(float(jnp.sum(w)))
     return w
 """) == [18, 19, 22]
+
+
+def test_reads_with_no_new_device_work_between_them_are_one_stall_reported_once():
+    # Round x: an un-jitted PPO minibatch step reads its loss and four aux outputs with five
+    # `np.array(...)` in a row. The first waits for the queued step; the rest wait for no new
+    # work. One finding, at the first read, naming the others. A call that puts new work on the
+    # device between two reads (`jnp.mean(w)`, a compiled step) makes the second a stall again.
+    source = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+def loss_fn(w, x):
+    err = (x @ w) ** 2
+    return jnp.mean(err), (jnp.max(err), jnp.min(err))
+
+@jax.jit
+def update(w, g):
+    return w - 0.1 * g
+
+def train(w, x, steps, log):
+    for step in range(steps):
+        (loss, (worst, best)), g = jax.value_and_grad(loss_fn, has_aux=True)(w, x)
+        w = update(w, g)
+        log.append(np.array(loss))
+        log.append(np.array(worst))
+        log.append(np.array(best))
+    return w
+
+def train_and_measure(w, x, steps, log):
+    for step in range(steps):
+        (loss, (worst, best)), g = jax.value_and_grad(loss_fn, has_aux=True)(w, x)
+        w = update(w, g)
+        log.append(np.array(loss))
+        spread = jnp.std(w)
+        log.append(np.array(worst))
+        log.append(np.array(spread))
+    return w
+"""
+    found = scan_text(source, [HostSyncInStep])
+    assert [f.line for f in found] == [17, 26, 28]
+    assert "the 2 reads right after it" in found[0].message
+    assert "right after it" not in found[1].message
