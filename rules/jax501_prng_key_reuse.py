@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import cast
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe, names_in, walk
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    apis,
+    children,
+    describe,
+    names_in,
+    walk,
+)
 from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.keys import INIT_METHODS, KEY_DERIVING, KeyAnalysis, Reuse
 
@@ -49,7 +62,9 @@ class PrngKeyReuse(Rule):
     0: key = saved_key` replays the same batches), draws under two `if`s testing one name against
     different literals (`if noise == "uniform":`, `if noise == "gaussian":`: never both run), a
     fixed evaluation key each epoch (`evaluate(params, valid_key)`, a key named `test_key`:
-    comparable scores), the same key in each repetition of a timed benchmark loop, two draws
+    comparable scores), the same key in each repetition of a timed benchmark loop, stand-in inputs
+    of a measurement (draws stored as they are in a function that reads a timer or is named for a
+    benchmark or mock data, or in a `__main__` block or notebook cell that reads a timer), two draws
     compared in one assertion (a determinism test), a deliberate replay of the same function on the
     same key: a model initialised twice to get an equal copy (`params=init(k, x)`,
     `target_params=init(k, x)`: an online and a target network that must start equal), or candidates
@@ -201,9 +216,72 @@ class PrngKeyReuse(Rule):
                          or _one_splits_first(model, reuse.previous, reuse.node)
                          or _input_for_init(model, reuse.previous, reuse.node)
                          or _flax_inits(model, reuse.previous, reuse.node)
-                         or _exclusive_cases(model, reuse.previous, reuse.node)):
+                         or _exclusive_cases(model, reuse.previous, reuse.node)
+                         or _measurement_inputs(model, reuse.previous, reuse.node)):
                 continue
             yield Report(reuse.node, _message(reuse))
+
+
+# Functions whose draws are stand-in data: a benchmark's inputs, mock or dummy arrays.
+_STAND_IN_NAME = re.compile(r"(^|_)(bench|benchmark|benchmarks|profile|timing|mock|dummy|fake)(_|$)")
+
+
+def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
+    """Two draws from one key that only make stand-in inputs: each result bound to a name, in a
+    function that reads a timer or is named for a benchmark or mock data (`def benchmark(...)`,
+    `generate_mock_data`), or in a `__main__` block or notebook cell that reads a timer. A
+    measurement needs inputs of the right shapes; equal or correlated numbers change nothing
+    it reports (rounds v and x: a throughput loop's random actions, mock molecules for a timed
+    comparison; judged wrong). Keys handed to a step or split, not drawn with, are still followed."""
+    for call in (previous, node):
+        q = model.resolve(call.func) or ""
+        if not q.startswith("jax.random.") or q in KEY_DERIVING:
+            return False
+    site = next((s for f in model.functions for s in f.calls if s.node is node), None)
+    if site is None:
+        return False
+    fn = site.function
+    if not all(_stored_as_data(fn, call) for call in (previous, node)):
+        return False
+    if not fn.is_module:
+        return bool(_STAND_IN_NAME.search(fn.name.lower())) or _reads_timer(model, fn.calls)
+    block = _main_block(fn, node)
+    if block is not None:
+        inside = {id(n) for n in walk(block)}
+        return id(previous) in inside and _reads_timer(model, [s for s in fn.calls if id(s.node) in inside])
+    cell = model.cell_of(node)
+    return cell is not None and cell == model.cell_of(previous) \
+        and _reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
+
+
+def _stored_as_data(fn: Function, draw: cst.Call) -> bool:
+    """The draw's array is stored or returned as it is, or scaled (`x = normal(key, s) / 10`,
+    `return {"R": normal(key, s)}`): no other call takes it, so it is an input, not part of a
+    computation whose randomness matters."""
+    stack: list[tuple[cst.CSTNode, bool]] = [(fn.body, False)]
+    while stack:
+        node, through_call = stack.pop()
+        if node is draw:
+            return not through_call
+        if node is not fn.body and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.BaseSmallStatement) and not isinstance(node, (cst.Assign, cst.AnnAssign, cst.Return)):
+            through_call = True  # an expression statement, `x += ...`: not a plain store
+        stack.extend((child, through_call or isinstance(node, cst.Call)) for child in children(node))
+    return False
+
+
+def _reads_timer(model: SemanticModel, calls: list) -> bool:
+    return any(model.resolve(s.node.func) in apis.TIMER_FUNCTIONS for s in calls)
+
+
+def _main_block(module: Function, node: cst.Call) -> cst.If | None:
+    """The `if __name__ == "__main__":` block around `node`, if any."""
+    for block in enclosing_statements(module, node) or []:
+        if isinstance(block, cst.If) and isinstance(block.test, cst.Comparison) \
+                and isinstance(block.test.left, cst.Name) and block.test.left.value == "__name__":
+            return block
+    return None
 
 
 def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:

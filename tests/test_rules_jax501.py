@@ -716,3 +716,48 @@ def test_a_fixed_evaluation_key_each_epoch_gives_comparable_scores():
                 params = update(params, jax.random.normal(key, (3,)))
             return params
     """) == [19]
+
+
+def test_quiet_on_stand_in_inputs_of_a_measurement():
+    # Rounds x and z: random inputs for a timed comparison drawn from one key (`u`, `delta`,
+    # `B`, `C` of a kernel benchmark; mock positions and forces for a batching benchmark). A
+    # measurement needs their shapes; equal numbers change nothing it reports. Quiet in a
+    # function that reads a timer, one named for a benchmark or mock data, and a `__main__`
+    # block that reads a timer. The same draws in an untimed helper, or a draw handed straight
+    # to a computation, are still reported.
+    assert lines("""
+import time
+import jax
+import jax.numpy as jnp
+
+def bench_matmul(n):
+    key = jax.random.PRNGKey(0)
+    a = jax.random.normal(key, (n, n)) / 10
+    b = jax.random.normal(key, (n, n))
+    start = time.perf_counter()
+    (a @ b).block_until_ready()
+    return time.perf_counter() - start
+
+def make_mock_batch(n):
+    key = jax.random.PRNGKey(1)
+    return {"x": jax.random.normal(key, (n, 3)), "y": jax.random.normal(key, (n,))}
+
+def make_batch(key, n):
+    x = jax.random.normal(key, (n, 3))
+    y = jax.random.normal(key, (n,))
+    return x, y
+
+def timed_step(step, params, key):
+    start = time.time()
+    x = jax.random.normal(key, (8, 3))
+    params = step(params, jax.random.normal(key, (8, 3)) + x)
+    return params, time.time() - start
+
+if __name__ == "__main__":
+    key = jax.random.PRNGKey(0)
+    u = jax.random.normal(key, (64, 64))
+    v = jax.random.normal(key, (64, 64))
+    t0 = time.time()
+    jnp.dot(u, v).block_until_ready()
+    print(time.time() - t0)
+""") == [19, 25]
