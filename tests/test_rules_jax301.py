@@ -655,3 +655,78 @@ def train_and_measure(w, x, steps, log):
     assert [f.line for f in found] == [17, 26, 28]
     assert "the 2 reads right after it" in found[0].message
     assert "right after it" not in found[1].message
+
+
+def test_a_step_made_by_a_factory_that_returns_a_jitted_function_is_compiled():
+    # Round z: `train_step = make_train_step(optimizer)`, where the factory ends in
+    # `return jax.jit(_train_step)` (or returns a nested `@jax.jit` function), and the metrics
+    # read with `float(metrics[k])` in a walk over a dict of totals after every step. The walk
+    # runs every step: its reads are per-step reads.
+    found = lines("""
+import jax
+import jax.numpy as jnp
+
+def make_train_step(lr):
+    def _step(w, x):
+        loss = jnp.mean((x @ w) ** 2)
+        return w - lr * loss * w, {"loss": loss, "norm": jnp.sum(w)}
+    return jax.jit(_step)
+
+def make_eval_step():
+    @jax.jit
+    def evaluate(w, x):
+        return jnp.mean(x @ w)
+    return evaluate
+
+def train(w, batches, epochs):
+    train_step = make_train_step(0.1)
+    evaluate = make_eval_step()
+    for epoch in range(epochs):
+        totals = {"loss": 0.0, "norm": 0.0}
+        for x in batches:
+            w, metrics = train_step(w, x)
+            for k in totals:
+                totals[k] += float(metrics[k])
+            w = w * evaluate(w, x)
+            print(evaluate(w, x))
+    return w
+""")
+    assert found == [24, 26]
+
+
+def test_a_library_scan_handed_a_step_function_makes_each_iteration_a_whole_epoch():
+    # Round n: an epoch function, jitted, hands its step to `loader.scan_epoch(state, carry,
+    # step)`: each outer iteration runs a compiled epoch, and one read per epoch is amortised.
+    # Without the scan (the step called once per iteration) the read is per step.
+    assert lines("""
+import jax
+import jax.numpy as jnp
+
+def update_step(carry, batch):
+    w = carry - 0.1 * jnp.mean(batch) * carry
+    return w, jnp.sum(w)
+
+def make_epoch_fn(loader):
+    @jax.jit
+    def epoch_fn(w, state):
+        state, w, losses = loader.scan_epoch(state, w, update_step)
+        return w, state, losses
+    return epoch_fn
+
+def make_one_step():
+    @jax.jit
+    def one_step(w, batch):
+        return update_step(w, batch)
+    return one_step
+
+def train(w, loader, state, batch, epochs):
+    epoch_fn = make_epoch_fn(loader)
+    one_step = make_one_step()
+    for epoch in range(epochs):
+        w, state, losses = epoch_fn(w, state)
+        print(float(jnp.mean(losses)))
+    for step in range(epochs):
+        w, loss = one_step(w, batch)
+        print(float(loss))
+    return w
+""") == [29]

@@ -905,10 +905,19 @@ class SemanticModel:
     def _enclosing_class(self, scope: Function) -> ClassInfo | None:
         return next((s.cls for s in scope.scopes() if s.cls is not None), None)
 
-    def _jit_of(self, value: cst.BaseExpression, scope: Function) -> Callee | None:
-        """`jax.jit(f, ...)` (or partial(jax.jit, ...)(f)) -> a jitted Callee of f."""
+    def _jit_of(self, value: cst.BaseExpression, scope: Function, factory: bool = True) -> Callee | None:
+        """`jax.jit(f, ...)` (or partial(jax.jit, ...)(f)) -> a jitted Callee of f; also a call of
+        a same-module factory every return of which is one (`step = make_step(opt)`, where
+        `make_step` ends in `return jax.jit(_step)` or returns a nested `@jax.jit` function)."""
         if not isinstance(value, cst.Call):
             return None
+        if factory:
+            maker = self.function_ref(value.func, scope)
+            if maker is not None and not maker.direct_jit and maker.returns:
+                made = [self._jit_of(r, maker, factory=False) or self._jitted_nested(r, maker)
+                        for r in maker.returns]
+                if all(made) and made[0] is not None:
+                    return made[0]
         wrapper = self.resolve(value.func)
         if wrapper in apis.JIT_WRAPPERS:
             target = self.function_ref(value.args[0].value, scope) if value.args else None
@@ -917,6 +926,14 @@ class SemanticModel:
                 and value.func.args and self.resolve(value.func.args[0].value) in apis.JIT_WRAPPERS:
             target = self.function_ref(value.args[0].value, scope) if value.args else None
             return Callee("jax.jit", target, jitted=True)
+        return None
+
+    def _jitted_nested(self, expr: cst.BaseExpression, scope: Function) -> Callee | None:
+        """`return step` where `step` is a nested function decorated with jit."""
+        if isinstance(expr, cst.Name):
+            inner = scope.nested.get(expr.value)
+            if inner is not None and inner.direct_jit:
+                return Callee(None, inner, jitted=True)
         return None
 
     def _jit_binding(self, name: str, scope: Function) -> Callee | None:
@@ -1343,12 +1360,20 @@ class SemanticModel:
                             inner.array_params = {p for p in inner.params if p not in inner.static_params}
                         work.append(inner)
 
+    def _library_scan(self, call: cst.Call, fn: Function) -> bool:
+        """`loader.scan_epoch(state, carry, update_step)`: a library's scan wrapper, a method named
+        for a scan that is handed a step function of this file, runs the steps as one loop."""
+        func = call.func
+        return isinstance(func, cst.Attribute) and "scan" in func.attr.value.lower() \
+            and self.resolve(func) is None \
+            and any(self.function_ref(a.value, fn) is not None for a in call.args)
+
     def _compute_jax_work(self) -> None:
         """Which functions do JAX work (any) and array work (not just calling jitted code)."""
         for fn in self.functions:
             for site in fn.calls:
                 callee = self.callee(site.node, fn)
-                if callee.qualname in apis.SCAN_LIKE:
+                if callee.qualname in apis.SCAN_LIKE or self._library_scan(site.node, fn):
                     fn.uses_scan = True
         changed = True
         rounds = 0
@@ -1687,14 +1712,24 @@ class SemanticModel:
         if site.guarded:
             return False
         if site.loop is not None:
-            loop = site.loop
+            loop = self._stepping_loop(site.loop)
             return loop.is_step and not loop.is_epoch
         return site.function.per_step
 
+    def _stepping_loop(self, loop: Loop) -> Loop:
+        """The loop whose iterations are the steps `loop`'s body runs in: itself, or, for a walk
+        over a container's entries inside a step loop (`for k in totals: totals[k] +=
+        float(metrics[k])` after each step), the step loop around it: the walk runs every step."""
+        parent = loop.parent
+        if not loop.is_step and parent is not None and parent.is_step and not parent.is_epoch \
+                and self.walks_structure(loop):
+            return parent
+        return loop
+
     def step_loop_of(self, site: Site) -> Loop | None:
         """The loop that makes `site` run per step (its own, or a caller's for per-step functions)."""
-        if site.loop is not None and site.loop.is_step:
-            return site.loop
+        if site.loop is not None and self._stepping_loop(site.loop).is_step:
+            return self._stepping_loop(site.loop)
         fn = site.function
         if fn.per_step and fn.step_call_sites:
             return fn.step_call_sites[0].loop
