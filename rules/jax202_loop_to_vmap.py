@@ -25,6 +25,7 @@ from jaxopt_audit.static import (
 )
 from jaxopt_audit.static.model.eager import iterates_structure
 from jaxopt_audit.static.model.loops import carried_names, host_bound_call, mutated_params, records_for_rendering
+from jaxopt_audit.static.model.timing import reads_timer
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",
@@ -83,7 +84,8 @@ class LoopToVmap(Rule):
     structure of the call (a different function per item, an item used as a shape, a keyword
     named like a size such as `token_len=`, a static argument, or to build a model or
     optimizer), on loops over dict items and files, on loops that do host I/O each iteration,
-    and on loops that do not collect their results.
+    on loops that do not collect their results, and in functions that read a timer (a benchmark
+    measures the loop of calls as it is written).
 
     ## Measured
     Seed 000: 4 conditions x 30 seeds, ~63 min sequential, ~2.1 min batched (~30x); see the
@@ -207,6 +209,8 @@ class LoopToVmap(Rule):
         if carried_names(model, loop) or host_bound_call(model, loop) is not None \
                 or records_for_rendering(model, loop) is not None:
             return None
+        if reads_timer(model, fn.calls):
+            return None  # a benchmark: the loop of calls is the workload it measures
         items = _item_names(fn, loop)
         if not items or not _collects_results(model, fn, loop, items):
             return None

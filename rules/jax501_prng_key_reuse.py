@@ -15,7 +15,6 @@ from jaxopt_audit.static import (
     Rule,
     SemanticModel,
     Valid,
-    apis,
     children,
     describe,
     names_in,
@@ -23,6 +22,7 @@ from jaxopt_audit.static import (
 )
 from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.keys import INIT_METHODS, KEY_DERIVING, KeyAnalysis, Reuse
+from jaxopt_audit.static.model.timing import reads_timer
 
 
 class PrngKeyReuse(Rule):
@@ -244,14 +244,14 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     if not all(_stored_as_data(fn, call) for call in (previous, node)):
         return False
     if not fn.is_module:
-        return bool(_STAND_IN_NAME.search(fn.name.lower())) or _reads_timer(model, fn.calls)
+        return bool(_STAND_IN_NAME.search(fn.name.lower())) or reads_timer(model, fn.calls)
     block = _main_block(fn, node)
     if block is not None:
         inside = {id(n) for n in walk(block)}
-        return id(previous) in inside and _reads_timer(model, [s for s in fn.calls if id(s.node) in inside])
+        return id(previous) in inside and reads_timer(model, [s for s in fn.calls if id(s.node) in inside])
     cell = model.cell_of(node)
     return cell is not None and cell == model.cell_of(previous) \
-        and _reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
+        and reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
 
 
 def _stored_as_data(fn: Function, draw: cst.Call) -> bool:
@@ -269,10 +269,6 @@ def _stored_as_data(fn: Function, draw: cst.Call) -> bool:
             through_call = True  # an expression statement, `x += ...`: not a plain store
         stack.extend((child, through_call or isinstance(node, cst.Call)) for child in children(node))
     return False
-
-
-def _reads_timer(model: SemanticModel, calls: list) -> bool:
-    return any(model.resolve(s.node.func) in apis.TIMER_FUNCTIONS for s in calls)
 
 
 def _main_block(module: Function, node: cst.Call) -> cst.If | None:

@@ -189,3 +189,30 @@ def audit(observations, key):
 def make_case(key, token_len=8):
     return jnp.sum(jax.random.normal(key, (4,)))
 """) == []
+
+
+def test_quiet_in_a_benchmark_that_times_the_loop_of_calls():
+    # Round h11: a backend benchmark runs its step over prepared inputs, once to warm
+    # up and then under a timer; the loop of calls is the workload it measures. The same loop
+    # in a function that reads no clock is reported.
+    found = lines("""
+import time
+
+def benchmark(key, batches):
+    outs = []
+    for k in jax.random.split(key, 8):
+        outs.append(run_learning_loop(k, batches))
+    start = time.perf_counter()
+    outs = []
+    for k in jax.random.split(key, 8):
+        outs.append(run_learning_loop(k, batches))
+    jax.block_until_ready(outs)
+    return time.perf_counter() - start
+
+def evaluate_all(key, batches):
+    outs = []
+    for k in jax.random.split(key, 8):
+        outs.append(run_learning_loop(k, batches))
+    return outs
+""")
+    assert found == [(24, "JAX202")]

@@ -35,6 +35,13 @@ SYNC_METHODS = apis.SYNC_METHODS | apis.HOST_METHODS
 TREE_STRUCTURE_PREFIXES = ("jax.tree_util.", "jax.tree.")
 
 
+def reads_timer(model: SemanticModel, sites) -> bool:
+    """Some call among `sites` reads a clock (`time.time()`, `perf_counter()`, `timeit`): the
+    code around them measures. A benchmark's loops and inputs are its workload, written so on
+    purpose."""
+    return any(model.resolve(s.node.func) in apis.TIMER_FUNCTIONS for s in sites)
+
+
 @dataclass(frozen=True)
 class Truth:
     """An `if`/`while` test: Python asks for its truth value, which for an array waits for it."""
