@@ -771,3 +771,37 @@ def test_a_timer_inside_a_factory_made_function_run_under_jit_of_vmap_times_the_
         result = train_all(jax.random.split(jax.random.key(0), 4))
         single = make_run(100)(jax.random.key(0))
     """) == [20]
+
+
+def test_appending_results_to_a_list_reads_nothing():
+    # Round z: a sampler's steps, jitted from another library's object (`jax.jit(sampler.step)`),
+    # run in a timed loop that appends each state to a list; the timer is read right after the
+    # loop. Storing a device value in a list keeps a reference: nothing waited. Handing it to
+    # an object the file does not show (`recorder.append(state)`) may read it: quiet.
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+        import blackjax
+
+        def logdensity(x):
+            return -jnp.sum(x ** 2)
+
+        sampler = blackjax.nuts(logdensity, step_size=0.1, inverse_mass_matrix=jnp.ones(3))
+        step = jax.jit(sampler.step)
+
+        def run(key, state, n, recorder):
+            samples = []
+            start = time.time()
+            for _ in range(n):
+                key, sub = jax.random.split(key)
+                state, info = step(sub, state)
+                samples.append(state.position)
+            elapsed = time.time() - start
+            start = time.time()
+            for _ in range(n):
+                key, sub = jax.random.split(key)
+                state, info = step(sub, state)
+                recorder.append(state.position)
+            return samples, elapsed, time.time() - start
+    """) == [19]

@@ -406,12 +406,30 @@ def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[s
     q = callee.qualname or ""
     if q.startswith("builtins.") and q not in _FORMATTING_BUILTINS:
         return False
+    if _stores_in_list(model, fn, call):
+        return False
     func = call.func
     name = q.rsplit(".", 1)[-1] if q else (func.attr.value if isinstance(func, cst.Attribute)
                                            else func.value if isinstance(func, cst.Name) else "")
     if _WAIT_WORDS & set(name.lower().split("_")):
         return True  # `executable.sync()`, `sync_func()`: named for waiting
     return not _builds_record(q) and _given_results(model, fn, call, results)
+
+
+def _stores_in_list(model: SemanticModel, fn: Function, call: cst.Call) -> bool:
+    """`samples.append(state.position)` where `samples` is a list (or deque) this function made:
+    storing a device value keeps a reference; it reads nothing (round z: a sampler's 2000 steps
+    appended to a list inside a timed region)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in _LIST_STORES and isinstance(func.value, cst.Name)):
+        return False
+    made = model.reaching_binding(func.value, fn)
+    value = made.value if made is not None else None
+    return isinstance(value, (cst.List, cst.ListComp)) or (
+        isinstance(value, cst.Call) and model.resolve(value.func) in ("builtins.list", "collections.deque"))
+
+
+_LIST_STORES = frozenset({"append", "extend", "insert", "appendleft"})
 
 
 def _builds_record(qualname: str) -> bool:
