@@ -730,3 +730,31 @@ def train(w, loader, state, batch, epochs):
         print(float(loss))
     return w
 """) == [29]
+
+
+def test_state_kept_in_an_attribute_and_fed_back_makes_a_step_loop():
+    # Round z: a trainer keeps its parameters in a handler object,
+    # `handler.params, (outs, mets) = train(handler.params, batch)`, and reads the metrics
+    # back every step. An attribute read by a compiled call and rebound from its result is
+    # carried state as a name is. An attribute only read (configuration) is not.
+    assert lines(TRAIN_STEP + """
+class Trainer:
+    def __init__(self, w, lr):
+        self.w = w
+        self.lr = lr
+
+    def fit(self, batches):
+        for x in batches:
+            self.w, loss = train_step(self.w, x)
+            print(float(loss))
+
+def run(handler, batches):
+    for x in batches:
+        handler.w, loss = train_step(handler.w, x)
+        print(float(loss))
+
+def score(handler, batches):
+    for x in batches:
+        w, loss = train_step(handler.w, x)
+        print(float(loss))
+""") == [19, 24]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .. import apis
+from ..names import dotted
 from ..walk import read_names, walk
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
@@ -412,7 +413,8 @@ def drives_steps(model: SemanticModel, loop: Loop) -> bool:
     facts = _memo(model).drives
     if loop not in facts:
         facts[loop] = dispatch_loop(model, loop) and (
-            _steps_user_function(model, loop) or _feeds_state_back(model, loop))
+            _steps_user_function(model, loop) or _feeds_state_back(model, loop)
+            or _feeds_attribute_back(model, loop))
     return facts[loop]
 
 
@@ -455,6 +457,31 @@ def _feeds_state_back(model: SemanticModel, loop: Loop) -> bool:
                 and not isinstance(a.value, cst.BinaryOperation):
             return True
     return False
+
+
+def _feeds_attribute_back(model: SemanticModel, loop: Loop) -> bool:
+    """`self.params, loss = update(self.params, x)`, `holder.params, (out, mets) =
+    train(holder.params, batch)`: state kept in an object's attribute, handed to a call doing
+    JAX work and rebound from its result, every iteration (round z: a diffusion trainer whose
+    parameters live in a handler object)."""
+    fn = loop.function
+    for a in fn.assignments:
+        if not loop.encloses(a.site.loop) or not isinstance(a.value, cst.Call) \
+                or model.call_work(a.value, fn) is None:
+            continue
+        stored = {dotted(t) for t in _attribute_targets(a.site.node)} - {None}
+        if stored and any(isinstance(n, cst.Attribute) and dotted(n) in stored
+                          for arg in a.value.args for n in walk(arg.value)):
+            return True
+    return False
+
+
+def _attribute_targets(target: cst.CSTNode) -> list[cst.Attribute]:
+    if isinstance(target, cst.Attribute):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for e in target.elements for t in _attribute_targets(e.value)]
+    return []
 
 
 def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
