@@ -73,8 +73,9 @@ class UnsynchronizedTiming(Rule):
 
     The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
     call before the second reading, when a function called in between may sync (an unknown
-    function given the result; appending it to a list the function made reads nothing), when
-    the timed function syncs itself, when an f-string formats a
+    function given the result; appending it to a list the function made reads nothing), after
+    a call that writes arrays out (`eqx.tree_serialise_leaves`, `pickle.dump`, `np.save`: each
+    leaf is copied to the host first), when the timed function syncs itself, when an f-string formats a
     device value or an `if`/`while` tests one before the second reading
     (`print(f"{loss} {time.time() - t0}")`, `if all_done(mask): break`), on an eager helper of
     the file unless its own body ends with work nothing waits for and it returns that work (one

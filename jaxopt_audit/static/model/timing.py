@@ -443,8 +443,8 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
     """The call waits for a device value: `block_until_ready`, `jax.device_get`, `float(x)`,
     `np.asarray(x)`, `x.item()` on an array (or on a name bound from JAX work, `results`)."""
     q = model.resolve(call.func)
-    if q in SYNC_CALLS:
-        return True
+    if q in SYNC_CALLS or q in apis.ARRAY_WRITERS:
+        return True  # `eqx.tree_serialise_leaves(path, model)` copies every leaf out: a wait
     # `jax.tree.map(np.asarray, metrics)`: a host read of every leaf
     if q in apis.TREE_MAPS and call.args and _reads_to_host(model, call.args[0].value):
         return True
