@@ -22,6 +22,7 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
+from jaxopt_audit.static.model.eager import drives_steps
 from jaxopt_audit.static.model.timing import (
     TimedRegion,
     calls_in_order,
@@ -69,7 +70,8 @@ class UnsynchronizedTiming(Rule):
     The first-call check is made on one-shot measurements of small programs only: a reading
     inside a loop is a per-iteration or windowed figure (steps per second), whose first window
     everyone knows includes compilation, and a whole training run timed end to end
-    (`jax.jit(jax.vmap(make_train(config)))`, a function that scans) is a legitimate wall time.
+    (`jax.jit(jax.vmap(make_train(config)))`, a function that scans, or a loop threading state
+    through a jitted step) is a legitimate wall time.
 
     The rule stays quiet when a sync (or a host conversion of the result) follows the last JAX
     call before the second reading, when a function called in between may sync (an unknown
@@ -208,7 +210,8 @@ class UnsynchronizedTiming(Rule):
                 if order is None:
                     order = calls_in_order(fn)
                 first = None if region.in_loop else _first_jitted_call(model, fn, region, order)
-                if first is not None and not _says_compile(model, fn, region):
+                if first is not None and not _says_compile(model, fn, region) \
+                        and not _whole_run(model, fn, first, region):
                     yield Report(region.end, f"the timed region ending at `{describe(region.end)}` contains the "
                                              f"first call of `{describe(first.func)}`, so it includes tracing and "
                                              "compilation; warm up before starting the timer or report it as "
@@ -376,6 +379,21 @@ def _streamed(model: SemanticModel, fn: Function, pending: cst.Call, region) -> 
     start = model.line_of(region.start)
     while loop is not None and model.line_of(loop.node) > start:
         if _data_stream(model, loop, pending):
+            return True
+        loop = loop.parent
+    return False
+
+
+def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> bool:
+    """The first call sits in a training or simulation loop inside the region, one that threads
+    state from step to step: the region times a whole run end to end, compilation included, a
+    legitimate wall time (round u: "Training time" over a PINN's epochs). A loop repeating the
+    same call (a benchmark averaging over repetitions) is still reported."""
+    site = next((s for s in fn.calls if s.node is first), None)
+    loop = site.loop if site is not None else None
+    start = model.line_of(region.start)
+    while loop is not None and model.line_of(loop.node) > start:
+        if drives_steps(model, loop):
             return True
         loop = loop.parent
     return False

@@ -834,3 +834,35 @@ def test_writing_arrays_to_a_file_waits_for_them():
             print(time.time() - start)
             return out
     """) == [20]
+
+
+def test_a_whole_training_run_timed_end_to_end_may_include_compilation():
+    # Round u: "Training time" around every epoch of a PINN script, whose jitted step threads
+    # the state. A run's wall time legitimately includes compiling its step. A loop repeating
+    # the same call to average it (a benchmark) still counts the compilation in the average.
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x):
+            return w - 0.1 * jnp.mean(x * w) * x
+
+        @jax.jit
+        def forward(w, x):
+            return jnp.tanh(x * w)
+
+        x = jnp.linspace(0.0, 1.0, 64)
+        w = jnp.ones(64)
+        start = time.time()
+        for epoch in range(1000):
+            w = train_step(w, x)
+        w.block_until_ready()
+        print("Training time:", time.time() - start)
+        start = time.time()
+        for _ in range(100):
+            y = forward(w, x)
+        y.block_until_ready()
+        print("per call:", (time.time() - start) / 100)
+    """) == [24]
