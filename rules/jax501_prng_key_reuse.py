@@ -64,7 +64,8 @@ class PrngKeyReuse(Rule):
     fixed evaluation key each epoch (`evaluate(params, valid_key)`, a key named `test_key`:
     comparable scores), the same key in each repetition of a timed benchmark loop, stand-in inputs
     of a measurement (draws stored as they are in a function that reads a timer or is named for a
-    benchmark or mock data, or in a `__main__` block or notebook cell that reads a timer), two draws
+    benchmark or mock data, in a `__main__` block or notebook cell that reads a timer, or in a
+    `__main__` block without loops: a smoke test), two draws
     compared in one assertion (a determinism test), a deliberate replay of the same function on the
     same key: a model initialised twice to get an equal copy (`params=init(k, x)`,
     `target_params=init(k, x)`: an online and a target network that must start equal), or candidates
@@ -229,7 +230,9 @@ _STAND_IN_NAME = re.compile(r"(^|_)(bench|benchmark|benchmarks|profile|timing|mo
 def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """Two draws from one key that only make stand-in inputs: each result bound to a name, in a
     function that reads a timer or is named for a benchmark or mock data (`def benchmark(...)`,
-    `generate_mock_data`), or in a `__main__` block or notebook cell that reads a timer. A
+    `generate_mock_data`), in a `__main__` block or notebook cell that reads a timer, or in a
+    `__main__` block without loops (a module's smoke test: build inputs, run once, print shapes;
+    rounds r and s, judged wrong). A
     measurement needs inputs of the right shapes; equal or correlated numbers change nothing
     it reports (rounds v and x: a throughput loop's random actions, mock molecules for a timed
     comparison; judged wrong). Keys handed to a step or split, not drawn with, are still followed."""
@@ -246,9 +249,11 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     if not fn.is_module:
         return bool(_STAND_IN_NAME.search(fn.name.lower())) or reads_timer(model, fn.calls)
     block = _main_block(fn, node)
-    if block is not None:
+    if block is not None:  # a `__main__` benchmark, or a smoke test run straight through once
         inside = {id(n) for n in walk(block)}
-        return id(previous) in inside and reads_timer(model, [s for s in fn.calls if id(s.node) in inside])
+        return id(previous) in inside and (
+            reads_timer(model, [s for s in fn.calls if id(s.node) in inside])
+            or not any(isinstance(n, (cst.For, cst.While)) for n in walk(block)))
     cell = model.cell_of(node)
     return cell is not None and cell == model.cell_of(previous) \
         and reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])

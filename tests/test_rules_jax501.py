@@ -761,3 +761,26 @@ if __name__ == "__main__":
     jnp.dot(u, v).block_until_ready()
     print(time.time() - t0)
 """) == [19, 25]
+
+
+def test_quiet_on_a_modules_smoke_test_and_reported_in_a_script_that_trains():
+    # Rounds h13 and s: a layer module ends with a `__main__` smoke test drawing its example
+    # inputs from one key, running the layer once and printing shapes. A `__main__` block that
+    # trains in a loop is a script whose draws matter: reported.
+    smoke = """
+import jax
+import jax.numpy as jnp
+
+def layer(w, x, t):
+    return jnp.tanh(x @ w + t)
+
+if __name__ == "__main__":
+    key = jax.random.PRNGKey(0)
+    x = jax.random.normal(key, (4, 3))
+    t = jax.random.normal(key, (4, 2))
+    w = jax.random.normal(key, (3, 2))
+    print(layer(w, x, t).shape)
+"""
+    assert lines(smoke) == []
+    assert lines(smoke.replace("    print(layer(w, x, t).shape)", """    for step in range(100):
+        w = w - 0.1 * jax.grad(lambda w: jnp.sum(layer(w, x, t)))(w)""")) == [10, 11]
