@@ -67,8 +67,7 @@ class HostSyncInStep(Rule):
     stall), on reads right after a read with no new device work between them (`np.array(loss)`,
     then `np.array(aux)` from the same eager step: one stall, reported once at the first read,
     whose message counts the rest), on reads after the loop, on plain Python numbers, in
-    rollouts recorded for a
-    renderer (`rollout.append(state)`, then `env.render(rollout)`),
+    rollouts recorded for a renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
     greedy decode loop, whose host decides each step), on a test that adopts a candidate

@@ -184,7 +184,6 @@ TIMER_FUNCTIONS = frozenset({
     "timeit.repeat",
 })
 
-# Host I/O that forces a loop to stay on the host each iteration (JAX201 stays quiet).
 # Functions that write arrays' values out (to a file or to bytes): each leaf is copied to the
 # host first, so the call waits for every array it is given.
 ARRAY_WRITERS = frozenset({
@@ -192,6 +191,7 @@ ARRAY_WRITERS = frozenset({
     "pickle.dump", "pickle.dumps", "cloudpickle.dump", "joblib.dump", "numpy.save", "numpy.savez",
     "numpy.savez_compressed",
 })
+# Host I/O that forces a loop to stay on the host each iteration (JAX201 stays quiet).
 HOST_IO_FUNCTIONS = frozenset({
     "builtins.open", "builtins.input", "numpy.save", "numpy.savez", "numpy.savez_compressed",
     "numpy.load", "numpy.loadtxt", "numpy.savetxt", "pickle.dump", "pickle.load", "json.dump",
