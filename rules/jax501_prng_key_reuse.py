@@ -232,10 +232,10 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     function that reads a timer or is named for a benchmark or mock data (`def benchmark(...)`,
     `generate_mock_data`), in a `__main__` block or notebook cell that reads a timer, or in a
     `__main__` block without loops (a module's smoke test: build inputs, run once, print shapes;
-    rounds r and s, judged wrong). A
-    measurement needs inputs of the right shapes; equal or correlated numbers change nothing
-    it reports (rounds v and x: a throughput loop's random actions, mock molecules for a timed
-    comparison; judged wrong). Keys handed to a step or split, not drawn with, are still followed."""
+    round s, judged wrong). A measurement needs inputs of the right shapes; equal or correlated
+    numbers change nothing it reports (rounds x and z: mock molecules for a timed comparison, a
+    kernel benchmark's inputs; judged wrong). Keys handed to a step or split, not drawn with,
+    are still followed."""
     for call in (previous, node):
         q = model.resolve(call.func) or ""
         if not q.startswith("jax.random.") or q in KEY_DERIVING:
