@@ -37,7 +37,9 @@ class TracerControlFlow(Rule):
     `equinox.filter_jit`, `jnp.size(x)` and `lax.psum(1, axis)` are static; `grad`-only and
     `custom_jvp` bodies run on concrete values outside `jit`. Checks under
     `if jax.config.jax_disable_jit:` are quiet too: that branch runs only with jit disabled, when
-    the function runs eagerly on concrete arrays (a debugging assertion).
+    the function runs eagerly on concrete arrays (a debugging assertion). The last operand of an
+    `and`/`or` used as a value (`lax.cond(n <= 4 or order < 3, ...)`, `True and flag`) is handed
+    back unconverted; it is reported only when the whole expression is tested (`if a or b:`).
 
     ## References
     JAX docs, "Control flow and logical operators with JIT"; seed 002, pitfall 2.
@@ -149,6 +151,7 @@ class TracerControlFlow(Rule):
             return is_traced_value(model, expr, fn)
 
         for fn in traced_functions(model):
+            tested = _tested_operations(fn)
             for site in fn.tests:
                 node = site.node
                 if isinstance(node, (cst.If, cst.While, cst.IfExp)):
@@ -159,7 +162,11 @@ class TracerControlFlow(Rule):
                         yield fn, Report(test, f"{kind} tests `{describe(test)}`, a traced value, so tracing "
                                                "fails with TracerBoolConversionError under jit")
                 elif isinstance(node, cst.BooleanOperation):
-                    for operand in (node.left, node.right):
+                    # `a or b` converts `a` only and hands `b` back as it is: `b` is converted
+                    # when the whole expression is tested (`if a or b:`), not when it is a value
+                    # (`lax.cond(n <= 4 or order < 3, ...)`, round ab)
+                    operands = (node.left, node.right) if id(node) in tested else (node.left,)
+                    for operand in operands:
                         if is_traced(operand, fn) and not _is_boolean_op(operand):
                             op = "and" if isinstance(node.operator, cst.And) else "or"
                             yield fn, Report(operand, f"`{op}` converts `{describe(operand)}`, a traced value, to a "
@@ -182,6 +189,31 @@ class TracerControlFlow(Rule):
                                                         "but it is traced under jit; use `jax.lax.fori_loop` or "
                                                         "make it a static argument")
                             break
+
+
+def _tested_operations(fn: Function) -> set[int]:
+    """The `and`/`or` expressions whose result Python converts to a bool: the test of an `if`,
+    `while` or conditional expression, the operand of `not`, the left operand of another `and`/
+    `or`, and, inside a tested one, both operands."""
+    tested: set[int] = set()
+
+    def mark(expr: cst.BaseExpression) -> None:
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            mark(expr.expression)
+        elif isinstance(expr, cst.BooleanOperation):
+            tested.add(id(expr))
+            mark(expr.left)
+            mark(expr.right)
+
+    for site in fn.tests:
+        node = site.node
+        if isinstance(node, (cst.If, cst.While, cst.IfExp)):
+            mark(node.test)
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            mark(node.expression)
+        elif isinstance(node, cst.BooleanOperation):
+            mark(node.left)
+    return tested
 
 
 def _only_without_jit(fn: Function, node: cst.CSTNode) -> bool:

@@ -626,3 +626,24 @@ def test_a_check_under_jax_disable_jit_runs_eagerly():
     """
     assert found(source.replace("{guard}", "if jax.config.jax_disable_jit:")) == []
     assert found(source.replace("{guard}", "if not jax.config.jax_disable_jit:")) == [(8, "JAX402")]
+
+
+def test_or_hands_its_last_operand_back_unconverted():
+    # Round ab: `lax.cond(len(prev) <= 4 or order < 3, ...)` under jit. `a or b` converts `a`
+    # to a bool and returns `b` as it is, a traced predicate `lax.cond` accepts. The same
+    # expression tested by an `if`, or negated, converts `b` too.
+    assert found("""
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        @jax.jit
+        def step(prev, order, y):
+            up = lax.cond(len(prev) <= 4 or order < 3, lambda v: v + 1.0, lambda v: v, y)
+            flag = True and order > 1
+            if len(prev) <= 4 or order < 3:
+                up = up * 2.0
+            if not (len(prev) > 1 and order > 0):
+                up = up - 1.0
+            return up, flag
+    """) == [(9, "JAX402"), (11, "JAX402")]
