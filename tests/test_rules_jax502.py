@@ -187,3 +187,29 @@ def test_quiet_on_a_recurrent_cell_carry_initialised_per_sequence():
                     outs.append(y)
             return jnp.stack(outs)
     """) == []
+
+
+def test_quiet_on_a_key_its_comment_calls_a_dummy():
+    # Round ab: a policy that samples an action and returns a value estimate is called every
+    # update with `rng=PRNGKey(0)  # Dummy key since we're just extracting the value`. The
+    # author says the draws do not matter; without the comment the same line is reported.
+    source = """
+import jax
+import jax.numpy as jnp
+
+def policy(params, obs, rng):
+    action = jax.random.categorical(rng, obs @ params)
+    return action, jnp.sum(obs @ params)
+
+@jax.jit
+def update(params, obs):
+    return params - 0.01 * jnp.mean(obs)
+
+def train(params, observations):
+    for obs in observations:
+        _, value = policy(params, obs, jax.random.PRNGKey(0))  # dummy key: only the value is used
+        params = update(params, obs * value)
+    return params
+"""
+    assert lines(source) == []
+    assert lines(source.replace("  # dummy key: only the value is used", "")) == [14]
