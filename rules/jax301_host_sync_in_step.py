@@ -70,7 +70,9 @@ class HostSyncInStep(Rule):
     rollouts recorded for a renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
-    greedy decode loop, whose host decides each step), on a test that adopts a candidate
+    greedy decode loop, whose host decides each step) or to a host environment, and on reads
+    after such a needed read in the same iteration (it already waited), on a test that adopts a
+    candidate
     (`if loss_fn(params_new) < loss: params = params_new`: a line search's accept/reject, which
     the algorithm needs every step), in loops of 20 or fewer literal
     iterations or over a dict's entries, on tests of objects that merely hold arrays
@@ -206,9 +208,11 @@ class HostSyncInStep(Rule):
                 if what is None and is_wait(site.node):
                     waits.append((site.node, site, ""))
                 if what is not None and _feeds_host_environment(fn, site):
+                    waits.append((site.node, site, ""))
                     continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
                 around = site.loop.outward() if site.loop is not None else ()
                 if what is not None and any(node is site.node for loop in around for node in handed_back(loop)):
+                    waits.append((site.node, site, ""))
                     continue  # `tok = int(jnp.argmax(l))` then `jnp.array([[tok]])`: the host picks the next input
                 if what is not None and not statements.on_error_path(site.node) \
                         and not _read_by_the_test_above(model, site):

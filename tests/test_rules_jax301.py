@@ -520,18 +520,22 @@ def train(w, x, steps):
 
 def test_a_token_handed_on_under_another_name_is_still_the_next_input():
     # Round s: speculative decoding reads a drafted token (`t4 = int(jnp.argmax(...))`) and
-    # hands it on (`draft = t4`), and the next iteration builds its input from `draft`.
+    # hands it on (`draft = t4`), and the next iteration builds its input from `draft`. That
+    # read is needed and waits for the step, so the loss read after it adds no stall (see
+    # test_a_read_the_loop_needs_is_a_wait_and_later_reads_add_no_stall); the read before it
+    # is the stall.
     assert lines(TRAIN_STEP + """
 def decode(w, draft, steps):
     ids = []
     for _ in range(steps):
         w, loss = train_step(w, jnp.array([[draft]]))
+        ids.append(float(jnp.sum(w)))
         nxt = int(jnp.argmax(w))
         ids.append(nxt)
         draft = nxt
         ids.append(float(loss))
     return ids
-""") == [18]
+""") == [15]
 
 
 def test_a_guard_on_a_step_number_computed_from_the_counter_is_periodic():
@@ -758,3 +762,21 @@ def score(handler, batches):
         w, loss = train_step(handler.w, x)
         print(float(loss))
 """) == [19, 24]
+
+
+def test_a_read_the_loop_needs_is_a_wait_and_later_reads_add_no_stall():
+    # Round s: a decode loop reads the next token with `int(jnp.argmax(...))` (the host picks
+    # the next input, so that read is needed and unreported), then reads the same step's other
+    # output. The needed read already waited for the step: the later read adds no stall. Without
+    # the needed read, the later read is the stall and is reported.
+    source = TRAIN_STEP + """
+def generate(w, steps, log):
+    tok = 0
+    for _ in range(steps):
+        w, loss = train_step(w, jnp.array([[tok]]))
+        tok = int(jnp.argmax(w))
+        log.append(float(loss))
+    return tok
+"""
+    assert lines(source) == []
+    assert lines(source.replace("        tok = int(jnp.argmax(w))\n", "")) == [15]
