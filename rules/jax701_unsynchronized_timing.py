@@ -297,7 +297,7 @@ def _small_program(model: SemanticModel, fn: Function, jitted: cst.CSTNode) -> b
 def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bool:
     """The measurement is labelled as including compilation: its variable name, the text printed
     with it, or a message the timed region itself prints or logs ("Testing and compiling
-    eval_step...") mentions compile / first / warm-up."""
+    eval_step...") or prints just before it starts mentions compile / first / warm-up."""
     labels: set[str] = set()
     for a in fn.assignments:
         if a.value is not None and any(n is region.end for n in walk(a.value)):
@@ -311,6 +311,11 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bo
     if any(_SAYS_COMPILE.search(name) for name in labels):
         return True
     announced = {id(c) for c in region.calls if type(c) is cst.Call and _announces(c)}
+    # and a message printed just before the timer starts (`print("Compiling and running...")`,
+    # round ab): it names what the region is about to time
+    start = model.line_of(region.start)
+    announced |= {id(s.node) for s in fn.calls if _announces(s.node)
+                  and start - _ANNOUNCED_WITHIN <= model.line_of(s.node) < start}
     for site in fn.calls:
         call = site.node
         uses = id(call) in announced or any(
@@ -318,6 +323,9 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion) -> bo
         if uses and any(_SAYS_COMPILE.search(text) for text in _texts(call)):
             return True
     return False
+
+
+_ANNOUNCED_WITHIN = 3  # lines before the timer starts
 
 
 def _announces(call: cst.Call) -> bool:

@@ -866,3 +866,24 @@ def test_a_whole_training_run_timed_end_to_end_may_include_compilation():
         y.block_until_ready()
         print("per call:", (time.time() - start) / 100)
     """) == [24]
+
+
+def test_a_message_printed_just_before_the_timer_names_what_it_times():
+    # Round ab: `print("Compiling and running simulation loop...")`, then the timer around the
+    # first call of a jitted scan, waited for. The run is announced as including compilation.
+    # Without the announcement the same region is reported as including it.
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        run = jax.jit(lambda x: jax.lax.scan(lambda c, _: (c * 0.9, c), x, None, length=100))
+        x = jnp.ones(8)
+        print("Compiling and running the simulation...")
+        t0 = time.time()
+        out, hist = run(x)
+        hist.block_until_ready()
+        print(f"done in {time.time() - t0:.2f}s")
+    """
+    assert lines(source) == []
+    assert lines(source.replace('print("Compiling and running the simulation...")', 'print("Simulating")')) == [11]
