@@ -248,10 +248,10 @@ decode loops whose host picks each token, batch samplers beside a jitted step, `
 fixes before it: 10 of 68, 6 of 12, 1 of 33 and 1 of 8 (the speed rules 3 of 69 on the four
 together: rollouts recorded for a renderer, per-epoch prints under a flag, loops over files,
 fixed after), and readers of rounds w and y listed 64 mistakes of which the preview output found 3.
-Rounds z, aa and ab (36 more, eleventh session; aa and ab near its end): 8 of 32, 2 of 11
-and 12 of 57 (the speed rules 20 of 58 on the three together; JAX701 12 of 18, but JAX301 4 of
-18, JAX201 1 of 9, JAX101 1 of 6), and readers of rounds z and aa listed 80 mistakes of which the
-preview output found 12.
+Rounds z, aa, ab and ac (46 more, eleventh session; aa, ab and ac near its end): 8 of 32, 2 of
+11, 12 of 57 and 8 of 26 (the speed rules 20 of 70 on the four together; JAX701 12 of 18, but
+JAX301 4 of 24, JAX201 1 of 10, JAX101 1 of 6), and readers of rounds z and aa listed 80
+mistakes of which the preview output found 12.
 
 The tracing rules (JAX401-404) are preview too. Their claims hold for the code as the model
 reads it, but on published code that code ran: a real tracing error does not survive the first
