@@ -192,11 +192,8 @@ def _said_unused(model: SemanticModel, call: cst.Call) -> bool:
     estimate read from a policy that also samples an action, `rng=PRNGKey(0)  # Dummy key since
     we're just extracting the value`, judged wrong 12 times). The author has said what the draws
     are for; the file cannot show it otherwise."""
-    line = model.line_of(call)
-    lines = (model.source or "").splitlines()
-    if not 0 < line <= len(lines) or "#" not in lines[line - 1]:
-        return False
-    return bool(_UNUSED_COMMENT.search(lines[line - 1].split("#", 1)[1]))
+    text = model.source_line(model.line_of(call))
+    return "#" in text and bool(_UNUSED_COMMENT.search(text.split("#", 1)[1]))
 
 
 def _seed_argument(call: cst.Call) -> cst.BaseExpression | None:

@@ -135,9 +135,13 @@ class Positions:
         return Span(start_line, code_range.start.column + self._shift(start_line, rendered, code_range.start.line),
                     end_line, code_range.end.column + self._shift(end_line, rendered, code_range.end.line))
 
-    def _shift(self, line: int, rendered: list[str], rendered_line: int) -> int:
+    def line(self, number: int) -> str:
+        """The text of source line `number` (1-based); empty past the end."""
         if self._source_lines is None:
             self._source_lines = self.module.code.splitlines()
-        original = self._source_lines[line - 1]
+        return self._source_lines[number - 1] if 0 < number <= len(self._source_lines) else ""
+
+    def _shift(self, line: int, rendered: list[str], rendered_line: int) -> int:
+        original = self.line(line)
         ours = rendered[rendered_line - 1] if rendered_line - 1 < len(rendered) else ""
         return len(original) - len(ours)

@@ -1697,6 +1697,10 @@ class SemanticModel:
         span = self.positions.get(node)
         return span.line if span is not None else 0
 
+    def source_line(self, line: int) -> str:
+        """The text of source line `line` (1-based), as parsed; empty past the end."""
+        return self.positions.line(line)
+
     def cell_of(self, node: cst.CSTNode) -> int | None:
         """The notebook cell holding the node; None outside notebooks."""
         line = self.line_of(node)
