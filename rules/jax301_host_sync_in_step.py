@@ -207,13 +207,14 @@ class HostSyncInStep(Rule):
                 what = self._host_pull(model, site, timed_loops, statements)
                 if what is None and is_wait(site.node):
                     waits.append((site.node, site, ""))
-                if what is not None and _feeds_host_environment(fn, site):
-                    waits.append((site.node, site, ""))
-                    continue  # `a = jax.device_get(a); env.step(a)`: the host needs it
                 around = site.loop.outward() if site.loop is not None else ()
-                if what is not None and any(node is site.node for loop in around for node in handed_back(loop)):
+                # the host needs the value: `a = jax.device_get(a); env.step(a)`, or `tok =
+                # int(jnp.argmax(l))` then `jnp.array([[tok]])` (the host picks the next input);
+                # unreported, but a wait like a deliberate one
+                if what is not None and (_feeds_host_environment(fn, site) or any(
+                        node is site.node for loop in around for node in handed_back(loop))):
                     waits.append((site.node, site, ""))
-                    continue  # `tok = int(jnp.argmax(l))` then `jnp.array([[tok]])`: the host picks the next input
+                    continue
                 if what is not None and not statements.on_error_path(site.node) \
                         and not _read_by_the_test_above(model, site):
                     found.append((site.node, site, what))
