@@ -10,6 +10,7 @@ import libcst as cst
 from jaxopt_audit.static import (
     Function,
     Invalid,
+    Loop,
     Report,
     Rule,
     SemanticModel,
@@ -382,14 +383,7 @@ def _streamed(model: SemanticModel, fn: Function, pending: cst.Call, region) -> 
     than a few steps ahead of a device fed batch by batch, so only the last steps escape the
     reading. The round p judge called such an epoch timer (470 steps of a data loader) right to
     within a negligible error; a single large dispatch timed without a wait is still reported."""
-    site = next((s for s in fn.calls if s.node is pending), None)
-    loop = site.loop if site is not None else None
-    start = model.line_of(region.start)
-    while loop is not None and model.line_of(loop.node) > start:
-        if _data_stream(model, loop, pending):
-            return True
-        loop = loop.parent
-    return False
+    return any(_data_stream(model, loop, pending) for loop in _loops_in_region(model, fn, pending, region))
 
 
 def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> bool:
@@ -397,14 +391,17 @@ def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> b
     state from step to step: the region times a whole run end to end, compilation included, a
     legitimate wall time (round u: "Training time" over a PINN's epochs). A loop repeating the
     same call (a benchmark averaging over repetitions) is still reported."""
-    site = next((s for s in fn.calls if s.node is first), None)
-    loop = site.loop if site is not None else None
+    return any(drives_steps(model, loop) for loop in _loops_in_region(model, fn, first, region))
+
+
+def _loops_in_region(model: SemanticModel, fn: Function, call: cst.Call, region) -> Iterator[Loop]:
+    """The loops around `call` that start inside the timed region, innermost first."""
+    site = next((s for s in fn.calls if s.node is call), None)
     start = model.line_of(region.start)
-    while loop is not None and model.line_of(loop.node) > start:
-        if drives_steps(model, loop):
-            return True
-        loop = loop.parent
-    return False
+    for loop in site.loop.outward() if site is not None and site.loop is not None else ():
+        if model.line_of(loop.node) <= start:
+            return
+        yield loop
 
 
 def _data_stream(model: SemanticModel, loop, pending: cst.Call) -> bool:
