@@ -171,6 +171,14 @@ DEVICE_PUT_FUNCTIONS = frozenset({
     "jax.device_put_sharded", "jax.make_array_from_process_local_data",
 })
 
+# Work a timer around is not expected to cover: copies between host and devices (the call returns
+# while the copy runs, and its cost lands in the wait for the computation that reads it), dtype
+# casts, and key bookkeeping. Serving and loading code times such calls as dispatch metrics.
+TRANSFER_FUNCTIONS = DEVICE_PUT_FUNCTIONS | KEY_CONSTRUCTORS | KEY_DERIVATIONS | frozenset({
+    "jax.make_array_from_single_device_arrays", "jax.make_array_from_callback",
+})
+TRANSFER_METHODS = frozenset({"astype"})
+
 # Array constructors: given Python numbers or lists they upload data or fill a constant, which
 # no jit fuses away (under jit the same values would be static constants).
 ARRAY_CONSTRUCTORS = DEVICE_PUT_FUNCTIONS | frozenset({

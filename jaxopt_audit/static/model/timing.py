@@ -21,8 +21,9 @@ from .facts import fact
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
 SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.device_get",
                         "jax.experimental.multihost_utils.sync_global_devices",
-                        # returns host NumPy arrays of every process's values
-                        "jax.experimental.multihost_utils.process_allgather"})
+                        # each returns host NumPy arrays (of every process's values, of process 0's)
+                        "jax.experimental.multihost_utils.process_allgather",
+                        "jax.experimental.multihost_utils.broadcast_one_to_all"})
 # The builtins that may read a device value given to them: they format it as text.
 _FORMATTING_BUILTINS = frozenset({"builtins.print", "builtins.repr", "builtins.str"})
 # A function or method of another library named for waiting (`executable.sync()`,
@@ -373,6 +374,8 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
             q = model.resolve(call.func) or ""
             if q in apis.JIT_WRAPPERS or q in apis.TRACING_TRANSFORMS and q not in apis.RUNS_ITS_FUNCTION:
                 continue  # building a wrapper is not device work
+            if copies_or_casts(model, call, fn):
+                continue  # a copy, a cast or a key: not the computation a timer is meant to cover
             # only work that hands back device arrays runs asynchronously (not compiling, I/O)
             if work == "array" or model.value_kind(call, fn) == "array":
                 pending = call
@@ -380,6 +383,29 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
         if pending is not None and _may_sync(model, fn, call, results):
             return None
     return pending
+
+
+def copies_or_casts(model: SemanticModel, call: cst.Call, scope: Function, depth: int = 0) -> bool:
+    """The call only moves or relabels data: a host-device copy (`jax.device_put`,
+    `jax.make_array_from_*`), a dtype cast, a key made or split, a method of what one of them
+    returned, or a tree map of a function whose only JAX work is such calls
+    (`jax.tree.map(lambda x: x.astype(bf16), params)`)."""
+    q = model.resolve(call.func) or ""
+    if q in apis.TRANSFER_FUNCTIONS or isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value in apis.TRANSFER_METHODS:
+        return True
+    if depth > 2:
+        return False
+    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+        return copies_or_casts(model, call.func.value, scope, depth + 1)  # `split(k, n).reshape(-1, 2)`
+    if q not in apis.TREE_MAPS or not call.args:
+        return False
+    mapped = model.function_ref(call.args[0].value, scope)
+    if mapped is None:
+        return False
+    moved = [copies_or_casts(model, s.node, mapped, depth + 1) for s in mapped.calls]
+    return any(moved) and all(m or model.call_work(s.node, mapped) is None
+                              for m, s in zip(moved, mapped.calls, strict=True))
 
 
 def _requests_async(model: SemanticModel, call: cst.Call) -> bool:
