@@ -62,6 +62,15 @@ def _imported_names(node: cst.Import | cst.ImportFrom, package: str) -> list[tup
     return out
 
 
+def _reexport(a: str, b: str) -> str | None:
+    """Of two imports of one name, the library's when the other is a project module's name for it
+    (`pkg.utils.partial` re-exports `functools.partial`)."""
+    if a.rsplit(".", 1)[-1] != b.rsplit(".", 1)[-1]:
+        return None
+    a_lib, b_lib = a.split(".")[0] in _ALIAS_ROOTS, b.split(".")[0] in _ALIAS_ROOTS
+    return a if a_lib and not b_lib else b if b_lib and not a_lib else None
+
+
 class ImportTable:
     """Local name -> fully qualified name, from the imports and simple aliases of one file."""
 
@@ -71,15 +80,23 @@ class ImportTable:
         # names imported as two different things (`import jax.numpy as np`, later `import numpy as
         # np`): which one a function sees depends on when it runs, so they resolve to nothing
         self.ambiguous: set[str] = set()
+        self.star = False  # a `from m import *` may bind any name
 
     def add_import(self, node: cst.Import | cst.ImportFrom, package: str = "", alternative: bool = False) -> None:
         """Bind the names `node` imports. An `alternative` (an import under an `if` or an
         `except ImportError:`) does not replace a binding to JAX with one elsewhere: `import numpy
         as jnp` for when JAX is absent is not what traced code calls."""
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            self.star = True
         for local, full in _imported_names(node, package):
             if alternative and self.bound.get(local, "").split(".")[0] == "jax" and full.split(".")[0] != "jax":
                 continue
-            if self.bound.get(local, full) != full:
+            before = self.bound.get(local, full)
+            if before != full:
+                reexport = _reexport(before, full)
+                if reexport is not None:  # `from pkg.utils import partial` and `from functools import partial`
+                    self.bound[local] = reexport
+                    continue
                 self.ambiguous.add(local)
             self.bound[local] = full
 
@@ -101,6 +118,8 @@ class ImportTable:
                 return canonical(self.bound[name])
             if name in _BUILTINS and name not in self.defined:
                 return f"builtins.{name}"
+            if self.star and name in _STAR_CONVENTIONS and name not in self.defined:
+                return _STAR_CONVENTIONS[name]
             return None
         if isinstance(expr, cst.Attribute):
             base = self.resolve(expr.value)
@@ -113,6 +132,15 @@ _ALIAS_ROOTS = frozenset({
     "jax", "jaxlib", "numpy", "optax", "flax", "equinox", "haiku", "functools", "time", "timeit",
     "math", "builtins", "chex", "scipy",
 })
+
+
+# Under `from project.common import *` a module uses `jax`, `jnp` or `partial` that the star
+# import binds: these spellings name one library each by universal convention. (`random`, `nn`,
+# `jit` do not: Python's or JAX's random, flax's or torch's nn, JAX's or numba's jit.)
+_STAR_CONVENTIONS = {
+    "jax": "jax", "jnp": "jax.numpy", "lax": "jax.lax", "np": "numpy", "partial": "functools.partial",
+    "optax": "optax", "flax": "flax", "eqx": "equinox", "hk": "haiku",
+}
 
 
 def canonical(name: str) -> str:
