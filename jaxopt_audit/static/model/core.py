@@ -541,10 +541,23 @@ def _counts(it: cst.BaseExpression, resolve, bound=None, seen: tuple[str, ...] =
     if not isinstance(it, cst.Call):
         return False
     q = resolve(it.func) or ""
-    if q == "builtins.range" or q.rsplit(".", 1)[-1] == "trange":
+    if _range_like(it.func, resolve):
         return True
+    if isinstance(it.func, cst.Name) and bound is not None and it.func.value not in seen:
+        # `range_fn = partial(trange, desc=...) if bar else range`, then `for step in range_fn(n)`
+        values = bound(it.func.value)
+        if values and all(v is not None and _range_like(v, resolve) for v in values):
+            return True
     inner = _wrapped_iterable(it, q)
     return inner is not None and _counts(inner, resolve, bound, seen)
+
+
+def _range_like(func: cst.BaseExpression, resolve) -> bool:
+    """`range`, `trange`, or `partial(trange, desc=...)`: calling it gives indices."""
+    if isinstance(func, cst.Call) and resolve(func.func) == "functools.partial" and func.args:
+        func = func.args[0].value
+    q = resolve(func) or ""
+    return q == "builtins.range" or q.rsplit(".", 1)[-1] == "trange"
 
 
 def _counter_targets(target: cst.BaseExpression, it: cst.BaseExpression, resolve, bound=None) -> set[str]:
