@@ -55,8 +55,13 @@ class HostSyncInStep(Rule):
     Keep metrics on the device and read them every k steps (`if step % k == 0`), after the loop,
     or accumulate them in the carry of a `lax.scan`. Use `jax.debug.print` inside jitted code.
 
-    The rule stays quiet on reads guarded by a periodic condition (also under `tqdm(range(n))`,
-    `track(range(n))`, `zip(range(n), loader)`, and on a step number computed from the counter:
+    The rule stays quiet in a loop that leaves on a value it computes on the device each
+    iteration (`if token == eos: break`, `while not done:`, `while gap > tol:`): it must learn
+    that value every step, so the fix is `lax.while_loop`, not fewer reads (a `while step < n`
+    on a device counter is still reported). It stays quiet on reads guarded by a periodic
+    condition (also under `tqdm(range(n))`, `track(range(n))`, `zip(range(n), loader)`,
+    `range_fn(n)` with `range_fn` bound to `range` or `partial(trange, ...)`, and on a step
+    number computed from the counter:
     `step = update + 1`, then `if step % k == 0`, and on a flag bound to such a test: `show =
     epoch % k == 0 or epoch == last`, then `if show:`) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the

@@ -51,6 +51,28 @@ def train(w, x, loader, steps):
 """) == [30]
 
 
+def test_a_range_maker_chosen_between_a_progress_bar_and_range_counts_steps():
+    # Round ad: `range_fn = partial(trange, desc=...)` or `range` by a flag, then
+    # `for global_step in range_fn(1, n):` with the logging under `global_step % eval_freq == 0`
+    source = TRAIN_STEP + """
+from functools import partial
+from tqdm import trange
+
+def train(w, x, steps, bar, every):
+    if bar:
+        range_fn = partial(trange, desc="steps")
+    else:
+        range_fn = {other}
+    for global_step in range_fn(1, steps + 1):
+        w, loss = train_step(w, x)
+        if global_step % every == 0:
+            print(loss.item())
+    return w
+"""
+    assert lines(source.replace("{other}", "range")) == []
+    assert lines(source.replace("{other}", "make_schedule")) == [22]  # not known to give indices
+
+
 def test_a_dataclass_field_does_not_shadow_the_imported_progress_bar():
     assert lines(TRAIN_STEP + """
 from dataclasses import dataclass
@@ -326,6 +348,22 @@ def test_a_step_counted_through_a_named_range_makes_its_guard_periodic():
     assert lines(source.replace("{steps}", "range(n)")) == []
     # the same guard on a loop over data: `step` is a batch, so the test is not by iteration count
     assert lines(source.replace("{steps}", "iter(xs)")) == [16]
+
+
+def test_a_while_loop_that_leaves_on_a_device_value_waits_by_design():
+    # Rounds r and p: `while not done:` of an evaluation episode, `while llast > lmin:` and
+    # `while abs(old_e - e) > tol:` of iterative solvers. The loop must learn the value every
+    # iteration to know whether to go on; the fix is `lax.while_loop`, not fewer reads.
+    source = TRAIN_STEP + """
+def solve(w, x, tol):
+    gap = jnp.inf
+    while {test}:
+        w, gap = train_step(w, x)
+        print(f"gap {gap}")
+    return w
+"""
+    assert lines(source.replace("{test}", "gap > tol")) == []
+    assert lines(source.replace("{test}", "not bool(jnp.isnan(gap))")) == [13, 15]  # a divergence guard
 
 
 def test_a_python_int_unpacked_from_a_helpers_tuple_is_not_a_device_value():

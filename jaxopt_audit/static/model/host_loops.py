@@ -110,17 +110,24 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
     host waits for the device each step by design, so a read in it adds no stall of its own; the
     fix would be moving the whole loop into `lax.while_loop`, not dropping a read. A NaN or
     divergence check that ends the loop is not such a test: it guards against failure and can
-    run every N steps. Only `if ...: break` (or return) counts: a `while` test on a device
-    counter (`while step < n`) is a read to report."""
+    run every N steps. A `while` test counts the same way (`while not done:`, `while gap > tol:`),
+    but not one on a counter (`while step < n` with a device `step` is a read to report)."""
     fn = loop.function
     device: set[str] = set()  # names bound in the loop from device work
+    computed: set[str] = set()  # ... by a call (`gap = step(w)`), not counted (`i = i + 1`)
     for a in fn.assignments:
         if a.value is None or not loop.encloses(a.site.loop):
             continue
         value = a.value
-        if model.value_kind(value, fn) == "array" or (
-                isinstance(value, cst.Call) and model.call_work(value, fn) in ("array", "dispatch")):
+        called = isinstance(value, cst.Call) and model.call_work(value, fn) in ("array", "dispatch")
+        if model.value_kind(value, fn) == "array" or called:
             device.update(a.targets)
+        if called:
+            computed.update(a.targets)
+    if isinstance(loop.node, cst.While) and not is_divergence_guard(loop.node.test):
+        if any(isinstance(n, cst.Name) and n.value in computed
+               or isinstance(n, cst.Call) and model.is_array(n, fn) for n in walk(loop.node.test)):
+            return True
     for site in fn.tests:
         node = site.node
         if not isinstance(node, cst.If) or site.loop is not loop or not _leaves(node):
