@@ -78,6 +78,7 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.experimental.disable_x64", "jax.enable_x64(False)", "removed"),
     Deprecation("jax.linear_util", "jax.extend.linear_util", "removed"),
     Deprecation("jax.api", "the same names at the top level of jax", "removed"),
+    Deprecation("jax.partial", "functools.partial", "removed"),
     Deprecation("jax.xla_computation", "jax.jit(f).lower(*args)", "removed"),
     # the module is gone; its device queries have top-level equivalents
     Deprecation("jax.lib.xla_bridge", "jax.extend.backend", "removed"),
