@@ -65,7 +65,8 @@ class PrngKeyReuse(Rule):
     comparable scores), the same key in each repetition of a timed benchmark loop, stand-in inputs
     of a measurement (draws stored as they are in a function that reads a timer or is named for a
     benchmark or mock data, in a `__main__` block or notebook cell that reads a timer, or in a
-    `__main__` block without loops: a smoke test), two draws
+    `__main__` block without loops: a smoke test), a draw stored under a name that says it is a
+    stand-in (`dummy_indices = randint(key, ...)` for a warm-up call), two draws
     compared in one assertion (a determinism test), a deliberate replay of the same function on the
     same key: a model initialised twice to get an equal copy (`params=init(k, x)`,
     `target_params=init(k, x)`: an online and a target network that must start equal), or candidates
@@ -218,7 +219,8 @@ class PrngKeyReuse(Rule):
                          or _input_for_init(model, reuse.previous, reuse.node)
                          or _flax_inits(model, reuse.previous, reuse.node)
                          or _exclusive_cases(model, reuse.previous, reuse.node)
-                         or _measurement_inputs(model, reuse.previous, reuse.node)):
+                         or _measurement_inputs(model, reuse.previous, reuse.node)
+                         or _named_stand_in(model, reuse.previous) or _named_stand_in(model, reuse.node)):
                 continue
             yield Report(reuse.node, _message(reuse))
 
@@ -257,6 +259,21 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     cell = model.cell_of(node)
     return cell is not None and cell == model.cell_of(previous) \
         and reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
+
+
+_STAND_IN_VALUE = re.compile(r"(^|_)(dummy|mock|placeholder)(_|$)")
+
+
+def _named_stand_in(model: SemanticModel, draw: cst.Call) -> bool:
+    """The draw is stored as it is under a name that says it is a stand-in (`dummy_indices =
+    jax.random.randint(key, ...)` for a warm-up call whose result is thrown away; round ad,
+    judged wrong): its numbers change nothing, so sharing its key with another draw does not
+    either."""
+    for fn in model.functions:
+        for a in fn.assignments:
+            if a.value is draw and any(_STAND_IN_VALUE.search(t.lower()) for t in a.targets):
+                return True
+    return False
 
 
 def _stored_as_data(fn: Function, draw: cst.Call) -> bool:

@@ -784,3 +784,23 @@ if __name__ == "__main__":
     assert lines(smoke) == []
     assert lines(smoke.replace("    print(layer(w, x, t).shape)", """    for step in range(100):
         w = w - 0.1 * jax.grad(lambda w: jnp.sum(layer(w, x, t)))(w)""")) == [10, 11]
+
+
+def test_quiet_on_a_draw_stored_under_a_name_that_says_it_is_a_stand_in():
+    # Round ad: a genetic algorithm draws its population with `r_init`, then draws
+    # `dummy_indices` with the same key for a warm-up call whose result is thrown away.
+    source = """
+        import jax
+
+        def random_configs(key, n):
+            return jax.random.uniform(key, (n, 12)) * 2.0 - 1.0
+
+        def evolve(rng, simulate, pop_size):
+            rng, r_init = jax.random.split(rng)
+            population = random_configs(r_init, pop_size)
+            {name} = jax.random.randint(r_init, (pop_size, 3), 0, pop_size)
+            _ = simulate(population, {name})
+            return population
+    """
+    assert lines(source.replace("{name}", "dummy_indices")) == []
+    assert lines(source.replace("{name}", "opponents")) == [9]
