@@ -385,9 +385,13 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
     return pending
 
 
+# Methods that give the same numbers another shape or dtype (of a copy's or a key's result).
+_RELABELS = frozenset({"reshape", "astype", "transpose", "squeeze", "ravel", "flatten", "view"})
+
+
 def copies_or_casts(model: SemanticModel, call: cst.Call, scope: Function, depth: int = 0) -> bool:
     """The call only moves or relabels data: a host-device copy (`jax.device_put`,
-    `jax.make_array_from_*`), a dtype cast, a key made or split, a method of what one of them
+    `jax.make_array_from_*`), a dtype cast, a key made or split, a reshape of what one of them
     returned, or a tree map of a function whose only JAX work is such calls
     (`jax.tree.map(lambda x: x.astype(bf16), params)`)."""
     q = model.resolve(call.func) or ""
@@ -396,7 +400,8 @@ def copies_or_casts(model: SemanticModel, call: cst.Call, scope: Function, depth
         return True
     if depth > 2:
         return False
-    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call) \
+            and call.func.attr.value in _RELABELS:
         return copies_or_casts(model, call.func.value, scope, depth + 1)  # `split(k, n).reshape(-1, 2)`
     if q not in apis.TREE_MAPS or not call.args:
         return False
