@@ -47,8 +47,9 @@ class SideEffectInJit(Rule):
     `x = x.at[i].set(v)`.
 
     A print of a constant message is reported as info, only as a top-level statement of the function
-    that is jitted or transformed (not in helpers it calls or in branches), and not when it talks
-    about compiling, jitting or tracing (then the trace-time log is the point). The rule stays quiet
+    that is jitted or transformed (not in helpers it calls or in branches), and not when it or
+    another print of the function talks about compiling, jitting or tracing (then the trace-time
+    log is the point). The rule stays quiet
     on prints that format static values (`print(f"{x.shape=}")`: a deliberate trace-time log) and on
     prints of arrays in a function that also prints a shape (the same log: `print("params", p)`
     beside `print("shape", p.shape)`), on prints in `grad`-only or eager `shard_map` bodies (they
@@ -196,7 +197,8 @@ class SideEffectInJit(Rule):
             # a constant message: reported where the user jitted or transformed the function,
             # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
             direct = fn.jitted or bool(fn.transform_roots)
-            if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn):
+            if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn) \
+                    and not _announces_tracing(model, fn):
                 # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
                                     "traces it (once per compilation), not on every call", fix=fix,
@@ -326,15 +328,35 @@ def _plain_message(call: cst.Call) -> bool:
     """`print("Running f():")`: a literal message the author may expect on every call. Formatted
     output of static values (`print(f"{x.shape=}")`, parameter counts at init) and messages about
     tracing itself (`print("jitting")`) are deliberate trace-time logs."""
+    text = _literal_text(call)
+    return text is not None and not _says_tracing(text)
+
+
+def _literal_text(call: cst.Call) -> str | None:
+    """The text a print of string literals only writes (lowercased), or None."""
     texts = []
     for arg in call.args:
         if arg.keyword is not None:
             continue
         if not isinstance(arg.value, (cst.SimpleString, cst.ConcatenatedString)):
-            return False
+            return None
         texts.append(arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else "")
-    text = " ".join(t for t in texts if isinstance(t, str)).lower()
-    return bool(texts) and not any(word in text for word in ("compil", "jit", "trac"))
+    return " ".join(t for t in texts if isinstance(t, str)).lower() if texts else None
+
+
+def _says_tracing(text: str) -> bool:
+    return any(word in text for word in ("compil", "jit", "trac"))
+
+
+def _announces_tracing(model: SemanticModel, fn: Function) -> bool:
+    """Another print of the function says it is being traced (`print("integrate recompiled")`):
+    its other constant messages ("verified", "scanned") are the same trace-time log (round ae)."""
+    for site in fn.calls:
+        if model.resolve(site.node.func) in PRINT_FUNCTIONS:
+            text = _literal_text(site.node)
+            if text is not None and _says_tracing(text):
+                return True
+    return False
 
 
 def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> str | None:

@@ -231,3 +231,21 @@ def test_prints_of_arrays_beside_a_shape_print_are_a_trace_time_shape_log():
             print("params", q)
             return q
     """) == [(15, "warning")]
+
+
+def test_constant_prints_beside_one_that_announces_tracing_are_the_same_trace_time_log():
+    # Round ae: an integrator's jitted method prints "recompiled", then "verified" and "scanned"
+    # as it builds the trace: a progress log of tracing, printed once per compilation on purpose.
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def integrate(q0):
+            print("{first}")
+            q = jnp.cumsum(q0)
+            print("integrate scanned")
+            return q
+    """
+    assert found(source.replace("{first}", "integrate recompiled")) == []
+    assert found(source.replace("{first}", "integrate started")) == [(6, "info"), (8, "info")]
