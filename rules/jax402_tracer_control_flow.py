@@ -30,8 +30,9 @@ class TracerControlFlow(Rule):
     branches traced, one executed); loop with `jax.lax.while_loop`/`fori_loop`; or, when the
     value is really configuration, mark the argument static (`static_argnames=("neg",)`).
 
-    The rule stays quiet on tests of shapes, dtypes and `ndim`, `is None`, `isinstance`, static
-    arguments, attributes set at construction (`self.training`), and module-level constants.
+    The rule stays quiet on tests of shapes, dtypes and `ndim`, `is None` and `!= None` (an array
+    compared with None gives a Python bool), `isinstance`, static arguments, attributes set at
+    construction (`self.training`), and module-level constants.
     It reports only values it can show are tracers: arguments bound by `functools.partial`
     before `jit`, given `in_axes=None` by `vmap`, left to their defaults, Python numbers under
     `equinox.filter_jit`, `jnp.size(x)` and `lax.psum(1, axis)` are static; `grad`-only and

@@ -647,3 +647,21 @@ def test_or_hands_its_last_operand_back_unconverted():
                 up = up - 1.0
             return up, flag
     """) == [(9, "JAX402"), (11, "JAX402")]
+
+
+def test_comparing_a_traced_array_with_none_is_a_python_bool():
+    # Round ae: `if encoder_out != None:` in a jitted network. A JAX array hands a comparison
+    # with None back to Python, which compares identities: a plain bool, even under jit.
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def head(x, features):
+            if features {op} None:
+                x = x + features
+            return jnp.tanh(x)
+    """
+    assert found(source.replace("{op}", "!=")) == []
+    assert found(source.replace("{op}", "==")) == []
+    assert found(source.replace("{op} None", "> 0")) == [(6, "JAX402")]

@@ -204,6 +204,11 @@ class Tracers:
             comparison = cast(cst.Comparison, expr)
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in comparison.comparisons):
                 return False
+            # `x != None`: a JAX array defers a comparison with None to Python, which compares
+            # identities and gives a plain bool, under jit too (round ae, judged wrong)
+            if any(isinstance(n, cst.Name) and n.value == "None"
+                   for n in (comparison.left, *(c.comparator for c in comparison.comparisons))):
+                return False
             return self.expr(comparison.left, fn, depth + 1) or any(
                 self.expr(c.comparator, fn, depth + 1) for c in comparison.comparisons)
         if t is cst.IfExp:
