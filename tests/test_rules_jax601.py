@@ -489,3 +489,18 @@ def test_xla_client_internals_are_said_to_have_no_replacement():
         print(jax.lib.xla_client._xla.is_optimized_build())
     """, rules_with_code("JAX601"))
     assert len(found) == 1 and "no public replacement: drop those calls" in found[0].message
+
+
+def test_the_config_module_import_is_removed_but_the_config_object_is_current():
+    # Rounds ae's recall audit: `from jax.config import config` fails (the module is gone;
+    # `jax.config` is the configuration object, and using it is current).
+    found = _findings("""
+        import jax
+        from jax.config import config
+        config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_x64", True)
+        from jax import config as cfg
+        cfg.update("jax_debug_nans", True)
+    """)
+    assert [line for line, _, _ in found] == [2]
+    assert "`jax.config.config` was removed" in found[0][2]

@@ -79,6 +79,9 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.linear_util", "jax.extend.linear_util", "removed"),
     Deprecation("jax.api", "the same names at the top level of jax", "removed"),
     Deprecation("jax.partial", "functools.partial", "removed"),
+    # the `jax.config` module is gone (`jax.config` is now the configuration object itself)
+    Deprecation("jax.config.config", "jax.config", "removed",
+                "write `from jax import config`: `jax.config` is the configuration object, not a module"),
     Deprecation("jax.xla_computation", "jax.jit(f).lower(*args)", "removed"),
     # the module is gone; its device queries have top-level equivalents
     Deprecation("jax.lib.xla_bridge", "jax.extend.backend", "removed"),
