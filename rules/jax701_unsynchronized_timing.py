@@ -65,11 +65,14 @@ class UnsynchronizedTiming(Rule):
     (a warm-up) and report compile time separately — or name the number for what it is
     (`compile_and_run_s`).
 
+    In notebooks, `%timeit f(x)` and `%time f(x)` are read as the `timeit` call they amount to:
+    `%timeit f(x).block_until_ready()` is quiet, `%timeit f(x)` of a jitted `f` is reported.
+
     ## Automatic fix
     Safe: `scan --fix` wraps the last JAX call before the reading in `jax.block_until_ready(...)`
     (which returns its argument unchanged, for any pytree), and the body of a timed
     `lambda: f(x)` likewise. A first (compiling) call in the timed region is not fixed: where the
-    warm-up belongs is yours to say.
+    warm-up belongs is yours to say, and neither is a `%timeit` line (add the wait by hand).
 
     The first-call check is made on one-shot measurements of small programs only: a reading
     inside a loop is a per-iteration or windowed figure (steps per second), whose first window
@@ -186,6 +189,8 @@ class UnsynchronizedTiming(Rule):
 
     def fix(self, model: SemanticModel, report: Report):
         if isinstance(report.node, cst.Call) and model.resolve(report.node.func) in TIMEIT_RUNNERS:
+            if _magic(report.node) is not None:
+                return None  # the cell holds `%timeit f(x)`, not this reading of it: not rewritten
             return timeit_block_until_ready(model, report.node)
         for fn in model.functions:
             if fn.traced:
@@ -230,7 +235,7 @@ class UnsynchronizedTiming(Rule):
                 if model.resolve(call.func) in TIMEIT_RUNNERS:
                     timed = _timeit_statement_pending(model, fn, call)
                     if timed is not None:
-                        yield Report(call, f"`{describe(call.func)}` times `{timed}` without "
+                        yield Report(call, f"`{_magic(call) or describe(call.func)}` times `{timed}` without "
                                            "`.block_until_ready()`: JAX dispatches asynchronously, so this "
                                            "times the dispatch, not the computation")
 
@@ -353,6 +358,14 @@ def _texts(call: cst.Call) -> Iterator[str]:
             continue
         if text:
             yield text
+
+
+def _magic(call: cst.Call) -> str | None:
+    """`%timeit` / `%time` when the call is a notebook's timing magic as the scan reads it."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        return apis.IPYTHON_TIMING_MAGICS.get(func.value.value)
+    return None
 
 
 def _timeit_statement_pending(model: SemanticModel, fn: Function, call: cst.Call) -> str | None:

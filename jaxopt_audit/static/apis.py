@@ -186,6 +186,10 @@ ARRAY_CONSTRUCTORS = DEVICE_PUT_FUNCTIONS | frozenset({
     "jax.numpy.eye", "jax.numpy.identity", "jax.numpy.linspace",
 })
 
+# A notebook's `%timeit f(x)` / `%time f(x)` is read as the `timeit` call it amounts to, through
+# this alias of the `timeit` module (static/notebooks.py), so JAX701 sees what is timed.
+IPYTHON_TIMING_MAGICS = {"_ipython_timeit": "%timeit", "_ipython_time": "%time"}
+
 TIMER_FUNCTIONS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
     "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "timeit.timeit",

@@ -3,7 +3,9 @@
 A `.ipynb` notebook's code cells, in order, are one program (as the kernel runs them). IPython
 syntax that is not Python (`%magic`, `%%cell magic`, `!shell`, `x = !cmd`, `obj?`) is replaced by
 a Python line of the same indentation with the original kept in a comment, so no line moves and a
-`# noqa` on such a line still counts. Findings are then mapped back to (cell, line in cell).
+`# noqa` on such a line still counts. `%timeit f(x)` and `%time f(x)` become the `timeit` call they
+amount to (through `apis.IPYTHON_TIMING_MAGICS`), so the timing rule sees what they time.
+Findings are then mapped back to (cell, line in cell).
 A cell that is still not Python is reported and blanked; the other cells are scanned.
 
 A MyST markdown notebook (```{code-cell}) keeps its own line numbers: every line that is not
@@ -18,6 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..notebook_format import Cell, NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
+from .apis import IPYTHON_TIMING_MAGICS
 
 if TYPE_CHECKING:
     from .rule import Finding, Rule
@@ -31,6 +34,10 @@ _LINE_MAGIC = re.compile(
 # IPython's automagic: a line magic written without its `%` (`timeit f(x)`, `pip install ...`).
 _AUTOMAGIC = re.compile(r"^(?P<indent>[ \t]*)(?P<assign>)(?P<magic>(?:timeit|time|pip|conda|matplotlib|load_ext|"
                         r"autoreload|config|env|cd|ls|run|prun|pdb|who|whos|reset|capture)\s+[^=\s].*)$")
+# `%timeit -n 10 f(x)`, `%time f(x)`: a line magic that times a Python expression.
+_TIMING_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%(?P<name>timeit|time)\s+(?P<opts>(?:-[nrp]\s*\S+\s+|-[oqc]\s+)*)"
+                           r"(?P<stmt>[^-\s].*)$")
+_MAGIC_ALIAS = {magic[1:]: alias for alias, magic in IPYTHON_TIMING_MAGICS.items()}
 _HELP = re.compile(r"^(?P<indent>[ \t]*)(?:\?{1,2}[\w.]+|[\w.]+(?:\(\))?\?{1,2})\s*$")
 _SYNTAX = re.compile(r"^syntax error at (\d+):(\d+): ")
 
@@ -79,6 +86,9 @@ def neutralise(source: str) -> str:
             indent = line[: len(line) - len(line.lstrip())]
             out.append(f"{indent}# {line.lstrip()}" if line.strip() else line)
             continued = line.rstrip().endswith("\\")
+        elif timed := _timed_expression(line):
+            out.append(timed)
+            continued = False
         elif magic:
             value = "None" if magic.group("assign") else "pass"
             out.append(f"{magic.group('indent')}{magic.group('assign') or ''}{value}  # {magic.group('magic')}")
@@ -88,6 +98,25 @@ def neutralise(source: str) -> str:
         else:
             out.append(line)
     return "\n".join(out)
+
+
+def _timed_expression(line: str) -> str | None:
+    """`%timeit f(x)` as `_ipython_timeit.timeit(lambda: f(x)); import timeit as _ipython_timeit`
+    on the same line (the call where the magic starts), the magic kept in a comment; None for a
+    statement that is not an expression (`%timeit y = f(x)`) or that continues on the next line."""
+    match = _TIMING_MAGIC.match(line)
+    if match is None or line.rstrip().endswith("\\"):
+        return None
+    stmt = match.group("stmt")
+    try:
+        tree = ast.parse(stmt.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    expression = ast.get_source_segment(stmt.strip(), tree.body)  # without a trailing comment
+    if expression is None or "\n" in expression:
+        return None
+    alias = _MAGIC_ALIAS[match.group("name")]
+    return f"{match.group('indent')}{alias}.timeit(lambda: {expression}); import timeit as {alias}  # {line.strip()}"
 
 
 def _cell_program(source: str, number: int, problems: list[str]) -> str:
@@ -183,6 +212,8 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
             end_column = f.end_column
             if end_cell != cell:  # never spans cells in practice; clamp to the cell
                 end_line, end_column = line, f.column + 1
+            if shown is not None and end_line == line:  # a magic read as longer Python: stay on its text
+                end_column = min(end_column, len(shown.source.split("\n")[line - 1]) + 1)
             mapped.append(f._replace(line=line, end_line=end_line, end_column=end_column, cell=cell))
         findings = mapped
     elif program.cells:  # MyST: findings keep their file lines; the cell is found by line
