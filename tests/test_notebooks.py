@@ -88,7 +88,9 @@ def test_a_timing_magic_is_read_as_the_timeit_call_it_is_and_never_rewritten(tmp
     cells = [("code", "import jax\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n"
                       "dot = jax.jit(lambda a: a @ a.T)\ndot(x).block_until_ready()\n"),
              ("code", "%timeit dot(x)\n%timeit -n 10 dot(x).block_until_ready()\n"),
-             ("code", "%time dot(x)  # one run\n%time y = dot(x)\n")]
+             ("code", "%time dot(x)  # one run\n%time y = dot(x)\n"),
+             # one run of a function's first call is its tracing and compilation, which block
+             ("code", "square = jax.jit(lambda a: a * a)\n%time square(x)\n")]
     path = notebook(tmp_path, cells)
     before = path.read_bytes()
     code, data = scan_json([path], capsys, "--select", "JAX701")
