@@ -937,3 +937,26 @@ def test_copies_casts_and_keys_are_not_the_work_a_timer_covers():
             return y, sub, batch, low, keys, shard_s, put_s, cast_s, step_s
     """
     assert lines(source) == [27]
+
+
+def test_an_eager_call_of_a_function_also_jitted_elsewhere_leaves_its_work_running():
+    # Round ae: a notebook times `selu(x)` against `selu_jit = jax.jit(selu)`; the plain call
+    # dispatches selu's operations one by one and returns before they finish, like any eager call.
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def selu(x, alpha=1.67, lam=1.05):
+            return lam * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+        selu_jit = jax.jit(selu)
+
+        def compare(x):
+            t0 = time.perf_counter()
+            y = selu(x){wait}
+            eager_s = time.perf_counter() - t0
+            return y, eager_s
+    """
+    assert lines(source.replace("{wait}", "")) == [13]
+    assert lines(source.replace("{wait}", ".block_until_ready()")) == []

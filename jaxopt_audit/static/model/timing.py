@@ -264,9 +264,10 @@ def pending_returns(model: SemanticModel) -> set[Function]:
     """Same-module functions, run eagerly, whose returned value may still be computing: their
     body ends with JAX work that nothing after it waits for. A call of one is pending work for
     its caller; a call of another eager function of the module is not (it waited, or it hands
-    nothing back to wait on)."""
+    nothing back to wait on). A function also jitted elsewhere (`selu_jit = jax.jit(selu)`)
+    counts: its plain call still runs eagerly."""
     candidates = [(fn, calls_in_order(fn, fstrings=True), work_results(model, fn)) for fn in model.functions
-                  if not fn.is_module and not fn.direct_jit and not fn.traced and fn.returns and fn.does_jax_work]
+                  if not fn.is_module and not fn.direct_jit and fn.returns and fn.does_jax_work]
     pending: set[Function] = set()
     for _ in range(4):  # each round sees one level of helpers deeper
         grown = {fn for fn, calls, results in candidates if _pending(model, fn, calls, results, pending)}
