@@ -960,3 +960,27 @@ def test_an_eager_call_of_a_function_also_jitted_elsewhere_leaves_its_work_runni
     """
     assert lines(source.replace("{wait}", "")) == [13]
     assert lines(source.replace("{wait}", ".block_until_ready()")) == []
+
+
+def test_a_timeit_of_one_first_run_or_named_for_compilation_needs_no_wait():
+    # Round af: `compile_time = timeit.timeit(lambda: jitted(x, y), number=1)` then
+    # `jit_time = timeit.timeit(lambda: jitted(x, y), number=100) / 100`: the first figure is
+    # tracing and compilation, which block; the second leaves each run unwaited.
+    source = """
+        import timeit
+        import jax
+        import jax.numpy as jnp
+
+        similarity = jax.jit(lambda x, y: jnp.dot(x, y) / (jnp.linalg.norm(x) * jnp.linalg.norm(y)))
+
+        def measure(x, y):
+            {first} = timeit.timeit(lambda: similarity(x, y), number=1)
+            steady = timeit.timeit(lambda: similarity(x, y), number=100) / 100
+            return steady
+    """
+    assert lines(source.replace("{first}", "compile_time")) == [9]
+    assert lines(source.replace("{first}", "first_s")) == [9]  # one run of the first call
+    # named for compilation, the figure needs no wait even when it is not the first call
+    warmed = source.replace("def measure(x, y):\n", "def measure(x, y):\n            similarity(x, y)\n")
+    assert lines(warmed.replace("{first}", "compile_time")) == [10]
+    assert lines(warmed.replace("{first}", "once")) == [9, 10]
