@@ -28,7 +28,8 @@ def test_conventional_names_under_a_star_import_name_their_library():
     assert table.resolve(cst.parse_expression("partial")) == "functools.partial"
     assert table.resolve(cst.parse_expression("jnp.mean")) == "jax.numpy.mean"
     assert table.resolve(cst.parse_expression("jax.jit")) == "jax.jit"
-    # spellings shared by several libraries stay unknown
+    # spellings shared by several libraries stay unknown (`import jax.numpy as np` is common)
+    assert table.resolve(cst.parse_expression("np.sum")) is None
     assert table.resolve(cst.parse_expression("random.normal")) is None
     assert table.resolve(cst.parse_expression("nn.Dense")) is None
     # without a star import nothing is guessed

@@ -135,10 +135,11 @@ _ALIAS_ROOTS = frozenset({
 
 
 # Under `from project.common import *` a module uses `jax`, `jnp` or `partial` that the star
-# import binds: these spellings name one library each by universal convention. (`random`, `nn`,
-# `jit` do not: Python's or JAX's random, flax's or torch's nn, JAX's or numba's jit.)
+# import binds: these spellings name one library each by universal convention. (`np`, `random`,
+# `nn`, `jit` do not: older JAX code writes `import jax.numpy as np`; Python's or JAX's random,
+# flax's or torch's nn, JAX's or numba's jit.)
 _STAR_CONVENTIONS = {
-    "jax": "jax", "jnp": "jax.numpy", "lax": "jax.lax", "np": "numpy", "partial": "functools.partial",
+    "jax": "jax", "jnp": "jax.numpy", "lax": "jax.lax", "partial": "functools.partial",
     "optax": "optax", "flax": "flax", "eqx": "equinox", "hk": "haiku",
 }
 
