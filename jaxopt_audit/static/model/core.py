@@ -1745,8 +1745,9 @@ class SemanticModel:
 
     def step_loop_of(self, site: Site) -> Loop | None:
         """The loop that makes `site` run per step (its own, or a caller's for per-step functions)."""
-        if site.loop is not None and self._stepping_loop(site.loop).is_step:
-            return self._stepping_loop(site.loop)
+        stepping = self._stepping_loop(site.loop) if site.loop is not None else None
+        if stepping is not None and stepping.is_step:
+            return stepping
         fn = site.function
         if fn.per_step and fn.step_call_sites:
             return fn.step_call_sites[0].loop
