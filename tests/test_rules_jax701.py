@@ -984,3 +984,29 @@ def test_a_timeit_of_one_first_run_or_named_for_compilation_needs_no_wait():
     warmed = source.replace("def measure(x, y):\n", "def measure(x, y):\n            similarity(x, y)\n")
     assert lines(warmed.replace("{first}", "compile_time")) == [10]
     assert lines(warmed.replace("{first}", "once")) == [9, 10]
+
+
+def test_a_region_timing_a_torch_tensor_times_no_jax_work():
+    # Round r: a PyTorch-vs-JAX comparison timed `loss = torch_rollout(); loss.backward()`, where
+    # `loss` names a JAX array elsewhere in the script. No JAX array has `.backward()`.
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+        import torch
+
+        def torch_loss():
+            return torch.ones(3).sum()
+
+        start = time.time()
+        loss = torch_loss()
+        loss.{method}()
+        torch_s = time.time() - start
+
+        loss = jnp.ones(3).sum()
+        start = time.time()
+        loss = jnp.exp(loss)
+        jax_s = time.time() - start
+    """
+    assert lines(source.replace("{method}", "backward")) == [17]
+    assert lines(source.replace("{method}", "sum")) == [12, 17]

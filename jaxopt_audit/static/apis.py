@@ -140,6 +140,10 @@ STRING_METHODS = frozenset({"startswith", "endswith", "split", "rsplit", "splitl
                             "rstrip", "lower", "upper", "casefold", "title", "format", "join", "encode",
                             "isdigit", "isalpha", "isalnum", "isspace", "partition", "rpartition",
                             "removeprefix", "removesuffix", "zfill", "ljust", "rjust", "center"})
+# Methods of PyTorch/TensorFlow tensors that no JAX array has: the value is another library's
+# tensor (`loss.backward()` in a torch-vs-JAX comparison), so the call is not JAX work.
+FOREIGN_TENSOR_METHODS = frozenset({"backward", "detach", "cpu", "cuda", "numpy", "requires_grad_", "zero_",
+                                    "retain_grad", "register_hook"})
 # Methods of jitted wrappers and compiled objects that return host objects (AOT and introspection).
 COMPILED_OBJECT_METHODS = frozenset({"lower", "compile", "cost_analysis", "memory_analysis", "as_text",
                                      "trace", "eval_shape", "_cache_size", "clear_cache"})

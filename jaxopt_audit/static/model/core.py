@@ -1072,7 +1072,7 @@ class SemanticModel:
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             return None if method in apis.HOST_METHODS or method == "keys" or method in apis.STRING_METHODS \
-                else "array"
+                or method in apis.FOREIGN_TENSOR_METHODS else "array"
         if receiver == "object":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             if method in apis.COMPILED_OBJECT_METHODS:
@@ -1453,7 +1453,7 @@ class SemanticModel:
         if receiver == "array":
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             if method in apis.HOST_METHODS or method in apis.CONTAINER_METHODS or method in apis.SYNC_METHODS \
-                    or method in apis.STRING_METHODS:
+                    or method in apis.STRING_METHODS or method in apis.FOREIGN_TENSOR_METHODS:
                 return None
             return "array"
         if receiver == "object":
