@@ -62,7 +62,9 @@ class PrngKeyReuse(Rule):
     0: key = saved_key` replays the same batches), draws under two `if`s testing one name against
     different literals (`if noise == "uniform":`, `if noise == "gaussian":`: never both run), a
     fixed evaluation key each epoch (`evaluate(params, valid_key)`, a key named `test_key`:
-    comparable scores), the same key in each repetition of a timed benchmark loop, stand-in inputs
+    comparable scores), a key an evaluation or a plot shares with training (`evaluate_loss(params,
+    key, test_batch)` every k steps, then the training step splits `key`: a logged score's noise,
+    no result changes), the same key in each repetition of a timed benchmark loop, stand-in inputs
     of a measurement (draws stored as they are in a function that reads a timer or is named for a
     benchmark or mock data, in a `__main__` block or notebook cell that reads a timer, or in a
     `__main__` block without loops: a smoke test), a draw stored under a name that says it is a

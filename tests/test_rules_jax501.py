@@ -804,3 +804,47 @@ def test_quiet_on_a_draw_stored_under_a_name_that_says_it_is_a_stand_in():
     """
     assert lines(source.replace("{name}", "dummy_indices")) == []
     assert lines(source.replace("{name}", "opponents")) == [9]
+
+
+def test_an_evaluation_or_a_plot_sharing_the_training_key_is_not_a_reuse():
+    # Rounds z to af: `evaluate_loss(params, key, test_batch)` every k steps with the key the next
+    # training step splits, `test(params, data, key)` plotting samples: a logged score's noise
+    # matches one step's, which changes no result (seven findings, all judged wrong).
+    source = """
+        import jax
+
+        def loss(params, key, batch):
+            return jax.random.normal(key, batch.shape).sum() * params
+
+        def {name}(params, key, batch):
+            return loss(params, key, batch)
+
+        def fit(params, key, batches, held_out):
+            for i, batch in enumerate(batches):
+                key, sub = jax.random.split(key)
+                params = params - 0.1 * jax.grad(loss)(params, sub, batch)
+                if i % 100 == 0:
+                    print({name}(params, key, held_out))
+            return params
+    """
+    assert lines(source.replace("{name}", "evaluate_loss")) == []
+    assert lines(source.replace("{name}", "plot_samples")) == []
+    assert lines(source.replace("{name}", "refine")) == [11]  # the next split meets it
+    # a training loop that never splits its key is still reported, evaluation or not
+    unsplit = """
+        import jax
+
+        def loss(params, key, batch):
+            return jax.random.normal(key, batch.shape).sum() * params
+
+        def test(params, key, batch):
+            return loss(params, key, batch)
+
+        def fit(params, key, batches, held_out):
+            for i, batch in enumerate(batches):
+                params = params - 0.1 * jax.grad(loss)(params, key, batch)
+                if i % 100 == 0:
+                    print(test(params, key, held_out))
+            return params
+    """
+    assert lines(unsplit) == [11]
