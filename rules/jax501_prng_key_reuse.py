@@ -20,6 +20,7 @@ from jaxopt_audit.static import (
     names_in,
     walk,
 )
+from jaxopt_audit.static.demonstrations import shows_same_draw
 from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.keys import INIT_METHODS, KEY_DERIVING, KeyAnalysis, Reuse
 from jaxopt_audit.static.model.timing import reads_timer
@@ -65,8 +66,9 @@ class PrngKeyReuse(Rule):
     comparable scores), a key an evaluation or a plot shares with training (`evaluate_loss(params,
     key, test_batch)` every k steps, then the training step splits `key`: a logged score's noise,
     no result changes), the same key in each repetition of a timed benchmark loop, stand-in inputs
-    of a measurement (draws stored as they are in a function that reads a timer or is named for a
-    benchmark or mock data, in a `__main__` block or notebook cell that reads a timer, or in a
+    of a measurement (draws stored as they are in a function that reads a timer, lowers a program
+    without running it (`jax.jit(f).lower(x)`: only shapes count) or is named for a benchmark or
+    mock data, in a `__main__` block or notebook cell that reads a timer, or in a
     `__main__` block without loops: a smoke test), a draw stored under a name that says it is a
     stand-in (`dummy_indices = randint(key, ...)` for a warm-up call), two draws
     compared in one assertion (a determinism test), a deliberate replay of the same function on the
@@ -83,7 +85,9 @@ class PrngKeyReuse(Rule):
     `key, sub = split(key)`, or `key = split(key)[0]` at the top of each iteration: the split
     derives new keys; a loop splitting the same, never rebound key every iteration is still
     reported), a notebook cell redoing an earlier cell's demonstration with the global key (its
-    result not kept, or kept under the same name), and keys it cannot follow: attributes
+    result not kept, or kept under the same name), a notebook cell whose comments or preceding
+    prose say one key gives the same numbers ("reusing the same key gives the SAME numbers",
+    `# No no no!`: a tutorial showing it on purpose), and keys it cannot follow: attributes
     (`state.rng`) and keys passed to other libraries' functions (`env.reset(key, params)`). A replay
     is still reported when the second call feeds on the first one's result (`h = dropout(key, x)`,
     then `dropout(key, h)`), when the two calls are identical (`a = noise(key, x)`, `b = noise(key,
@@ -206,6 +210,10 @@ class PrngKeyReuse(Rule):
         """),
     ]
 
+    def demonstrated(self, finding, cell) -> bool:
+        """A tutorial cell drawing twice from one key to show the same numbers come back."""
+        return shows_same_draw(cell)
+
     def check(self, model: SemanticModel) -> Iterator[Report]:
         analysis = KeyAnalysis(model)
         module = next((fn for fn in model.functions if fn.is_module), None)
@@ -233,13 +241,13 @@ _STAND_IN_NAME = re.compile(r"(^|_)(bench|benchmark|benchmarks|profile|timing|mo
 
 def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """Two draws from one key that only make stand-in inputs: each result bound to a name, in a
-    function that reads a timer or is named for a benchmark or mock data (`def benchmark(...)`,
-    `generate_mock_data`), in a `__main__` block or notebook cell that reads a timer, or in a
-    `__main__` block without loops (a module's smoke test: build inputs, run once, print shapes;
-    round s, judged wrong). A measurement needs inputs of the right shapes; equal or correlated
-    numbers change nothing it reports (rounds x and z: mock molecules for a timed comparison, a
-    kernel benchmark's inputs; judged wrong). Keys handed to a step or split, not drawn with,
-    are still followed."""
+    function that reads a timer, lowers a program without running it, or is named for a benchmark or
+    mock data (`def benchmark(...)`, `generate_mock_data`), in a `__main__` block or notebook cell
+    that reads a timer, or in a `__main__` block without loops (a module's smoke test: build inputs,
+    run once, print shapes; round s, judged wrong). A measurement needs inputs of the right shapes;
+    equal or correlated numbers change nothing it reports (rounds x and z: mock molecules for a
+    timed comparison, a kernel benchmark's inputs; judged wrong). Keys handed to a step or split,
+    not drawn with, are still followed."""
     for call in (previous, node):
         q = model.resolve(call.func) or ""
         if not q.startswith("jax.random.") or q in KEY_DERIVING:
@@ -251,7 +259,7 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     if not all(_stored_as_data(fn, call) for call in (previous, node)):
         return False
     if not fn.is_module:
-        return bool(_STAND_IN_NAME.search(fn.name.lower())) or reads_timer(model, fn.calls)
+        return bool(_STAND_IN_NAME.search(fn.name.lower())) or reads_timer(model, fn.calls) or _lowers(model, fn)
     block = _main_block(fn, node)
     if block is not None:  # a `__main__` benchmark, or a smoke test run straight through once
         inside = {id(n) for n in walk(block)}
@@ -261,6 +269,14 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     cell = model.cell_of(node)
     return cell is not None and cell == model.cell_of(previous) \
         and reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
+
+
+def _lowers(model: SemanticModel, fn: Function) -> bool:
+    """The function lowers or traces a program without running it (`jax.jit(f).lower(x)`,
+    `jax.make_jaxpr(f)(x)`, `jax.eval_shape`): its inputs matter only by shape and dtype (round ag:
+    an HLO dump's inputs drawn from one key, judged wrong)."""
+    return any(isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value == "lower"
+               or model.resolve(s.node.func) in ("jax.make_jaxpr", "jax.eval_shape") for s in fn.calls)
 
 
 _STAND_IN_VALUE = re.compile(r"(^|_)(dummy|mock|placeholder)(_|$)")

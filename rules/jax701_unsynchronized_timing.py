@@ -23,6 +23,7 @@ from jaxopt_audit.static import (
     string_value,
     walk,
 )
+from jaxopt_audit.static.demonstrations import marked_wrong
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
 from jaxopt_audit.static.model.eager import drives_steps
 from jaxopt_audit.static.model.timing import (
@@ -108,7 +109,11 @@ class UnsynchronizedTiming(Rule):
     wait after it is still reported: the run it queued spills into the next figure. It also
     stays quiet on a loop inside the timed region that feeds each step a new item of a host
     stream (`for x, y in loader:`, `next(it)`): the host cannot run more than a few steps ahead
-    of a device fed batch by batch, so an epoch time is right to within its last steps.
+    of a device fed batch by batch, so an epoch time is right to within its last steps. In
+    notebooks, a cell whose comments or preceding prose call what it does wrong (`# WRONG:
+    measures dispatch time`, "the most common profiling mistake") is a tutorial showing the
+    mistake on purpose, and is quiet; so is a region timing another library's tensor
+    (`loss.backward()`: no JAX array has that method).
 
     ## Measured
     `jit_basics` pipeline (seed 002): the async-dispatch benchmark times the same call with and
@@ -187,6 +192,11 @@ class UnsynchronizedTiming(Rule):
                 return loss, time.perf_counter() - start
         """),
     ]
+
+    def demonstrated(self, finding, cell) -> bool:
+        """A tutorial cell that calls its timing wrong on purpose (`# WRONG: measures dispatch`)
+        beside the right one."""
+        return marked_wrong(cell)
 
     def fix(self, model: SemanticModel, report: Report):
         if isinstance(report.node, cst.Call) and model.resolve(report.node.func) in TIMEIT_RUNNERS:

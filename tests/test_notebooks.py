@@ -306,3 +306,33 @@ def test_a_key_reused_by_a_later_cell_for_its_own_demo_is_not_reported(tmp_path,
     ])
     _, data = scan_json([path], capsys, "--select", "JAX501")
     assert [(f["cell"], f["line"]) for f in data["findings"]] == [(4, 2), (5, 1)]
+
+
+@pytest.mark.parametrize("prose, comment, kept", [
+    ("## Timing\n\nWe time one matrix product.", "# time the product\n", True),
+    ("## Timing\n\nThe most common profiling mistake: timing the dispatch.", "", False),
+    ("## Timing", "# WRONG: this measures dispatch time only\n", False),
+    ("## Timing", "# naive timing of the baseline\n", True),  # a benchmark's word for its baseline
+])
+def test_a_timing_cell_marked_as_the_wrong_way_is_a_demonstration(tmp_path, capsys, prose, comment, kept):
+    # Round ag: tutorials time `jnp.dot` without a wait under `# WRONG`, then again with one.
+    cell = ("import time\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n" + comment
+            + "start = time.time()\ny = jnp.dot(x, x)\nelapsed = time.time() - start\n")
+    path = notebook(tmp_path, [("markdown", prose), ("code", cell)])
+    _, data = scan_json([path], capsys, "--select", "JAX701")
+    assert [f["code"] for f in data["findings"]] == (["JAX701"] if kept else [])
+
+
+@pytest.mark.parametrize("prose, comment, kept", [
+    ("## Noise\n\nTwo noise draws for the model.", "", True),
+    ("Unlike NumPy, calling it again returns the same value.", "", False),
+    ("## Keys", "# reusing the same key gives the SAME random numbers\n", False),
+    ("## Keys", "# No no no!\n", False),
+])
+def test_a_cell_showing_one_key_drawn_twice_is_a_demonstration(tmp_path, capsys, prose, comment, kept):
+    # Rounds ae and ag: tutorials draw twice from one key to show the numbers repeat.
+    cell = ("import jax\nkey = jax.random.key(0)\n" + comment
+            + "a = jax.random.normal(key, (3,))\nb = jax.random.normal(key, (3,))\nprint(a, b)\n")
+    path = notebook(tmp_path, [("markdown", prose), ("code", cell)])
+    _, data = scan_json([path], capsys, "--select", "JAX501")
+    assert [f["code"] for f in data["findings"]] == (["JAX501"] if kept else [])

@@ -848,3 +848,20 @@ def test_an_evaluation_or_a_plot_sharing_the_training_key_is_not_a_reuse():
             return params
     """
     assert lines(unsplit) == [11]
+
+
+def test_quiet_on_inputs_of_a_program_lowered_but_never_run():
+    # Round ag: an HLO dump draws its scan's inputs from one key, then `jax.jit(f).lower()`s it
+    # and writes the text; only shapes and dtypes reach the output.
+    source = """
+        import jax
+
+        def dump(path, n):
+            key = jax.random.key(0)
+            p = jax.random.normal(key, (n, 4))
+            q = jax.random.normal(key, (n, 4))
+            lowered = jax.jit(lambda: p @ q.T).{how}
+            return lowered
+    """
+    assert lines(source.replace("{how}", "lower()")) == []
+    assert lines(source.replace("{how}", "__call__()")) == [6]

@@ -1,11 +1,13 @@
 """When a notebook shows a pitfall on purpose.
 
-Tutorials and docs demonstrate the mistakes the error rules (JAX401-404) find: a cell that jits
-a function with a value-dependent `if`, under a heading "The following fails", or with
-`# This will fail!` above a `try`/`except`. The claim is true and nothing should change, so a
-finding in such a cell is dropped. The evidence is what a reader of the notebook sees: the
-cell's saved outputs (the tracing error, a printed tracer), the prose just before the cell, and
-the cell's own comments. Only notebooks (.ipynb, MyST) carry it: a `.py` file's findings stand.
+Tutorials and docs demonstrate the mistakes the error rules (JAX401-404) find: a cell that jits a
+function with a value-dependent `if`, under a heading "The following fails", or with `# This will
+fail!` above a `try`/`except`. They also time a call the wrong way beside the right one (`# WRONG:
+measures dispatch time`) and draw twice from one key to show the same numbers come back. The claim
+is true and nothing should change, so a finding in such a cell is dropped. The evidence is what a
+reader of the notebook sees: the cell's saved outputs (the tracing error, a printed tracer), the
+prose just before the cell, and the cell's own comments. Only notebooks (.ipynb, MyST) carry it: a
+`.py` file's findings stand.
 """
 
 from __future__ import annotations
@@ -44,3 +46,30 @@ def shows_tracing_error(cell: Cell) -> bool:
 def teaches_pitfall(cell: Cell) -> bool:
     """The prose before the cell or its comments say the code fails, or explain tracing."""
     return _PITFALL.search(commentary(cell)) is not None
+
+
+# A cell marked as the wrong way on purpose: "# WRONG", "incorrect", "the most common mistake",
+# "don't do this". ("naive" and "bad" are left out: a benchmark's prose says them of a baseline it
+# means to measure.)
+_MARKED_WRONG = re.compile(
+    r"\b(?:wrong|incorrect(?:ly)?|mistakes?|pitfalls?|gotchas?|anti-?patterns?|no[- ]no"
+    r"|(?:don't|do\s+not)\s+do\s+this)\b", re.IGNORECASE)
+
+# A cell showing what one key gives twice: "the same key gives the SAME random numbers",
+# "reusing the key", "# the values remain the same", "# No no no!".
+_SAME_DRAW = re.compile(
+    r"\bsame\s+(?:random\s+)?(?:keys?|values?|numbers?|results?|samples?|outputs?)\b"
+    r"|\breus(?:e|es|ed|ing)\s+(?:the\s+|a\s+)?(?:same\s+)?(?:prng\s+|random\s+)?keys?\b"
+    r"|\b(?:values?|numbers?)\s+(?:remain|stay|are)\s+the\s+same\b|\bno[- ]no\b", re.IGNORECASE)
+
+
+def marked_wrong(cell: Cell) -> bool:
+    """The prose before the cell or its comments call what it does wrong: a tutorial's "wrong way"
+    shown beside the right one (round ag: `# WRONG - this measures dispatch time`, judged wrong)."""
+    return _MARKED_WRONG.search(commentary(cell)) is not None
+
+
+def shows_same_draw(cell: Cell) -> bool:
+    """The prose before the cell or its comments say one key gives the same numbers: a tutorial
+    drawing twice on purpose (rounds ae and ag: four such cells, judged wrong)."""
+    return _SAME_DRAW.search(commentary(cell)) is not None
