@@ -818,3 +818,40 @@ def generate(w, steps, log):
 """
     assert lines(source) == []
     assert lines(source.replace("        tok = int(jnp.argmax(w))\n", "")) == [15]
+
+
+def test_a_read_between_two_timer_readings_of_one_iteration_is_the_steps_wait():
+    # Round ag: benchmark scripts time each step (`t0 = time()`, the step, a progress bar's
+    # f-string of the losses, `t_total += time() - t0`); the read makes the step time right.
+    source = TRAIN_STEP + """
+import time
+
+def train(w, x, steps, bar):
+    total = 0.0
+    for it in range(steps):
+        t0 = time.time()
+        w, loss = train_step(w, x)
+        bar.set_postfix_str(f"loss={loss:.3e}")
+        {end}
+    return w, total
+"""
+    assert lines(source.replace("{end}", "total += time.time() - t0")) == []
+    assert lines(source.replace("{end}", "total += 1.0")) == [18]
+
+
+def test_a_read_per_minibatch_inside_a_timed_epoch_is_still_reported():
+    # Round ab (judged right): `float(loss)` every minibatch of an epoch timed as a whole: only
+    # the last read waits for the measurement; the others stall the loop.
+    assert lines(TRAIN_STEP + """
+import time
+
+def train(w, batches, epochs):
+    for epoch in range(epochs):
+        t0 = time.time()
+        total = 0.0
+        for x in batches:
+            w, loss = train_step(w, x)
+            total += float(loss)
+        print(epoch, total, time.time() - t0)
+    return w
+""") == [19]
