@@ -299,7 +299,7 @@ def _attribute_use(model: SemanticModel, node: cst.Attribute) -> tuple[cst.CSTNo
         return None
     current: cst.BaseExpression = node
     while isinstance(current, cst.Attribute):
-        q = model.resolve(current)
+        q = model.imports.resolve(current)  # the name as spelled, not what the model reads it as
         entry = lookup(q) if q is not None else None
         if q is not None and entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(current):
             return current, entry, q

@@ -23,7 +23,7 @@ from jaxopt_audit.static import (
     string_value,
     walk,
 )
-from jaxopt_audit.static.demonstrations import marked_wrong
+from jaxopt_audit.static.demonstrations import marked_wrong, shows_async_dispatch
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
 from jaxopt_audit.static.model.eager import drives_steps
 from jaxopt_audit.static.model.timing import (
@@ -112,7 +112,9 @@ class UnsynchronizedTiming(Rule):
     of a device fed batch by batch, so an epoch time is right to within its last steps. In
     notebooks, a cell whose comments or preceding prose call what it does wrong (`# WRONG:
     measures dispatch time`, "the most common profiling mistake") is a tutorial showing the
-    mistake on purpose, and is quiet; so is a region timing another library's tensor
+    mistake on purpose, and is quiet, as is one under prose about asynchronous dispatch
+    (`%time f(x)` under "JAX is asynchronous", then `%time f(x).block_until_ready()`); so is a
+    region timing another library's tensor
     (`loss.backward()`: no JAX array has that method).
 
     ## Measured
@@ -195,8 +197,8 @@ class UnsynchronizedTiming(Rule):
 
     def demonstrated(self, finding, cell) -> bool:
         """A tutorial cell that calls its timing wrong on purpose (`# WRONG: measures dispatch`)
-        beside the right one."""
-        return marked_wrong(cell)
+        beside the right one, or that shows asynchronous dispatch."""
+        return marked_wrong(cell) or shows_async_dispatch(cell)
 
     def fix(self, model: SemanticModel, report: Report):
         if isinstance(report.node, cst.Call) and model.resolve(report.node.func) in TIMEIT_RUNNERS:

@@ -64,3 +64,14 @@ def test_a_step_jitted_through_names_a_star_import_binds_is_jitted():
     assert lines(STEP.replace("{imports}", "from pkg.common import *")) == []
     assert lines(STEP.replace("{imports}", "from pkg.net import partial\n    from functools import partial\n"
                                            "    import jax\n    import jax.numpy as jnp")) == []
+
+
+def test_old_jax_reexport_of_partial_jits_like_functools_partial_and_is_still_deprecated():
+    # Round ah: MCMC kernels under `from jax import partial, jit` and `@partial(jit, ...)` were
+    # told to add jit (judged wrong). `jax.partial` was functools.partial; JAX601 reports the import.
+    old = STEP.replace("{imports}", "from jax import partial\n    import jax\n    import jax.numpy as jnp")
+    assert lines(old) == []
+    assert lines(old.replace("@partial(jax.jit", "@partial(jax.vmap")) == [6]  # not jitted: reported
+    from jaxopt_audit.rules.jax601_deprecated_api import DeprecatedApi
+    deprecated, _ = scanners([DeprecatedApi])
+    assert ["jax.partial" in f.message for f in deprecated(old)] == [True]

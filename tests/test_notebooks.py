@@ -336,3 +336,14 @@ def test_a_cell_showing_one_key_drawn_twice_is_a_demonstration(tmp_path, capsys,
     path = notebook(tmp_path, [("markdown", prose), ("code", cell)])
     _, data = scan_json([path], capsys, "--select", "JAX501")
     assert [f["code"] for f in data["findings"]] == (["JAX501"] if kept else [])
+
+
+def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstration(tmp_path, capsys):
+    # Round ah: `%time myscan(0., 10**8)` under "Jax is asynchronous", then the same with
+    # `.block_until_ready()` in the next cell (judged wrong).
+    setup = ("import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return jnp.cumsum(x) * 2\n\n"
+             "x = jnp.ones(8)\nf(x)\n")
+    for prose, kept in (("#### Jax is asynchronous", []), ("#### Timing the function", ["JAX701"])):
+        path = notebook(tmp_path, [("code", setup), ("markdown", prose), ("code", "%timeit f(x)\n")])
+        _, data = scan_json([path], capsys, "--select", "JAX701")
+        assert [f["code"] for f in data["findings"]] == kept

@@ -1010,3 +1010,48 @@ def test_a_region_timing_a_torch_tensor_times_no_jax_work():
     """
     assert lines(source.replace("{method}", "backward")) == [17]
     assert lines(source.replace("{method}", "sum")) == [12, 17]
+
+
+def test_a_constant_fill_is_not_the_work_a_timer_covers():
+    # Round ah: an epoch timer read after `losses = jnp.zeros((num_epochs, 1))`, the only JAX
+    # call since the previous reading (judged wrong): an allocation, not a computation.
+    source = """
+        import time
+        import jax.numpy as jnp
+
+        def setup(n):
+            start = time.time()
+            losses = jnp.{make}((n, 1))
+            print(time.time() - start)
+            return losses
+    """
+    assert lines(source.replace("{make}", "zeros")) == []
+    assert lines(source.replace("{make}", "cumsum")) == [7]
+
+
+def test_storing_each_result_into_a_numpy_array_waits_for_it():
+    # Round ah: a timed sampler writes every step's sample into `samples = np.zeros(...)`; each
+    # store converts the device value on the host, so the loop never runs ahead (judged wrong).
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def kernel(x):
+            return x + 0.1 * jnp.sin(x)
+
+        def sampler(x, n):
+            samples = {buffer}
+            for i in range(n):
+                x = kernel(x)
+                samples[i] = x
+            return samples
+
+        start = time.time()
+        out = sampler(jnp.ones(3), 1000)
+        print(time.time() - start)
+    """
+    assert lines(source.replace("{buffer}", "np.zeros((n, 3))")) == []
+    assert lines(source.replace("{buffer}", "[None] * n")) == [19]  # a list keeps references

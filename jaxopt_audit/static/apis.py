@@ -140,6 +140,9 @@ STRING_METHODS = frozenset({"startswith", "endswith", "split", "rsplit", "splitl
                             "rstrip", "lower", "upper", "casefold", "title", "format", "join", "encode",
                             "isdigit", "isalpha", "isalnum", "isspace", "partition", "rpartition",
                             "removeprefix", "removesuffix", "zfill", "ljust", "rjust", "center"})
+# Names old JAX re-exported from the standard library, read as the originals they were (round ah:
+# three `@partial(jit, static_argnums=...)` kernels under `from jax import partial` told to add jit).
+REEXPORTED = {"jax.partial": "functools.partial"}
 # Methods of PyTorch/TensorFlow tensors that no JAX array has: the value is another library's
 # tensor (`loss.backward()` in a torch-vs-JAX comparison), so the call is not JAX work.
 FOREIGN_TENSOR_METHODS = frozenset({"backward", "detach", "cpu", "cuda", "numpy", "requires_grad_", "zero_",
@@ -182,6 +185,9 @@ TRANSFER_FUNCTIONS = DEVICE_PUT_FUNCTIONS | KEY_CONSTRUCTORS | KEY_DERIVATIONS |
     "jax.make_array_from_single_device_arrays", "jax.make_array_from_callback",
 })
 TRANSFER_METHODS = frozenset({"astype"})
+# Constant fills: an allocation, not a computation a timer is meant to cover.
+FILL_FUNCTIONS = frozenset(f"jax.numpy.{name}" for name in (
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"))
 
 # Array constructors: given Python numbers or lists they upload data or fill a constant, which
 # no jit fuses away (under jit the same values would be static constants).

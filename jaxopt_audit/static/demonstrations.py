@@ -63,6 +63,17 @@ _SAME_DRAW = re.compile(
     r"|\b(?:values?|numbers?)\s+(?:remain|stay|are)\s+the\s+same\b|\bno[- ]no\b", re.IGNORECASE)
 
 
+# A cell under prose about asynchronous dispatch: it shows the unwaited figure on purpose.
+_ASYNC_DISPATCH = re.compile(r"\basynchron\w*|\basync\s+dispatch", re.IGNORECASE)
+
+
+def shows_async_dispatch(cell: Cell) -> bool:
+    """The prose before the cell or its comments are about asynchronous dispatch: a tutorial
+    timing a call without a wait to show what the wait changes (round ah: `%time f(x)` under
+    "Jax is asynchronous", then `%time f(x).block_until_ready()`, judged wrong)."""
+    return _ASYNC_DISPATCH.search(commentary(cell)) is not None
+
+
 def marked_wrong(cell: Cell) -> bool:
     """The prose before the cell or its comments call what it does wrong: a tutorial's "wrong way"
     shown beside the right one (round ag: `# WRONG - this measures dispatch time`, judged wrong)."""

@@ -761,7 +761,10 @@ class SemanticModel:
 
     # ----------------------------------------------------------------- resolution
     def resolve(self, expr: cst.BaseExpression) -> str | None:
-        return self.imports.resolve(expr)
+        """What a name means: its import, with old re-exports read as what they were
+        (`from jax import partial` is `functools.partial`; JAX601 reports the spelling)."""
+        q = self.imports.resolve(expr)
+        return apis.REEXPORTED.get(q, q) if q is not None else None
 
     def lookup_function(self, name: str, scope: Function) -> Function | None:
         """A def named `name` visible from `scope` (nested defs first, then module level); None

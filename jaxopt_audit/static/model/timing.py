@@ -51,19 +51,27 @@ class Truth:
 
 
 @dataclass(frozen=True)
+class Store:
+    """`samples[i] = x`: an item assignment, which converts `x` when `samples` is a NumPy array."""
+
+    target: cst.Subscript
+    value: cst.BaseExpression
+
+
+@dataclass(frozen=True)
 class TimedRegion:
     start: cst.Call  # the first timer reading
     end: cst.Call  # the second one
     # the calls evaluated between them, in order, with the f-string fields and `if`/`while` tests
     # (formatting a value or asking its truth reads it)
-    calls: tuple[cst.Call | cst.FormattedStringExpression | Truth, ...]
+    calls: tuple[cst.Call | cst.FormattedStringExpression | Truth | Store, ...]
     in_loop: bool  # the second reading sits in a loop (per-iteration or windowed measurement)
 
 
 def calls_in_order(fn: Function, fstrings: bool = False) -> list:
     """`fn`'s own calls in evaluation order: arguments and receivers before the call; with
-    `fstrings`, the f-string fields and `if`/`while` tests too (`Truth`), each right after the
-    value it reads."""
+    `fstrings`, the f-string fields, `if`/`while` tests (`Truth`) and item assignments (`Store`)
+    too, each right after the value it reads."""
     out: list = []
     _in_order(fn.body, fn.body, fstrings, out)
     return out
@@ -81,6 +89,8 @@ def _in_order(node: cst.CSTNode, body: cst.CSTNode, fstrings: bool, out: list) -
         _in_order(node.value, body, fstrings, out)
         for t in node.targets:
             _in_order(t, body, fstrings, out)
+            if fstrings and isinstance(t.target, cst.Subscript):
+                out.append(Store(t.target, node.value))
         return
     if fstrings and isinstance(node, (cst.If, cst.While)):
         _in_order(node.test, body, fstrings, out)
@@ -338,6 +348,11 @@ def _pending(model: SemanticModel, fn: Function, calls, results: set[str],
             if pending is not None and _reads_device_value(model, call.test, fn, results):
                 pending = None  # `if all_done(mask): break`: the test waits for the mask
             continue
+        if type(call) is Store:
+            if pending is not None and _device_value(model, call.value, fn, results) \
+                    and _numpy_array(model, fn, call.target.value):
+                pending = None  # `samples[i] = x` into a NumPy array copies x to the host
+            continue
         if structural_tree_call(model, call):
             continue  # pytree bookkeeping on the host
         if _requests_async(model, call):
@@ -391,12 +406,13 @@ _RELABELS = frozenset({"reshape", "astype", "transpose", "squeeze", "ravel", "fl
 
 
 def copies_or_casts(model: SemanticModel, call: cst.Call, scope: Function, depth: int = 0) -> bool:
-    """The call only moves or relabels data: a host-device copy (`jax.device_put`,
-    `jax.make_array_from_*`), a dtype cast, a key made or split, a reshape of what one of them
-    returned, or a tree map of a function whose only JAX work is such calls
+    """The call only moves, relabels or allocates data: a host-device copy (`jax.device_put`,
+    `jax.make_array_from_*`), a dtype cast, a key made or split, a constant fill (`jnp.zeros`:
+    round ah, a training loop's loss buffer made before an epoch timer, judged wrong), a reshape
+    of what one of them returned, or a tree map of a function whose only JAX work is such calls
     (`jax.tree.map(lambda x: x.astype(bf16), params)`)."""
     q = model.resolve(call.func) or ""
-    if q in apis.TRANSFER_FUNCTIONS or isinstance(call.func, cst.Attribute) \
+    if q in apis.TRANSFER_FUNCTIONS or q in apis.FILL_FUNCTIONS or isinstance(call.func, cst.Attribute) \
             and call.func.attr.value in apis.TRANSFER_METHODS:
         return True
     if depth > 2:
@@ -494,6 +510,18 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
             if q in apis.HOST_PULL_FUNCTIONS and isinstance(value, cst.Call) and q != "builtins.print":
                 return True
     return False
+
+
+def _numpy_array(model: SemanticModel, fn: Function, expr: cst.BaseExpression) -> bool:
+    """A name every binding of which in `fn` is made by NumPy (`samples = np.zeros((n, d))`):
+    storing a device value into it converts the value on the host, which waits for it (round ah:
+    a timed sampler filling a NumPy array each step, judged wrong)."""
+    if not isinstance(expr, cst.Name):
+        return False
+    bindings = fn.bindings(expr.value)
+    return bool(bindings) and all(
+        isinstance(a.value, cst.Call) and (model.resolve(a.value.func) or "").startswith("numpy.")
+        for a in bindings)
 
 
 def _lambda_syncs(node: cst.Lambda) -> bool:
