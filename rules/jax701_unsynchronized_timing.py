@@ -26,6 +26,7 @@ from jaxopt_audit.static import (
 from jaxopt_audit.static.demonstrations import marked_wrong, shows_async_dispatch
 from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
 from jaxopt_audit.static.model.eager import drives_steps
+from jaxopt_audit.static.model.host_loops import runs_compiled_loops
 from jaxopt_audit.static.model.timing import (
     TimedRegion,
     calls_in_order,
@@ -443,9 +444,17 @@ def _streamed(model: SemanticModel, fn: Function, pending: cst.Call, region) -> 
 def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> bool:
     """The first call sits in a training or simulation loop inside the region, one that threads
     state from step to step: the region times a whole run end to end, compilation included, a
-    legitimate wall time (round u: "Training time" over a PINN's epochs). A loop repeating the
-    same call (a benchmark averaging over repetitions) is still reported."""
-    return any(drives_steps(model, loop) for loop in _loops_in_region(model, fn, first, region))
+    legitimate wall time (round u: "Training time" over a PINN's epochs), or one each iteration of
+    which runs a compiled loop (`jax.lax.fori_loop(0, n, step, carry)`: round ai, a molecular
+    dynamics run's "Total simulation time" over 5 cycles of compiled steps, judged wrong). A
+    loop repeating the same call (a benchmark averaging over repetitions) is still reported."""
+    return any(drives_steps(model, loop) or _runs_compiled_loop(model, fn, loop)
+               for loop in _loops_in_region(model, fn, first, region))
+
+
+def _runs_compiled_loop(model: SemanticModel, fn: Function, loop: Loop) -> bool:
+    return runs_compiled_loops(model, loop) or any(
+        loop.encloses(s.loop) and model.resolve(s.node.func) in apis.COMPILED_LOOPS for s in fn.calls)
 
 
 def _loops_in_region(model: SemanticModel, fn: Function, call: cst.Call, region) -> Iterator[Loop]:

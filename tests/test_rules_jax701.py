@@ -1055,3 +1055,28 @@ def test_storing_each_result_into_a_numpy_array_waits_for_it():
     """
     assert lines(source.replace("{buffer}", "np.zeros((n, 3))")) == []
     assert lines(source.replace("{buffer}", "[None] * n")) == [19]  # a list keeps references
+
+
+def test_a_total_time_over_cycles_of_compiled_loops_includes_compilation_on_purpose():
+    # Round ai: a molecular dynamics script times the whole run over 5 cycles, each a waited
+    # `jax.lax.fori_loop` of steps followed by a first call of a jitted energy diagnostic
+    # (judged wrong: compilation belongs in a total).
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def step(i, x):
+            return x * 0.99
+
+        energy = jax.jit(lambda x: jnp.sum(x ** 2))
+        x = jnp.ones(64)
+        start = time.time()
+        for cycle in range(5):
+            {work}
+            print(energy(x).block_until_ready())
+        print("Total simulation time:", time.time() - start)
+    """
+    assert lines(source.replace("{work}", "x = jax.block_until_ready(jax.lax.fori_loop(0, 1000, step, x))")) == []
+    # the same call repeated (a benchmark averaging over repetitions): the first one compiles
+    assert lines(source.replace("{work}", "pass")) == [14]
