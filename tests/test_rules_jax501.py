@@ -830,6 +830,7 @@ def test_an_evaluation_or_a_plot_sharing_the_training_key_is_not_a_reuse():
     assert lines(source.replace("{name}", "evaluate_loss")) == []
     assert lines(source.replace("{name}", "plot_samples")) == []
     assert lines(source.replace("{name}", "refine")) == [11]  # the next split meets it
+    assert lines(source.replace("{name}", "train_test_split")) == [11]  # training words win
     # a training loop that never splits its key is still reported, evaluation or not
     unsplit = """
         import jax
