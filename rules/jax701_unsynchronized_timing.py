@@ -325,7 +325,8 @@ def _small_program(model: SemanticModel, fn: Function, jitted: cst.CSTNode) -> b
 def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion, words: re.Pattern = _SAYS_COMPILE) -> bool:
     """The measurement is labelled as including compilation: its variable name, the text printed
     with it, or a message the timed region itself prints or logs ("Testing and compiling
-    eval_step...") or prints just before it starts mentions compile / first / warm-up."""
+    eval_step..."), prints just before it starts or just after it ends ("compilation
+    complete!") mentions compile / first / warm-up."""
     labels: set[str] = set()
     for a in fn.assignments:
         if a.value is not None and any(n is region.end for n in walk(a.value)):
@@ -344,6 +345,11 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion, words
     start = model.line_of(region.start)
     announced |= {id(s.node) for s in fn.calls if _announces(s.node)
                   and start - _ANNOUNCED_WITHIN <= model.line_of(s.node) < start}
+    # or just after the second reading (`end = perf_counter()`, `print("compilation complete!")`,
+    # round aj): it says what the figure was
+    end = model.line_of(region.end)
+    announced |= {id(s.node) for s in fn.calls if _announces(s.node)
+                  and end < model.line_of(s.node) <= end + _ANNOUNCED_WITHIN}
     for site in fn.calls:
         call = site.node
         uses = id(call) in announced or any(
@@ -446,10 +452,25 @@ def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> b
     state from step to step: the region times a whole run end to end, compilation included, a
     legitimate wall time (round u: "Training time" over a PINN's epochs), or one each iteration of
     which runs a compiled loop (`jax.lax.fori_loop(0, n, step, carry)`: round ai, a molecular
-    dynamics run's "Total simulation time" over 5 cycles of compiled steps, judged wrong). A
-    loop repeating the same call (a benchmark averaging over repetitions) is still reported."""
-    return any(drives_steps(model, loop) or _runs_compiled_loop(model, fn, loop)
+    dynamics run's "Total simulation time" over 5 cycles of compiled steps, judged wrong), or
+    that hands it a new item of what it iterates each time (round aj: an NNX model trained in
+    place over 10 epochs of a batch generator, "Training completed in", judged wrong). A loop
+    repeating the same call (a benchmark averaging over repetitions) is still reported."""
+    return any(drives_steps(model, loop) or _runs_compiled_loop(model, fn, loop) or _over_items(model, loop, first)
                for loop in _loops_in_region(model, fn, first, region))
+
+
+def _over_items(model: SemanticModel, loop: Loop, call: cst.Call) -> bool:
+    """`for x, y in batches(...): step(model, x, y)`: each iteration gives the call an item of
+    what the loop iterates (not a `range` counter): a run over data, not a repetition."""
+    node = loop.node
+    if not isinstance(node, cst.For):
+        return False
+    it = node.iter
+    if isinstance(it, cst.Call) and model.resolve(it.func) == "builtins.range":
+        return False
+    items = {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
+    return any(isinstance(n, cst.Name) and n.value in items for a in call.args for n in walk(a.value))
 
 
 def _runs_compiled_loop(model: SemanticModel, fn: Function, loop: Loop) -> bool:

@@ -1080,3 +1080,51 @@ def test_a_total_time_over_cycles_of_compiled_loops_includes_compilation_on_purp
     assert lines(source.replace("{work}", "x = jax.block_until_ready(jax.lax.fori_loop(0, 1000, step, x))")) == []
     # the same call repeated (a benchmark averaging over repetitions): the first one compiles
     assert lines(source.replace("{work}", "pass")) == [14]
+
+
+def test_a_message_printed_just_after_the_reading_names_what_it_timed():
+    # Round aj: `end = perf_counter()` after the first call of a freshly jitted simulation, then
+    # `print("compilation complete!")` and the time: a compile time, which blocks (judged wrong).
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def simulate(width):
+            return jnp.cumsum(jnp.ones(width))
+
+        def main(width=80):
+            start = time.perf_counter()
+            fast = jax.jit(simulate, static_argnames=["width"])
+            states = fast(width=width)
+            end = time.perf_counter()
+            print("{message}")
+            print(f"time taken {end - start:.5f} seconds")
+    """
+    assert lines(source.replace("{message}", "compilation complete!")) == []
+    assert lines(source.replace("{message}", "simulation complete!")) == [12]
+
+
+def test_an_epoch_loop_over_a_batch_stream_timed_end_to_end_includes_compilation_on_purpose():
+    # Round aj: "Training completed in" over 10 epochs of a batch generator feeding a jitted step
+    # that updates its model in place (NNX); its first call compiles inside the total (judged wrong).
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def batches(n):
+            for i in range(n):
+                yield jnp.ones((8, 4)) * i
+
+        train_step = jax.jit(lambda w, x: jnp.sum(x @ w))
+        w = jnp.ones((4, 2))
+        start = time.perf_counter()
+        for epoch in range(10):
+            for x in {stream}:
+                print(float(train_step(w, x)))
+        print("Training completed in", time.perf_counter() - start)
+    """
+    assert lines(source.replace("{stream}", "batches(100)")) == []
+    # a counter, not items: a benchmark repeating one call, whose first run compiles
+    assert lines(source.replace("{stream}", "range(100)")) == [15]
