@@ -376,13 +376,15 @@ def _splits(sampler: str, call: cst.Call) -> bool:
 
 def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """Both draws only make example inputs for a model's `init` (`x = normal(key, shape)`, then
-    `model.init(key, x=x)`): initialisation reads their shapes, so equal numbers change nothing."""
+    `model.init(key, x=x)`), or are never read in a function that calls `init`: initialisation
+    reads their shapes, so equal numbers change nothing (round ak: three network builders drawing
+    `x` and `t` from one key for `init`, one of which then initialises on zeros; judged wrong)."""
     fn = next((f for f in model.functions if any(s.node is node for s in f.calls)), None)
     if fn is None:
         return False
     init_args: list[str] = [a.value.value for s in fn.calls if _is_init(s.node)
                             for a in s.node.args if isinstance(a.value, cst.Name)]
-    nodes = list(walk(fn.body))
+    nodes = _own_nodes(fn.body)  # a nested `def forward(x, t)` has its own `x` and `t` (round ak)
     keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
     for draw in (previous, node):
         bound = [a for a in fn.assignments if a.value is draw and len(a.targets) == 1]
@@ -391,9 +393,21 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
         name = bound[0].targets[0]
         occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
         reads = occurrences - len(fn.bindings(name))
-        if reads == 0 or init_args.count(name) != reads:
-            return False
+        if (reads == 0 and not init_args) or (reads and init_args.count(name) != reads):
+            return False  # read by something other than `init` (in a builder that calls `init`, a
+            # draw never read feeds nothing)
     return True
+
+
+def _own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes of a function's body outside its nested functions, lambdas and classes."""
+    out: list[cst.CSTNode] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(c for c in children(node) if not isinstance(c, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
+    return out
 
 
 def _is_init(call: cst.Call) -> bool:

@@ -866,3 +866,29 @@ def test_quiet_on_inputs_of_a_program_lowered_but_never_run():
     """
     assert lines(source.replace("{how}", "lower()")) == []
     assert lines(source.replace("{how}", "__call__()")) == [6]
+
+
+def test_example_inputs_for_init_beside_a_nested_forward_of_the_same_names_or_never_read():
+    # Round ak: network builders draw `x` and `t` from one key as example inputs for `init`; a
+    # nested `def forward_fn(x, t)` has its own `x` and `t`, and one builder initialises on zeros,
+    # never reading the draws (three findings, judged wrong).
+    source = """
+        import haiku as hk
+        import jax
+        import jax.numpy as jnp
+
+        def make_net(key, n):
+            x = jax.random.uniform(key, (n, 2))
+            t = jax.random.uniform(key)
+
+            def forward_fn(x, t):
+                return hk.Linear(2)(x * t)
+
+            net = hk.without_apply_rng(hk.transform(forward_fn))
+            params = net.init(key, {inputs})
+            return params, net.apply
+    """
+    assert lines(source.replace("{inputs}", "x, t")) == []
+    assert lines(source.replace("{inputs}", "jnp.zeros((n, 2)), 1.0")) == []
+    assert lines(source.replace("{inputs}", "x, t").replace("return params, net.apply",
+                                                          "return params, net.apply, x * t")) == [7]
