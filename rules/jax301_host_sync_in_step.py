@@ -64,7 +64,8 @@ class HostSyncInStep(Rule):
     `range_fn(n)` with `range_fn` bound to `range` or `partial(trange, ...)`, and on a step
     number computed from the counter:
     `step = update + 1`, then `if step % k == 0`, and on a flag bound to such a test: `show =
-    epoch % k == 0 or epoch == last`, then `if show:`) or under a divergence test (`if np.isnan(loss):`,
+    epoch % k == 0 or epoch == last`, then `if show:`; in a step function, `if i % k == 0` on
+    the step number it is given) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the
     finding), on an array an unconditional read earlier in the iteration already brought to the
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),

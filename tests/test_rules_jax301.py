@@ -855,3 +855,21 @@ def train(w, batches, epochs):
         print(epoch, total, time.time() - t0)
     return w
 """) == [19]
+
+
+def test_a_step_function_given_the_step_number_reads_under_its_own_periodic_guard():
+    # Round ai: a notebook's `gradient_step(i, state)` prints the loss under `if (i % 10) == 0`,
+    # with `i` the caller's loop counter: every tenth call, not every step (judged wrong).
+    source = TRAIN_STEP + """
+def gradient_step(i, w, x, verbose):
+    w, loss = train_step(w, x)
+    if {guard}:
+        print("iter", i, float(loss))
+    return w
+
+w, x = jnp.ones((4, 4)), jnp.ones((8, 4))
+for j in range(100):
+    w = gradient_step(j, w, x, True)
+"""
+    assert lines(source.replace("{guard}", "(i % 10) == 0")) == []
+    assert lines(source.replace("{guard}", "verbose")) == [14]

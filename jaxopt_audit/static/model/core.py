@@ -496,7 +496,8 @@ class _Builder:
         self.visit(node.test, fn, loop, guarded, in_test=True)
         periodic = guarded or (loop is not None and (_is_periodic_guard(node.test, loop)
                                                      or _names_a_periodic_test(node.test, fn, loop)
-                                                     or is_divergence_guard(node.test)))
+                                                     or is_divergence_guard(node.test))) \
+            or (loop is None and _periodic_on_parameter(node.test, fn))
         self.conditional_depth += 1
         self.walk_body(fn, node.body, loop, periodic)
         if node.orelse is not None:
@@ -599,6 +600,16 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
     """
     counters = loop.counters_in_scope()
     return bool(counters) and any(name in counters for name in names_in(test))
+
+
+def _periodic_on_parameter(test: cst.BaseExpression, fn: Function) -> bool:
+    """`if i % 10 == 0:` outside any loop of a function given `i`: the step number its caller's
+    loop passes in, so the block runs every k-th call (round ai: a notebook's `gradient_step(i,
+    state)` printing every 10 iterations was reported as a per-step read, judged wrong)."""
+    if fn.is_module:
+        return False
+    return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+               and isinstance(n.left, cst.Name) and n.left.value in fn.params for n in walk(test))
 
 
 def _names_a_periodic_test(test: cst.BaseExpression, fn: Function, loop: Loop) -> bool:
