@@ -7,7 +7,20 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Assignment, Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe, walk
+from jaxopt_audit.static import (
+    Assignment,
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    apis,
+    describe,
+    literal_texts,
+    string_value,
+    walk,
+)
 from jaxopt_audit.static.demonstrations import teaches_pitfall
 from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced
 
@@ -343,7 +356,7 @@ def _literal_text(call: cst.Call) -> str | None:
             continue
         if not isinstance(arg.value, (cst.SimpleString, cst.ConcatenatedString)):
             return None
-        texts.append(arg.value.evaluated_value if isinstance(arg.value, cst.SimpleString) else "")
+        texts.append(string_value(arg.value) if isinstance(arg.value, cst.SimpleString) else "")
     return " ".join(t for t in texts if isinstance(t, str)).lower() if texts else None
 
 
@@ -351,16 +364,7 @@ def _labelled_trace_time(call: cst.Call) -> bool:
     """A print whose own text says it runs while tracing or compiling (`print(" [f.trace] a:",
     a)`, `print(f"tracing step: {x}")`): it shows a tracer on purpose (round aj: a course's
     lessons printing tracers beside `jax.debug.print` for contrast, 12 judged wrong)."""
-    for node in walk(call):
-        if isinstance(node, cst.SimpleString):
-            text = node.evaluated_value
-        elif isinstance(node, cst.FormattedStringText):
-            text = node.value
-        else:
-            continue
-        if isinstance(text, str) and any(word in text.lower() for word in ("trac", "compil")):
-            return True
-    return False
+    return any(word in text.lower() for text in literal_texts(call) for word in ("trac", "compil"))
 
 
 def _says_tracing(text: str) -> bool:

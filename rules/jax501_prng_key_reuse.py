@@ -18,6 +18,7 @@ from jaxopt_audit.static import (
     children,
     describe,
     names_in,
+    own_nodes,
     walk,
 )
 from jaxopt_audit.static.demonstrations import shows_same_draw
@@ -384,7 +385,7 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
         return False
     init_args: list[str] = [a.value.value for s in fn.calls if _is_init(s.node)
                             for a in s.node.args if isinstance(a.value, cst.Name)]
-    nodes = _own_nodes(fn.body)  # a nested `def forward(x, t)` has its own `x` and `t` (round ak)
+    nodes = list(own_nodes(fn.body))  # a nested `def forward(x, t)` has its own `x` and `t` (round ak)
     keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
     for draw in (previous, node):
         bound = [a for a in fn.assignments if a.value is draw and len(a.targets) == 1]
@@ -397,17 +398,6 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
             return False  # read by something other than `init` (in a builder that calls `init`, a
             # draw never read feeds nothing)
     return True
-
-
-def _own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
-    """The nodes of a function's body outside its nested functions, lambdas and classes."""
-    out: list[cst.CSTNode] = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(c for c in children(node) if not isinstance(c, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
-    return out
 
 
 def _is_init(call: cst.Call) -> bool:

@@ -19,6 +19,7 @@ from jaxopt_audit.static import (
     callee_name,
     describe,
     int_value,
+    literal_texts,
     read_names,
     string_value,
     walk,
@@ -354,7 +355,7 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion, words
         call = site.node
         uses = id(call) in announced or any(
             read_names(arg.value) & labels or any(n is region.end for n in walk(arg.value)) for arg in call.args)
-        if uses and any(words.search(text) for text in _texts(call)):
+        if uses and any(words.search(text) for text in literal_texts(call)):
             return True
     return False
 
@@ -365,19 +366,6 @@ _ANNOUNCED_WITHIN = 3  # lines before the timer starts
 def _announces(call: cst.Call) -> bool:
     """A print or a logging call (`print(...)`, `logging.info(...)`, `LOGGER.info(...)`)."""
     return callee_name(call) in ("print", "info", "debug", "warning", "log")
-
-
-def _texts(call: cst.Call) -> Iterator[str]:
-    """The literal text in a call: plain strings and the literal parts of f-strings."""
-    for node in walk(call):
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            text = string_value(node)
-        elif isinstance(node, cst.FormattedString):
-            text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
-        else:
-            continue
-        if text:
-            yield text
 
 
 def _magic(call: cst.Call) -> str | None:

@@ -8,8 +8,21 @@ from .fixes import Fix
 from .model import Assignment, Function, Loop, SemanticModel, Site
 from .names import canonical, dotted
 from .rule import Finding, Invalid, Report, Rule, Valid, describe
-from .walk import callee_name, child_fields, children, int_value, names_in, read_names, string_value, target_names, walk
+from .walk import (
+    callee_name,
+    child_fields,
+    children,
+    int_value,
+    literal_texts,
+    names_in,
+    own_nodes,
+    read_names,
+    string_value,
+    target_names,
+    walk,
+)
 
 __all__ = ["Assignment", "Finding", "Fix", "Function", "Invalid", "Loop", "Report", "Rule", "SemanticModel",
            "Site", "Valid", "apis", "callee_name", "canonical", "child_fields", "children", "describe", "dotted",
-           "int_value", "names_in", "read_names", "string_value", "target_names", "walk"]
+           "int_value", "literal_texts", "names_in", "own_nodes", "read_names", "string_value", "target_names",
+           "walk"]

@@ -68,6 +68,16 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(list(children(current))))
 
 
+def own_nodes(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`body` and its descendants outside the functions, lambdas and classes nested in it (their
+    names and statements are their own scope's)."""
+    stack = [body]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(c for c in children(current) if not isinstance(c, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
+
+
 def names_in(node: cst.CSTNode) -> Iterator[str]:
     """Every bare name read anywhere inside an expression: `a.b(c)` reads `a` and `c`; the
     attribute name `b` and keyword names are not reads."""
@@ -128,6 +138,19 @@ def string_value(node: cst.CSTNode) -> str | None:
             return None
         return joined if isinstance(joined, str) else None
     return None
+
+
+def literal_texts(node: cst.CSTNode) -> Iterator[str]:
+    """The literal text inside `node`: plain strings and the literal parts of f-strings."""
+    for current in walk(node):
+        if isinstance(current, (cst.SimpleString, cst.ConcatenatedString)):
+            text = string_value(current)
+        elif isinstance(current, cst.FormattedString):
+            text = "".join(p.value for p in current.parts if isinstance(p, cst.FormattedStringText))
+        else:
+            continue
+        if text:
+            yield text
 
 
 def int_value(node: cst.CSTNode) -> int | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .. import apis
-from ..walk import children, read_names, walk
+from ..walk import children, own_nodes, read_names, walk
 from .core import Function, SemanticModel
 from .facts import fact
 
@@ -122,17 +122,8 @@ def _timer_bindings(model: SemanticModel, fn: Function) -> dict[str, list[cst.Ca
 
 
 def _subtractions(fn: Function) -> list[cst.BinaryOperation]:
-    body = fn.body
-    out = []
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if node is not body and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-            out.append(node)
-        stack.extend(children(node))
-    return out
+    return [node for node in own_nodes(fn.body)
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)]
 
 
 def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
