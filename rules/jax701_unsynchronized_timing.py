@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -451,13 +452,16 @@ def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> b
 def _over_items(model: SemanticModel, loop: Loop, call: cst.Call) -> bool:
     """`for x, y in batches(...): step(model, x, y)`: each iteration gives the call an item of
     what the loop iterates (not a `range` counter): a run over data, not a repetition."""
-    node = loop.node
-    if not isinstance(node, cst.For):
+    it = loop.node.iter if isinstance(loop.node, cst.For) else None
+    counted = isinstance(it, cst.Call) and model.resolve(it.func) == "builtins.range"
+    return not counted and _given_items(loop, call)
+
+
+def _given_items(loop: Loop, call: cst.Call) -> bool:
+    """The call is given a name the `for` loop binds to each item (`for x, y in ds: step(x, y)`)."""
+    if not isinstance(loop.node, cst.For):
         return False
-    it = node.iter
-    if isinstance(it, cst.Call) and model.resolve(it.func) == "builtins.range":
-        return False
-    items = {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
+    items = {n.value for n in walk(loop.node.target) if isinstance(n, cst.Name)}
     return any(isinstance(n, cst.Name) and n.value in items for a in call.args for n in walk(a.value))
 
 
@@ -483,12 +487,9 @@ def _data_stream(model: SemanticModel, loop, pending: cst.Call) -> bool:
     fn = loop.function
     if any(loop.encloses(s.loop) and model.resolve(s.node.func) == "builtins.next" for s in fn.calls):
         return True
-    if not isinstance(loop.node, cst.For):
+    if not _given_items(loop, pending):
         return False
-    items = {n.value for n in walk(loop.node.target) if isinstance(n, cst.Name)}
-    if not any(isinstance(n, cst.Name) and n.value in items for a in pending.args for n in walk(a.value)):
-        return False
-    it = loop.node.iter
+    it = cast(cst.For, loop.node).iter
     while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None:
         q = model.resolve(it.func)
         if q in ("builtins.enumerate", "builtins.zip") or (q is not None and not q.startswith("builtins.")):

@@ -98,22 +98,20 @@ class _State:
 
 # Words naming evaluation: a key kept fixed for it across epochs gives comparable scores.
 _EVALUATION_WORDS = ("eval", "valid", "test")
+# Words naming a look at the model rather than a training step: its draws feed no result.
+_LOOK_WORDS = (*_EVALUATION_WORDS, "plot", "visuali", "render")
+_TRAIN_WORDS = ("train", "update", "fit")
+
+
+def _words(text: str) -> list[str]:
+    """The lowercased words of an identifier: `evalLoss_test` -> eval, loss, test."""
+    return [w.lower() for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", text) if w]
 
 
 def _evaluation(call: cst.Call, key: str) -> bool:
     """`evaluate(params, valid_key)` or `elbo(params, test_key)` every epoch: the same evaluation
     randomness each time, so the scores compare (rounds v and x: judged deliberate)."""
-    words = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", f"{callee_name(call)}_{key}")
-    return any(w.lower().startswith(_EVALUATION_WORDS) for w in words if w)
-
-
-# Words naming a look at the model rather than a training step: its draws feed no result.
-_LOOK_WORDS = ("eval", "valid", "test", "plot", "visuali", "render")
-_TRAIN_WORDS = ("train", "update", "fit")
-
-
-def _words(text: str) -> list[str]:
-    return [w.lower() for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", text) if w]
+    return any(w.startswith(_EVALUATION_WORDS) for w in _words(f"{callee_name(call)}_{key}"))
 
 
 def _evaluation_call(call: cst.Call) -> bool:
