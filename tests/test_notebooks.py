@@ -38,6 +38,12 @@ def scan_json(paths, capsys, *extra):
     return code, json.loads(out)
 
 
+def codes_found(tmp_path, capsys, cells, code):
+    """The rule codes `--select code` reports on a notebook of `cells`."""
+    _, data = scan_json([notebook(tmp_path, cells)], capsys, "--select", code)
+    return [f["code"] for f in data["findings"]]
+
+
 def test_cells_are_one_program_and_findings_name_their_cell(tmp_path, capsys):
     path = notebook(tmp_path, [("markdown", "# Title"), ("code", STEP), ("markdown", "loop:"),
                                ("code", "w = 1.0\n" + LOOP)])
@@ -318,9 +324,8 @@ def test_a_timing_cell_marked_as_the_wrong_way_is_a_demonstration(tmp_path, caps
     # Round ag: tutorials time `jnp.dot` without a wait under `# WRONG`, then again with one.
     cell = ("import time\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n" + comment
             + "start = time.time()\ny = jnp.dot(x, x)\nelapsed = time.time() - start\n")
-    path = notebook(tmp_path, [("markdown", prose), ("code", cell)])
-    _, data = scan_json([path], capsys, "--select", "JAX701")
-    assert [f["code"] for f in data["findings"]] == (["JAX701"] if kept else [])
+    assert codes_found(tmp_path, capsys, [("markdown", prose), ("code", cell)], "JAX701") == (
+        ["JAX701"] if kept else [])
 
 
 @pytest.mark.parametrize("prose, comment, kept", [
@@ -333,9 +338,8 @@ def test_a_cell_showing_one_key_drawn_twice_is_a_demonstration(tmp_path, capsys,
     # Rounds ae and ag: tutorials draw twice from one key to show the numbers repeat.
     cell = ("import jax\nkey = jax.random.key(0)\n" + comment
             + "a = jax.random.normal(key, (3,))\nb = jax.random.normal(key, (3,))\nprint(a, b)\n")
-    path = notebook(tmp_path, [("markdown", prose), ("code", cell)])
-    _, data = scan_json([path], capsys, "--select", "JAX501")
-    assert [f["code"] for f in data["findings"]] == (["JAX501"] if kept else [])
+    assert codes_found(tmp_path, capsys, [("markdown", prose), ("code", cell)], "JAX501") == (
+        ["JAX501"] if kept else [])
 
 
 def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstration(tmp_path, capsys):
@@ -344,6 +348,5 @@ def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstratio
     setup = ("import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return jnp.cumsum(x) * 2\n\n"
              "x = jnp.ones(8)\nf(x)\n")
     for prose, kept in (("#### Jax is asynchronous", []), ("#### Timing the function", ["JAX701"])):
-        path = notebook(tmp_path, [("code", setup), ("markdown", prose), ("code", "%timeit f(x)\n")])
-        _, data = scan_json([path], capsys, "--select", "JAX701")
-        assert [f["code"] for f in data["findings"]] == kept
+        cells = [("code", setup), ("markdown", prose), ("code", "%timeit f(x)\n")]
+        assert codes_found(tmp_path, capsys, cells, "JAX701") == kept
