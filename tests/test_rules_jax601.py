@@ -504,3 +504,20 @@ def test_the_config_module_import_is_removed_but_the_config_object_is_current():
     """)
     assert [line for line, _, _ in found] == [2]
     assert "`jax.config.config` was removed" in found[0][2]
+
+
+def test_the_removed_shuffle_migrates_to_an_independent_permutation():
+    # round am: an SGLD script "shuffling" its data every epoch with `random.shuffle`, gone from
+    # JAX; `permutation` shuffles slices together unless told `independent=True`
+    [(_, _, message)] = _findings("""
+        from jax import random
+
+        def epochs(data, n):
+            for i in range(n):
+                data = random.shuffle(random.PRNGKey(i), data, axis=0)
+            return data
+    """)
+    assert "jax.random.permutation" in message and "independent=True" in message
+    assert "not a rename" in message
+    source = "import jax\nx = jax.random.shuffle(jax.random.key(0), jax.numpy.arange(4))\n"
+    assert fix_source(source, "example.py", [r() for r in RULE]).fixed == source  # a migration, not rewritten

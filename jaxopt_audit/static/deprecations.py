@@ -45,6 +45,8 @@ CURATED: tuple[Deprecation, ...] = (
     # keys: raw uint32 keys still work; typed keys carry their implementation and catch misuse
     Deprecation("jax.random.PRNGKey", "jax.random.key", "legacy"),
     Deprecation("jax.random.KeyArray", "jax.Array", "removed"),
+    Deprecation("jax.random.shuffle", "jax.random.permutation", "removed",
+                "pass `independent=True` to shuffle each slice along the axis on its own, as `shuffle` did"),
     Deprecation("jax.random.PRNGKeyArray", "jax.Array", "removed"),
     Deprecation("jax.random.threefry_2x32", "jax.random.key(seed, impl='threefry2x32')", "removed"),
     Deprecation("jax.random.default_prng_impl", "jax.random.key_impl", "removed"),
