@@ -15,6 +15,7 @@ from jaxopt_audit.static import (
     Rule,
     SemanticModel,
     Valid,
+    apis,
     children,
     describe,
     names_in,
@@ -23,7 +24,7 @@ from jaxopt_audit.static import (
 )
 from jaxopt_audit.static.demonstrations import shows_same_draw
 from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model.keys import INIT_METHODS, KEY_DERIVING, KeyAnalysis, Reuse
+from jaxopt_audit.static.model.keys import INIT_METHODS, KeyAnalysis, Reuse
 from jaxopt_audit.static.model.timing import reads_timer
 
 
@@ -231,7 +232,8 @@ class PrngKeyReuse(Rule):
                          or _flax_inits(model, reuse.previous, reuse.node)
                          or _exclusive_cases(model, reuse.previous, reuse.node)
                          or _measurement_inputs(model, reuse.previous, reuse.node)
-                         or _named_stand_in(model, reuse.previous) or _named_stand_in(model, reuse.node)):
+                         or _named_stand_in(model, reuse.previous) or _named_stand_in(model, reuse.node)
+                         or _result_unread(model, reuse.previous) or _result_unread(model, reuse.node)):
                 continue
             yield Report(reuse.node, _message(reuse))
 
@@ -251,7 +253,7 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     not drawn with, are still followed."""
     for call in (previous, node):
         q = model.resolve(call.func) or ""
-        if not q.startswith("jax.random.") or q in KEY_DERIVING:
+        if not q.startswith("jax.random.") or q in apis.KEY_DERIVATIONS:
             return False
     site = next((s for f in model.functions for s in f.calls if s.node is node), None)
     if site is None:
@@ -363,7 +365,7 @@ def _one_splits_first(model: SemanticModel, previous: cst.Call, node: cst.Call) 
     if first is None or second is None or first == second:
         return False
     if not (first.startswith("jax.random.") and second.startswith("jax.random.")) \
-            or {first, second} & KEY_DERIVING:
+            or {first, second} & apis.KEY_DERIVATIONS:
         return False  # key derivations are the key analysis's business (split_after_draw)
     return _splits(first, previous) or _splits(second, node)
 
@@ -392,12 +394,35 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
         if not bound:
             return False
         name = bound[0].targets[0]
-        occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
-        reads = occurrences - len(fn.bindings(name))
+        reads = _reads(fn, name, nodes, keywords)
         if (reads == 0 and not init_args) or (reads and init_args.count(name) != reads):
             return False  # read by something other than `init` (in a builder that calls `init`, a
             # draw never read feeds nothing)
     return True
+
+
+def _reads(fn, name: str, nodes: list[cst.CSTNode], keywords: set[int]) -> int:
+    """How many times `nodes` read `name` (its occurrences that neither bind it nor name a keyword)."""
+    occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
+    return occurrences - len(fn.bindings(name))
+
+
+def _result_unread(model: SemanticModel, call: cst.Call) -> bool:
+    """The key derivation's result is bound to a local name nothing reads, nested functions
+    included (`subkeys = split(key, n)` left over from an edit, then `sample_noise(key, n)`): dead
+    code makes keys nobody uses, so the other use of the key is its only one (round am: three
+    dataset builders, judged wrong)."""
+    if model.resolve(call.func) not in apis.KEY_DERIVATIONS:
+        return False  # a draw is what the minimal examples of reuse leave unread: still reported
+    fn = next((f for f in model.functions if any(s.node is call for s in f.calls)), None)
+    if fn is None or fn.is_module:
+        return False  # a script's or notebook's global may be read by code the scan does not see
+    bound = [a for a in fn.assignments if a.value is call]
+    if len(bound) != 1 or len(bound[0].targets) != 1 or not bound[0].targets[0].isidentifier():
+        return False  # `self.keys = split(key)` is read by other methods
+    nodes = list(walk(fn.body))
+    keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+    return _reads(fn, bound[0].targets[0], nodes, keywords) == 0
 
 
 def _is_init(call: cst.Call) -> bool:

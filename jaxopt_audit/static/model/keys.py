@@ -53,7 +53,6 @@ ALIGNING = frozenset({"jax.random.choice", "jax.random.permutation"})
 # Methods that initialise a model: calling one twice on one key gives an equal copy on purpose.
 INIT_METHODS = frozenset({"init", "init_with_output", "lazy_init", "initialize", "init_params"})
 # Calls that derive new keys from a key instead of drawing numbers with it.
-KEY_DERIVING = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
 # Transforms that call their body once per iteration with the same closure.
 ITERATING_TRANSFORMS = apis.SCAN_LIKE
 # Expressions the walk does not enter: leaves, and nested functions (analysed on their own).
@@ -513,7 +512,7 @@ class _FunctionFlow:
         two splits of one key (the same keys twice), are still reuses."""
         first, second = self.model.resolve(previous.func), self.model.resolve(call.func)
         return second in ("jax.random.split", "jax.random.fold_in") and first is not None \
-            and first.startswith("jax.random.") and first not in KEY_DERIVING
+            and first.startswith("jax.random.") and first not in apis.KEY_DERIVATIONS
 
     def pure_draw(self, call: cst.Call) -> bool:
         """A `jax.random` function or a jitted function: no effect besides its result."""
