@@ -1128,3 +1128,38 @@ def test_an_epoch_loop_over_a_batch_stream_timed_end_to_end_includes_compilation
     assert lines(source.replace("{stream}", "batches(100)")) == []
     # a counter, not items: a benchmark repeating one call, whose first run compiles
     assert lines(source.replace("{stream}", "range(100)")) == [15]
+
+
+def test_a_one_off_first_call_of_a_small_jitted_function_times_its_compilation():
+    # Round aj: a script's `test()`, run once from `__main__`, times the first call of a small
+    # jitted function without a wait: the figure is tracing and compilation, which run before the
+    # call returns, so a wait would not change it (judged wrong).
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def f(x):
+            {body}
+
+        def test():
+            x = jnp.arange(10.0)
+            t = time.perf_counter()
+            f(x)
+            print(f"took {time.perf_counter() - t:.3f}s")
+
+        if __name__ == "__main__":
+            {entry}
+    """
+    small = "return jnp.cos(jnp.sin(x))"
+    assert lines(source.replace("{body}", small).replace("{entry}", "test()")) == []
+    # run again and again (from a loop), every call after the first is timed as dispatch
+    again = source.replace("{body}", small).replace("{entry}", "for _ in range(3):\n                test()")
+    assert lines(again) == [13]
+    # a whole run (a program with a compiled loop) is mostly its run, which the reading leaves out
+    whole = "return jax.lax.fori_loop(0, 1000, lambda i, v: jnp.cos(v), x)"
+    assert lines(source.replace("{body}", whole).replace("{entry}", "test()")) == [13]
+    # a first step timed as "initial step time" is a real step whose run leaks into what follows
+    initial = source.replace("{body}", small).replace("{entry}", "test()").replace("took", "initial step time")
+    assert lines(initial) == [13]

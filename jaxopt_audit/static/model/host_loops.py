@@ -6,6 +6,7 @@ from typing import TypeGuard, cast
 
 import libcst as cst
 
+from .. import apis
 from ..walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
 from .loops import carried_names, literal_trip_count
@@ -32,14 +33,17 @@ def over_structure(loop: Loop | None, resolve=None) -> bool:
 
 def runs_compiled_loops(model: SemanticModel, loop: Loop | None) -> bool:
     """An iteration of `loop` calls a compiled function that itself loops (a Python loop unrolled
-    under jit, a `lax.scan`): each iteration is a whole multi-step program (a rollout, an epoch),
-    and one read per iteration is amortised over all its steps."""
+    under jit, a `lax.scan`), or runs a compiled loop itself (`lax.fori_loop(0, n, step, carry)`):
+    each iteration is a whole multi-step program (a rollout, an epoch), and one read per
+    iteration is amortised over all its steps."""
     if loop is None:
         return False
     fn = loop.function
     for site in fn.calls:
         if not loop.encloses(site.loop):
             continue
+        if model.resolve(site.node.func) in apis.COMPILED_LOOPS:
+            return True
         target = model.callee(site.node, fn).function
         if target is not None and target.jitted and (target.loops or target.uses_scan):
             return True
