@@ -1221,3 +1221,40 @@ def episode(state, policy, env_step, rng):
     return state
 """
     assert found(source, all_rules, "JAX201") == [17]
+
+
+def test_a_step_reaching_a_scan_through_a_vmapped_name_is_a_whole_program(all_rules):
+    # Round am: a meta-learning loop calls one jitted outer step that reaches, through
+    # `batched = jax.vmap(inner)`, an inner `lax.scan` over 100 time steps for every task: each
+    # iteration is a whole compiled program, so a scan over the outer loop saves next to nothing
+    # (judged wrong). Calling the vmapped name is calling `inner`.
+    source = """
+import jax
+import jax.numpy as jnp
+
+
+def inner(w, xs):
+    def cell(h, x):
+        return jnp.tanh(h * w + x), h
+    return jax.lax.{inner}
+
+
+batched = jax.vmap(inner, in_axes=(None, 0))
+
+
+@jax.jit
+def outer_step(w, tasks):
+    loss, grad = jax.value_and_grad(lambda v: jnp.mean(batched(v, tasks)[1]))(w)
+    return w - 0.1 * grad
+
+
+def train(w, tasks, key, n_iter=1000):
+    for i in range(n_iter):
+        key, sub = jax.random.split(key)
+        w = outer_step(w, tasks + jax.random.normal(sub, tasks.shape))
+    return w
+"""
+    scanned = "scan(cell, 0.0, xs)"
+    assert found(source.replace("{inner}", scanned), all_rules, "JAX201") == []
+    # the same step with no compiled loop inside is a small program per iteration: reported
+    assert found(source.replace("{inner}", "reduce_precision(xs, 8, 7), xs"), all_rules, "JAX201") == [21]

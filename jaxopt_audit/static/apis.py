@@ -30,6 +30,11 @@ TRACING_TRANSFORMS: dict[str, tuple[int, ...]] = {
 
 # Of those, the ones that run their function now and hand back its arrays (not a wrapper).
 RUNS_ITS_FUNCTION = frozenset(q for q in TRACING_TRANSFORMS if q.startswith("jax.lax."))
+# ... and the ones that hand back a function computing what theirs does, batched,
+# differentiated or rematerialised: `batched = jax.vmap(f)`, then `batched(x)` runs `f`.
+WRAPPING_TRANSFORMS = frozenset(q for q in TRACING_TRANSFORMS if q not in RUNS_ITS_FUNCTION and q not in {
+    "jax.make_jaxpr", "jax.eval_shape", "jax.jvp", "jax.vjp", "jax.linearize", "flax.nnx.scan",
+    "flax.linen.scan", "flax.linen.vmap", "flax.linen.remat"})
 # Compiled loops: their body function runs once per iteration, each iteration a step.
 COMPILED_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop"})
 SCAN_LIKE = COMPILED_LOOPS | frozenset({"jax.lax.map", "flax.nnx.scan", "flax.linen.scan"})
