@@ -86,7 +86,8 @@ class PrngKeyReuse(Rule):
     from `split(key)`, so the two share no bits), a split after a draw (`x = normal(key, s)`, then
     `key, sub = split(key)`, or `key = split(key)[0]` at the top of each iteration: the split
     derives new keys; a loop splitting the same, never rebound key every iteration is still
-    reported), a notebook cell redoing an earlier cell's demonstration with the global key (its
+    reported), keys split off into a local name nothing reads (`subkeys = split(key, n)` left
+    over, then `normal(key, ...)`: the one real use), a notebook cell redoing an earlier cell's demonstration with the global key (its
     result not kept, or kept under the same name), a notebook cell whose comments or preceding
     prose say one key gives the same numbers ("reusing the same key gives the SAME numbers",
     `# No no no!`: a tutorial showing it on purpose), and keys it cannot follow: attributes

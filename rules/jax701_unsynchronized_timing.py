@@ -104,7 +104,10 @@ class UnsynchronizedTiming(Rule):
     compute nothing (dispatch-overhead benchmarks), on a reading every k steps of a loop (a
     throughput window), on a first call warmed up ahead of time (`f.lower(x).compile()`), on
     arrays made for a lowering (`jax.jit(f).lower(x, jnp.arange(n)).compile()` times
-    compilation: lowering reads only their shapes), and on a
+    compilation: lowering reads only their shapes), on a one-off first call of a small jitted
+    function (a script's top level, or a function it calls once, timing `f(x)` of a loop-free
+    jitted `f`: the figure is compilation, which no wait changes; a whole run, or a first call
+    timed as the "initial step", is still reported), and on a
     measurement that says it is a compile time (`compile_s`, "first call", "warm-up",
     "compiling eval_step... done in"): tracing and compilation run synchronously inside the call,
     so such a figure is what it says, whether or not the run after it was waited for. A first call
