@@ -87,8 +87,8 @@ class PrngKeyReuse(Rule):
     `key, sub = split(key)`, or `key = split(key)[0]` at the top of each iteration: the split
     derives new keys; a loop splitting the same, never rebound key every iteration is still
     reported), keys split off into a local name nothing reads (`subkeys = split(key, n)` left
-    over, then `normal(key, ...)`: the one real use), a notebook cell redoing an earlier cell's demonstration with the global key (its
-    result not kept, or kept under the same name), a notebook cell whose comments or preceding
+    over, then `normal(key, ...)`: the one real use), a notebook cell redoing an earlier cell's
+    demonstration with the global key (its result not kept, or kept under the same name), a notebook cell whose comments or preceding
     prose say one key gives the same numbers ("reusing the same key gives the SAME numbers",
     `# No no no!`: a tutorial showing it on purpose), and keys it cannot follow: attributes
     (`state.rng`) and keys passed to other libraries' functions (`env.reset(key, params)`). A replay
