@@ -88,8 +88,8 @@ class PrngKeyReuse(Rule):
     derives new keys; a loop splitting the same, never rebound key every iteration is still
     reported), keys split off into a local name nothing reads (`subkeys = split(key, n)` left
     over, then `normal(key, ...)`: the one real use), a notebook cell redoing an earlier cell's
-    demonstration with the global key (its result not kept, or kept under the same name), a notebook cell whose comments or preceding
-    prose say one key gives the same numbers ("reusing the same key gives the SAME numbers",
+    demonstration with the global key (its result not kept, or kept under the same name), a
+    notebook cell whose comments or preceding prose say one key gives the same numbers ("reusing the same key gives the SAME numbers",
     `# No no no!`: a tutorial showing it on purpose), and keys it cannot follow: attributes
     (`state.rng`) and keys passed to other libraries' functions (`env.reset(key, params)`). A replay
     is still reported when the second call feeds on the first one's result (`h = dropout(key, x)`,
