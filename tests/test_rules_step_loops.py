@@ -5,6 +5,10 @@ positive twin so the rule is not simply off."""
 
 from __future__ import annotations
 
+import libcst as cst
+
+from jaxopt_audit.static import SemanticModel, describe
+
 from conftest import scan_text
 
 
@@ -1258,3 +1262,43 @@ def train(w, tasks, key, n_iter=1000):
     assert found(source.replace("{inner}", scanned), all_rules, "JAX201") == []
     # the same step with no compiled loop inside is a small program per iteration: reported
     assert found(source.replace("{inner}", "reduce_precision(xs, 8, 7), xs"), all_rules, "JAX201") == [21]
+
+
+def test_a_helper_shared_with_a_jax_version_is_host_work_when_given_numpy(all_rules):
+    # Round an: a course writes gradient descent in NumPy first, then in JAX; both call one
+    # `prediction(w, x)` of plain operators, which the jitted JAX update hands tracers. The NumPy
+    # loop is not JAX work (4 findings judged wrong).
+    source = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def prediction(w, x):
+    return x * w
+
+
+def update_np(w, x, y, lr):
+    return w + lr * np.mean(x * (y - prediction(w, x)))
+
+
+@jax.jit
+def update_jax(w, x, y, lr):
+    grad = jax.grad(lambda v: jnp.mean((y - prediction(v, x)) ** 2))(w)
+    return w - lr * grad
+
+
+def descend(x, y, n_steps=100):
+    ws = np.zeros(n_steps)
+    for i in range(1, n_steps):
+        ws[i] = update_np({w}, x, y, 0.1)
+    return ws
+"""
+    numpy_loop = source.replace("{w}", "ws[i - 1]")
+    assert [f.code for f in scan_text(numpy_loop, all_rules) if f.code.startswith(("JAX1", "JAX2", "JAX3"))] == []
+    # the model's answer at the call: host work given NumPy, eager array work given a device array
+    for given, work in (("ws[i - 1]", None), ("jnp.ones(3)", "array")):
+        model = SemanticModel(cst.parse_module(source.replace("{w}", given)))
+        fn = next(f for f in model.functions if f.name == "descend")
+        call = next(s.node for s in fn.calls if describe(s.node.func) == "update_np")
+        assert model.call_work(call, fn) == work

@@ -19,7 +19,7 @@ import libcst as cst
 
 from .. import apis
 from ..names import ImportTable, dotted
-from ..walk import children, int_value, names_in, string_value, target_names, walk
+from ..walk import children, int_value, names_in, own_nodes, string_value, target_names, walk
 
 if TYPE_CHECKING:
     from ..positions import Positions
@@ -149,6 +149,15 @@ class Function:
     def jitted(self) -> bool:
         """Compiled somewhere: by a decorator, `f = jax.jit(f)`, or `g = jax.jit(f)`."""
         return bool(self.jit_sites)
+
+    def reads(self, name: str, own: bool = False) -> int:
+        """How many times the body reads `name`: its occurrences that neither bind it nor name a
+        keyword argument; nested functions' included, or with `own` only the body's own scope.
+        Walks the body: for the few names a rule asks about."""
+        nodes = list(own_nodes(self.body) if own else walk(self.body))
+        keywords = {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+        occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
+        return occurrences - len(self.bindings(name))
 
     def bindings(self, name: str) -> list[Assignment]:
         index = self._binding_index
@@ -744,7 +753,7 @@ class SemanticModel:
         self.lambdas: dict[cst.Lambda, Function] = {}
         self._positions: Positions | None = None
         self._module_values_static = False
-        self._kind_cache: dict[tuple[int, int, bool], str | None] = {}
+        self._kind_cache: dict[tuple, str | None] = {}
         self.name_seq: dict[int, int] = {}
         self.host_callback_functions: set[int] = set()  # ids; filled by _propagate_traced
         self.facts: dict[Callable[..., Any], Any] = {}  # the fact modules' answers (facts.py)
@@ -1475,7 +1484,11 @@ class SemanticModel:
         if callee.function is not None:
             fn = callee.function
             if fn.does_array_work:
-                return "dispatch" if fn.direct_jit else "array"
+                if fn.direct_jit:
+                    return "dispatch"
+                if not scope.traced and not self._passes_array(call, scope) and self._works_on_arguments(fn):
+                    return None  # operators on what it is given, given no array here (NumPy data)
+                return "array"
             return "dispatch" if fn.does_jax_work else None
         if callee.imported is not None:
             return "array" if callee.imported.eager_ops else None
@@ -1515,6 +1528,41 @@ class SemanticModel:
         if q.startswith("jax.") or kind == "array":
             return "dispatch"
         return None  # a library's utility (`flax.io.exists`, `flax.serialization.to_bytes`)
+
+    def _passes_array(self, call: cst.Call, scope: Function) -> bool:
+        """Some argument of the call may be an array (a `*args` or `**kwargs` may)."""
+        return any(a.star or self.is_array(a.value, scope) for a in call.args)
+
+    def _works_on_arguments(self, fn: Function, depth: int = 0) -> bool:
+        """The function's array work is all operators on what its callers give it: it calls no
+        JAX API (nor a helper that does), and reads no array of an enclosing scope (a helper
+        shared by a NumPy baseline and its JAX version, `def prediction(w, x): return x * w`,
+        which traced callers hand tracers). Memoised with the value kinds."""
+        key = ("works on arguments", id(fn))
+        cache = self._kind_cache
+        if key in cache:
+            return cache[key] is not None
+        cache[key] = None  # a recursive helper: not shown to be one
+        result = depth < 6
+        for site in fn.calls if result else ():
+            callee = self.callee(site.node, fn)
+            target = callee.function
+            if target is not None and not callee.jitted and callee.transform is None and target is not fn:
+                if target.does_jax_work and not self._works_on_arguments(target, depth + 1):
+                    result = False
+            elif self.call_work(site.node, fn) is not None:
+                result = False
+            if not result:
+                break
+        local = set(fn.params) | set(fn.array_names)
+        operands: list[cst.CSTNode] = [s.node for s in fn.operations] + [s.node for s in fn.subscripts]
+        for node in operands if result else ():
+            if any(isinstance(n, cst.Name) and n.value not in local and not fn.bindings(n.value)
+                   and self.is_array_name(n.value, fn) for n in walk(node)):
+                result = False
+                break
+        cache[key] = "yes" if result else None
+        return result
 
     def _fed_host_values(self, value: cst.BaseExpression, fn: Function) -> bool:
         """`obs, reward, done, info = env.step(np.array(action))`: a method of another library's
