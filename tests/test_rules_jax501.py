@@ -911,3 +911,18 @@ def test_keys_split_off_and_never_used_are_not_a_use_of_the_key():
     # kept on an object, they are read elsewhere
     kept = source.replace("subkeys = ", "toy_dataset.keys = ").replace("{returned}", "noise")
     assert lines(kept) == [5]
+
+
+def test_a_use_whose_result_is_discarded_draws_numbers_nobody_sees():
+    # Round an: a sampler compiles its step on `split(rng, n)` into `_` before the timed run on
+    # `rng` (judged wrong).
+    source = """
+        import jax
+
+        def sample(rng, x, step):
+            {target} = jax.vmap(step)(jax.random.split(rng, 4), x)
+            out = x + jax.random.normal(rng, x.shape)
+            return out
+    """
+    assert lines(source.replace("{target}", "_")) == []
+    assert lines(source.replace("{target}", "warm")) == [5]
