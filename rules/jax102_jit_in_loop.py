@@ -66,7 +66,8 @@ class JitInLoop(Rule):
     configuration needs its own compilation). It also stays quiet when each wrapper serves many
     calls: handed to another function (a benchmark's timer), returned, stored, captured by a
     nested function or called in a loop of its own, and on a jit in a builder that returns a
-    function (one build per configuration of a sweep, a benchmark or a server). Real code
+    function (one build per configuration of a sweep, a benchmark or a server), and on a
+    wrapper bound to a name nothing reads (never called, it never compiles). Real code
     rebuilds wrappers that way once per case; the step loops that rebuild one call it directly.
     A fresh `jax.pmap` around a function made once is not reported: its compiled code is cached
     and the new wrapper adds about 20 us per call (Measured), noise beside a pmapped step.
@@ -186,7 +187,8 @@ class JitInLoop(Rule):
                 if target is None:
                     continue
                 context = why_every_step(model, site)
-                if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node):
+                if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node) \
+                        or _never_called(fn, site.node):
                     continue
                 if _factory_of_varying_values(model, target, site) \
                         or _returned_per_configuration(model, site, context.step_call) \
@@ -482,3 +484,11 @@ def _stable_function(model: SemanticModel, target: cst.BaseExpression, fn: Funct
             return True
         return model.resolve(target) is not None
     return False
+
+
+def _never_called(fn: Function, call: cst.Call) -> bool:
+    """The wrapper is bound to a local name nothing reads (`jitted = jax.jit(run)`, then `run`
+    called as it is): a wrapper never called never compiles (round an, judged wrong)."""
+    bound = [a for a in fn.assignments if a.value is call]
+    return len(bound) == 1 and len(bound[0].targets) == 1 and bound[0].targets[0].isidentifier() \
+        and not fn.is_module and fn.reads(bound[0].targets[0]) == 0

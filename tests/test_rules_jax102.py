@@ -365,3 +365,24 @@ def test_a_wrapper_rebuilt_and_called_each_step_is_still_reported():
                 w = w - lr * g - lr * grad(w, 2 * x)
             return w
     """) == [9]
+
+
+def test_a_wrapper_never_called_never_compiles():
+    # Round an: a benchmark builds `jitted_loop = jax.jit(vmapped_loop, ...)` each run and then
+    # calls `vmapped_loop` itself (judged wrong: nothing compiles).
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def run(x):
+            return jnp.cumsum(x)
+
+        def bench(xs, runs=10):
+            out = []
+            for r in range(runs):
+                jitted = jax.jit(run)
+                out.append({call}(xs))
+            return out
+    """
+    assert lines(source.replace("{call}", "run")) == []
+    assert lines(source.replace("{call}", "jitted")) == [10]
