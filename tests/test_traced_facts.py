@@ -305,7 +305,10 @@ def test_deliberate_trace_time_logs_are_quiet_but_a_plain_message_is_reported():
     assert found(source.replace("{message}", "'jitting step'")) == []
     assert found(source.replace("{message}", "f'{w.shape=}'")) == []
     assert found(source.replace("{message}", "'params:', sum(p.size for p in [w])")) == []
-    assert found(source.replace("{message}", "'Running step'")) == [(6, "JAX403")]
+    assert found(source.replace("{message}", "'Running step'")) == []  # alone: a trace-time progress log
+    # beside a print of a traced value, it reads as a message expected on every call (seed 002)
+    assert found(source.replace("{message}", "'Running step'").replace(
+        "return w", "print(w)\n            return w")) == [(6, "JAX403"), (7, "JAX403")]
 
 
 def test_item_assignment_into_a_python_list_of_slices():
