@@ -160,7 +160,7 @@ import jax.numpy as jnp
 
 @jax.jit
 def noisy(x):
-    print("Running noisy")
+    print("Running noisy:", x)
     return x * 2
 
 @jax.jit
@@ -173,7 +173,8 @@ positives(jnp.ones(3))
 
 
 def test_a_cell_whose_saved_outputs_show_the_pitfall_is_a_demonstration(tmp_path, capsys):
-    shown = [{"output_type": "stream", "name": "stdout", "text": ["Running noisy\n"]},
+    shown = [{"output_type": "stream", "name": "stdout",
+              "text": ["Running noisy: Traced<ShapedArray(float32[3])>with<DynamicJaxprTrace>\n"]},
              {"output_type": "error", "ename": "NonConcreteBooleanIndexError", "evalue": "...", "traceback": []}]
     ran = notebook(tmp_path, [("code", PITFALLS)], name="ran.ipynb", outputs=shown)
     fresh = notebook(tmp_path, [("code", PITFALLS)], name="fresh.ipynb")
@@ -319,6 +320,9 @@ def test_a_key_reused_by_a_later_cell_for_its_own_demo_is_not_reported(tmp_path,
     ("## Timing\n\nThe most common profiling mistake: timing the dispatch.", "", False),
     ("## Timing", "# WRONG: this measures dispatch time only\n", False),
     ("## Timing", "# naive timing of the baseline\n", True),  # a benchmark's word for its baseline
+    # round an: a course's cell saying what the unwaited figure shows
+    ("## Timing", "# This returns immediately - computation is dispatched but not waited on\n", False),
+    ("## Timing", "# 1. Dispatching is async\n", False),
 ])
 def test_a_timing_cell_marked_as_the_wrong_way_is_a_demonstration(tmp_path, capsys, prose, comment, kept):
     # Round ag: tutorials time `jnp.dot` without a wait under `# WRONG`, then again with one.
@@ -340,6 +344,17 @@ def test_a_cell_showing_one_key_drawn_twice_is_a_demonstration(tmp_path, capsys,
             + "a = jax.random.normal(key, (3,))\nb = jax.random.normal(key, (3,))\nprint(a, b)\n")
     assert codes_found(tmp_path, capsys, [("markdown", prose), ("code", cell)], "JAX501") == (
         ["JAX501"] if kept else [])
+
+
+def test_a_trailing_comment_is_commentary_too(tmp_path, capsys):
+    # Round an: a workshop cell draws twice from one key, `print(normal(key, (1,)))  # generates
+    # same number`, then splits the key (judged wrong).
+    cell = ("import jax\nkey = jax.random.key(0)\nprint(jax.random.normal(key, (1,)))\n"
+            "print(jax.random.normal(key, (1,))){comment}\n")
+    assert codes_found(tmp_path, capsys, [("code", cell.replace("{comment}", "  # generates same number"))],
+                       "JAX501") == []
+    assert codes_found(tmp_path, capsys, [("code", cell.replace("{comment}", "  # a second draw"))],
+                       "JAX501") == ["JAX501"]
 
 
 def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstration(tmp_path, capsys):

@@ -12,7 +12,9 @@ prose just before the cell, and the cell's own comments. Only notebooks (.ipynb,
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 
 from ..notebook_format import Cell
 from . import apis
@@ -33,9 +35,17 @@ _PITFALL = re.compile(
 
 
 def commentary(cell: Cell) -> str:
-    """What the notebook says about the cell: the prose just before it and its comment lines."""
-    comments = [line.strip() for line in cell.source.splitlines() if line.strip().startswith("#")]
-    return "\n".join([cell.prose, *comments])
+    """What the notebook says about the cell: the prose just before it and its comments, whole
+    lines and trailing ones (`print(normal(key))  # generates same number`)."""
+    return "\n".join([cell.prose, *_comments(cell.source)])
+
+
+def _comments(source: str) -> list[str]:
+    try:
+        return [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                if token.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):  # a cell that does not tokenize: whole comment lines
+        return [line.strip() for line in source.splitlines() if line.strip().startswith("#")]
 
 
 def shows_tracing_error(cell: Cell) -> bool:
@@ -64,7 +74,8 @@ _SAME_DRAW = re.compile(
 
 
 # A cell under prose about asynchronous dispatch: it shows the unwaited figure on purpose.
-_ASYNC_DISPATCH = re.compile(r"\basynchron\w*|\basync\s+dispatch", re.IGNORECASE)
+_ASYNC_DISPATCH = re.compile(r"\basynchron\w*|\basync\b|\breturns?\s+immediately|\bnot\s+waited",
+                             re.IGNORECASE)
 
 
 def shows_async_dispatch(cell: Cell) -> bool:
