@@ -328,26 +328,87 @@ def _main_block(module: Function, node: cst.Call) -> cst.If | None:
 def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """`if kind == "uniform": x = uniform(key, ...)`, then `if kind == "gaussian": x = normal(key,
     ...)`: two ifs on one name equal to two different literals never both run (round v, a
-    dequantisation noise helper), though the flow walk, which keeps no values, joins them."""
+    dequantisation noise helper), though the flow walk, which keeps no values, joins them; nor
+    do two ifs testing one value against disjoint ranges (`if self.D == 1:`, then `if self.D >
+    1:`: round ao, a proposal drawn in one or many dimensions)."""
     fn = next((site.function for f in model.functions for site in f.calls if site.node is node), None)
     if fn is None:
         return False
     cases = [_literal_cases(fn, call) for call in (previous, node)]
-    return any(name == other and value != other_value
-               for name, value in cases[0] for other, other_value in cases[1])
+    if any(subject == other and _disjoint(case, other_case)
+           for subject, case in cases[0] for other, other_case in cases[1]):
+        return True
+    # one under `if use_tpu:`, the other under the `else:` of another `if use_tpu:` (round ao: a
+    # notebook's device keys made for the TPU path, its batch key used on the other path)
+    sides = [_branch_sides(fn, call) for call in (previous, node)]
+    return any((test, not side) in sides[1] for test, side in sides[0])
 
 
-def _literal_cases(fn: Function, call: cst.Call) -> list[tuple[str, str]]:
-    """(name, literal) for each `if name == <literal>:` whose body holds `call`."""
-    found = []
+def _branch_sides(fn: Function, call: cst.Call) -> set[tuple[str, bool]]:
+    """(test, True) for each `if test:` whose body holds `call`, (test, False) for each whose
+    `else:` does; the test a plain name or attribute (a flag)."""
+    out: set[tuple[str, bool]] = set()
     for block in enclosing_statements(fn, call) or []:
-        if isinstance(block, cst.If) and any(n is call for n in walk(block.body)):
-            test = block.test
-            if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and len(test.comparisons) == 1 \
-                    and isinstance(test.comparisons[0].operator, cst.Equal) \
-                    and isinstance(test.comparisons[0].comparator, (cst.SimpleString, cst.Integer)):
-                found.append((test.left.value, cast(cst.SimpleString, test.comparisons[0].comparator).value))
+        if isinstance(block, cst.If) and isinstance(block.test, (cst.Name, cst.Attribute)):
+            test = cst.Module([]).code_for_node(block.test)
+            if any(n is call for n in walk(block.body)):
+                out.add((test, True))
+            elif isinstance(block.orelse, cst.Else) and any(n is call for n in walk(block.orelse)):
+                out.add((test, False))
+    return out
+
+
+_Case = tuple[str, object]  # ("==", "'uniform'") or ("range", (low, low_closed, high, high_closed))
+# `1 < d` reads as `d > 1`
+_FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
+                              cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual,
+                              cst.Equal: cst.Equal}
+
+
+def _literal_cases(fn: Function, call: cst.Call) -> list[tuple[str, _Case]]:
+    """(subject, case) for each `if subject <op> <literal>:` whose body holds `call`, the
+    subject a name or an attribute (`self.D`)."""
+    found: list[tuple[str, _Case]] = []
+    for block in enclosing_statements(fn, call) or []:
+        if not (isinstance(block, cst.If) and any(n is call for n in walk(block.body))):
+            continue
+        test = block.test
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+        kind = type(op)
+        if isinstance(left, (cst.SimpleString, cst.Integer)) and kind in _FLIPPED:
+            left, right, kind = right, left, _FLIPPED[kind]
+        if not isinstance(left, (cst.Name, cst.Attribute)):
+            continue
+        subject = cst.Module([]).code_for_node(left)
+        if isinstance(right, cst.SimpleString) and kind is cst.Equal:
+            found.append((subject, ("==", right.value)))
+        elif isinstance(right, cst.Integer):
+            bound = int(right.value, 0)
+            interval = {cst.Equal: (bound, True, bound, True), cst.GreaterThan: (bound, False, None, False),
+                        cst.GreaterThanEqual: (bound, True, None, False), cst.LessThan: (None, False, bound, False),
+                        cst.LessThanEqual: (None, False, bound, True)}.get(kind)
+            if interval is not None:
+                found.append((subject, ("range", interval)))
     return found
+
+
+def _disjoint(a: _Case, b: _Case) -> bool:
+    if a[0] != b[0]:
+        return False
+    if a[0] == "==":
+        return a[1] != b[1]
+    return _below(cast(tuple, a[1]), cast(tuple, b[1])) or _below(cast(tuple, b[1]), cast(tuple, a[1]))
+
+
+def _below(a: tuple, b: tuple) -> bool:
+    """Interval `a` ends before interval `b` starts."""
+    high, high_closed = a[2], a[3]
+    low, low_closed = b[0], b[1]
+    if high is None or low is None:
+        return False
+    return high < low or (high == low and not (high_closed and low_closed))
 
 
 # Samplers that split the key they are given before drawing (randint draws from both halves of

@@ -926,3 +926,42 @@ def test_a_use_whose_result_is_discarded_draws_numbers_nobody_sees():
     """
     assert lines(source.replace("{target}", "_")) == []
     assert lines(source.replace("{target}", "warm")) == [5]
+
+
+def test_two_ifs_on_disjoint_ranges_of_one_value_never_both_draw():
+    # Round ao: a proposal drawn with `normal(key)` under `if self.D == 1:` and with
+    # `multivariate_normal(key, ...)` under `if self.D > 1:` (judged wrong). Overlapping ranges
+    # can both hold: reported.
+    source = """
+        import jax
+
+        class Proposal:
+            def draw(self, x, key):
+                if self.D {first}:
+                    xp = jax.random.normal(key)
+                if {second}:
+                    xp = jax.random.uniform(key, x.shape)
+                return xp
+    """
+    assert lines(source.replace("{first}", "== 1").replace("{second}", "self.D > 1")) == []
+    assert lines(source.replace("{first}", "< 2").replace("{second}", "2 <= self.D")) == []
+    assert lines(source.replace("{first}", ">= 1").replace("{second}", "self.D > 0")) == [8]
+
+
+def test_draws_on_the_two_sides_of_one_flag_never_both_run():
+    # Round ao: a notebook splits device keys from `rng_key` under `if use_tpu:` and, in its
+    # training loop's `else:` of another `if use_tpu:`, draws a batch from `rng_key` (judged wrong).
+    source = """
+        import jax
+
+        def run(rng_key, use_tpu, x):
+            if use_tpu:
+                keys = jax.random.split(rng_key, 8)
+            if use_tpu:
+                x = x + jax.random.normal(keys[0], x.shape)
+            {branch}
+                x = x + jax.random.normal(rng_key, x.shape)
+            return x
+    """
+    assert lines(source.replace("{branch}", "else:")) == []
+    assert lines(source.replace("{branch}", "if not use_tpu or x.ndim:")) == [9]
