@@ -35,6 +35,8 @@ class Cell(NamedTuple):
     # code cells: the prose a reader sees just before the cell (the markdown cells since the
     # previous code cell; in MyST, the text since the previous code block)
     prose: str = ""
+    # ... and just after it (up to the next code cell), where tutorials explain what it showed
+    after: str = ""
 
 
 def is_ipynb(path: str) -> bool:
@@ -89,6 +91,15 @@ def ipynb_cells(data: bytes | str) -> list[Cell]:
         cells.append(Cell(number, "code", source, shown_text=shown_text, shown_errors=shown_errors,
                           prose="\n".join(prose)))
         prose = []
+    return _with_prose_after(cells, "\n".join(prose))
+
+
+def _with_prose_after(cells: list[Cell], trailing: str) -> list[Cell]:
+    """Each code cell with the prose the next code cell has before it (the trailing prose for the last)."""
+    code = [i for i, cell in enumerate(cells) if cell.kind == "code"]
+    for n, here in enumerate(code):
+        after = cells[code[n + 1]].prose if n + 1 < len(code) else trailing
+        cells[here] = cells[here]._replace(after=after)
     return cells
 
 
@@ -145,7 +156,7 @@ def myst_cells(text: str) -> list[Cell]:
                           first_line=start + 1, prose=prose))
         index += 1
         prose_start = index
-    return cells
+    return _with_prose_after(cells, "\n".join(lines[prose_start:]))
 
 
 def cell_lines(path: str, cell: int) -> list[str]:

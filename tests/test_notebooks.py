@@ -192,6 +192,18 @@ def test_a_cell_whose_saved_outputs_show_the_pitfall_is_a_demonstration(tmp_path
     assert data["errors"] == [] and len(data["findings"]) == 2  # malformed outputs never stop a scan
 
 
+def test_a_cell_that_prints_the_tracing_error_it_caught_is_a_demonstration(tmp_path, capsys):
+    # Round ao: a jit tutorial calls a jitted `if x % 2 == 0:` inside `try:` and prints the
+    # exception's name and text; the saved output shows ConcretizationTypeError (judged wrong).
+    cell = ("import jax\n\ndef square_or_cube(x):\n    if x % 2 == 0:\n        return x ** 2\n    return x ** 3\n\n"
+            "try:\n    jax.jit(square_or_cube)(2)\nexcept Exception as ex:\n    print(type(ex).__name__, ex)\n")
+    for printed, found in (("ConcretizationTypeError Abstract tracer value encountered", []), ("4", ["JAX402"])):
+        path = notebook(tmp_path, [("code", cell)], name="caught.ipynb",
+                        outputs=[{"output_type": "stream", "name": "stdout", "text": [printed + "\n"]}])
+        _, data = scan_json([path], capsys, "--select", "JAX402")
+        assert [f["code"] for f in data["findings"]] == found
+
+
 def test_sarif_and_github_point_at_the_notebook_and_name_the_cell(tmp_path, capsys):
     path = notebook(tmp_path, [("code", STEP), ("code", "w = 1.0\n" + LOOP)])
     main(["scan", str(path), "--format", "sarif", "--select", "JAX301"])
@@ -355,6 +367,18 @@ def test_a_trailing_comment_is_commentary_too(tmp_path, capsys):
                        "JAX501") == []
     assert codes_found(tmp_path, capsys, [("code", cell.replace("{comment}", "  # a second draw"))],
                        "JAX501") == ["JAX501"]
+
+
+def test_prose_after_a_timing_cell_can_say_what_it_showed(tmp_path, capsys):
+    # Round ao: a tutorial times `jnp.dot` without a wait, then explains in the next markdown cell
+    # that "the above timing ... is the time taken to dispatch the work" (asynchronous dispatch).
+    cell = ("import time\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n"
+            "start = time.time()\ny = jnp.dot(x, x)\nprint(time.time() - start)\n")
+    after = "The above figure is only the dispatch: JAX uses asynchronous dispatch."
+    assert codes_found(tmp_path, capsys, [("code", cell), ("markdown", after), ("code", "y.sum()\n")],
+                       "JAX701") == []
+    assert codes_found(tmp_path, capsys, [("code", cell), ("markdown", "A fast product."), ("code", "y.sum()\n")],
+                       "JAX701") == ["JAX701"]
 
 
 def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstration(tmp_path, capsys):

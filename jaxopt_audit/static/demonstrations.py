@@ -49,8 +49,13 @@ def _comments(source: str) -> list[str]:
 
 
 def shows_tracing_error(cell: Cell) -> bool:
-    """The cell failed with a tracing error when it was last run (its saved outputs say so)."""
-    return not apis.TRACING_ERRORS.isdisjoint(cell.shown_errors)
+    """The cell failed with a tracing error when it was last run, or printed one it caught
+    (`except Exception as ex: print(type(ex).__name__, ex)`, round ao): its saved outputs say so."""
+    return not apis.TRACING_ERRORS.isdisjoint(cell.shown_errors) or _TRACING_ERROR_NAMED.search(
+        cell.shown_text) is not None
+
+
+_TRACING_ERROR_NAMED = re.compile(r"\b(?:" + "|".join(sorted(apis.TRACING_ERRORS)) + r")\b")
 
 
 def teaches_pitfall(cell: Cell) -> bool:
@@ -79,16 +84,17 @@ _ASYNC_DISPATCH = re.compile(r"\basynchron\w*|\basync\b|\breturns?\s+immediately
 
 
 def shows_async_dispatch(cell: Cell) -> bool:
-    """The prose before the cell or its comments are about asynchronous dispatch: a tutorial
+    """The prose around the cell or its comments are about asynchronous dispatch: a tutorial
     timing a call without a wait to show what the wait changes (round ah: `%time f(x)` under
-    "Jax is asynchronous", then `%time f(x).block_until_ready()`, judged wrong)."""
-    return _ASYNC_DISPATCH.search(commentary(cell)) is not None
+    "Jax is asynchronous", then `%time f(x).block_until_ready()`; round ao: a timing followed by
+    "the above timing ... is the time taken to dispatch the work"; both judged wrong)."""
+    return _ASYNC_DISPATCH.search(commentary(cell) + "\n" + cell.after) is not None
 
 
 def marked_wrong(cell: Cell) -> bool:
-    """The prose before the cell or its comments call what it does wrong: a tutorial's "wrong way"
+    """The prose around the cell or its comments call what it does wrong: a tutorial's "wrong way"
     shown beside the right one (round ag: `# WRONG - this measures dispatch time`, judged wrong)."""
-    return _MARKED_WRONG.search(commentary(cell)) is not None
+    return _MARKED_WRONG.search(commentary(cell) + "\n" + cell.after) is not None
 
 
 def shows_same_draw(cell: Cell) -> bool:
