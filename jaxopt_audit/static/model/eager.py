@@ -170,8 +170,9 @@ def host_work(model: SemanticModel, fn: Function) -> bool:
 def host_side(model: SemanticModel, fn: Function) -> bool:
     """The function's job is host work, so it cannot be jitted as it stands: `host_work`, or it
     formats values (f-strings, `str`, `.format`), pulls an array into Python (`float(x)`,
-    `x.item()`, `np.asarray(x)`), branches on a device value (`if jnp.any(x):`), or runs NumPy,
-    TensorFlow or PyTorch on its values."""
+    `x.item()`, `np.asarray(x)`), branches on a device value (`if jnp.any(x):`), slices with
+    device bounds (`tokens[i:i + n]` for `i` in a drawn array), or runs NumPy, TensorFlow or
+    PyTorch on its values."""
     return host_work(model, fn) or any(
         not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=False))
 
@@ -212,6 +213,15 @@ def _host_nodes(model: SemanticModel, fn: Function, strict: bool) -> Iterator[cs
         elif func.attr.value in apis.HOST_METHODS and model.is_array(base, fn):
             yield call
     if not strict:
+        # a slice whose bounds are device values (`tokens[i:i + n] for i in ix`, `ix` drawn by
+        # `randint`): each bound is pulled to the host (`__index__`), and under jit a slice of
+        # traced bounds fails (it needs `lax.dynamic_slice`), so the helper is host work as written
+        for sub in fn.subscripts:
+            if any(isinstance(element.slice, cst.Slice) and any(
+                    bound is not None and model.is_array(bound, fn)
+                    for bound in (element.slice.lower, element.slice.upper, element.slice.step))
+                   for element in sub.node.slice):
+                yield sub.node
         for test in fn.tests:
             node = test.node
             if isinstance(node, (cst.If, cst.While)) and any(
