@@ -62,40 +62,41 @@ class PrngKeyReuse(Rule):
     `keys[1]`, `for k in keys`), `fold_in`, a fixed key used under a periodic guard (`if step %
     eval_every == 0:` draws the same evaluation samples each time, on purpose; `if step % cycle ==
     0: key = saved_key` replays the same batches), draws under two `if`s testing one name against
-    different literals (`if noise == "uniform":`, `if noise == "gaussian":`: never both run), a
-    fixed evaluation key each epoch (`evaluate(params, valid_key)`, a key named `test_key`:
-    comparable scores), a key an evaluation or a plot shares with training (`evaluate_loss(params,
-    key, test_batch)` every k steps, then the training step splits `key`: a logged score's noise,
-    no result changes), the same key in each repetition of a timed benchmark loop, stand-in inputs
-    of a measurement (draws stored as they are in a function that reads a timer, lowers a program
-    without running it (`jax.jit(f).lower(x)`: only shapes count) or is named for a benchmark or
-    mock data, in a `__main__` block or notebook cell that reads a timer, or in a `__main__` block
-    without loops: a smoke test), a draw stored under a name that says it is a stand-in
-    (`dummy_indices = randint(key, ...)` for a warm-up call), two draws compared in one assertion
-    (a determinism test), a deliberate replay of the same function on the same key: a model
-    initialised twice to get an equal copy (`params=init(k, x)`, `target_params=init(k, x)`: an
-    online and a target network that must start equal), or candidates compared on common random
-    numbers (`train(key, setting_a)` then `train(key, setting_b)`, or `for setting in settings:
-    train(key, setting)` in a loop that carries no state), draws that only make example inputs for
-    a model's `init` (`x = normal(key, shape)`, then `model.init(key, x)`: initialisation reads
-    their shapes), a flax `init` and any other use of its key (flax folds each submodule's path
-    into the key rather than drawing with it: an actor and a critic initialised from one key are
-    independent), two different samplers one of which splits the key before drawing (`uniform(key,
-    ...)` and `randint(key, ...)`: randint, permutation and choice without `p` draw from
-    `split(key)`, so the two share no bits), a split after a draw (`x = normal(key, s)`, then `key,
-    sub = split(key)`, or `key = split(key)[0]` at the top of each iteration: the split derives new
-    keys; a loop splitting the same, never rebound key every iteration is still reported), keys
-    split off into a local name nothing reads (`subkeys = split(key, n)` left over, then
-    `normal(key, ...)`: the one real use), a use whose statement discards its result (`_ =
-    warm_up(split(key, n), x)` before a timed run), a notebook cell redoing an earlier cell's
-    demonstration with the global key (its result not kept, or kept under the same name), a
-    notebook cell whose comments or preceding prose say one key gives the same numbers ("reusing
-    the same key gives the SAME numbers", `# No no no!`: a tutorial showing it on purpose), and
-    keys it cannot follow: attributes (`state.rng`) and keys passed to other libraries' functions
-    (`env.reset(key, params)`). A replay is still reported when the second call feeds on the first
-    one's result (`h = dropout(key, x)`, then `dropout(key, h)`), when the two calls are identical
-    (`a = noise(key, x)`, `b = noise(key, x)`: the same draw twice), and in a loop that carries
-    state (a training loop).
+    different literals or disjoint ranges (`if noise == "uniform":`, `if noise == "gaussian":`; `if
+    self.D == 1:`, `if self.D > 1:`: never both run), draws on the two sides of one flag (`if
+    use_tpu:` and the `else:` of another `if use_tpu:`), a fixed evaluation key each epoch
+    (`evaluate(params, valid_key)`, a key named `test_key`: comparable scores), a key an evaluation
+    or a plot shares with training (`evaluate_loss(params, key, test_batch)` every k steps, then
+    the training step splits `key`: a logged score's noise, no result changes), the same key in
+    each repetition of a timed benchmark loop, stand-in inputs of a measurement (draws stored as
+    they are in a function that reads a timer, lowers a program without running it
+    (`jax.jit(f).lower(x)`: only shapes count) or is named for a benchmark or mock data, in a
+    `__main__` block or notebook cell that reads a timer, or in a `__main__` block without loops: a
+    smoke test), a draw stored under a name that says it is a stand-in (`dummy_indices =
+    randint(key, ...)` for a warm-up call), two draws compared in one assertion (a determinism
+    test), a deliberate replay of the same function on the same key: a model initialised twice to
+    get an equal copy (`params=init(k, x)`, `target_params=init(k, x)`: an online and a target
+    network that must start equal), or candidates compared on common random numbers (`train(key,
+    setting_a)` then `train(key, setting_b)`, or `for setting in settings: train(key, setting)` in
+    a loop that carries no state), draws that only make example inputs for a model's `init` (`x =
+    normal(key, shape)`, then `model.init(key, x)`: initialisation reads their shapes), a flax
+    `init` and any other use of its key (flax folds each submodule's path into the key rather than
+    drawing with it: an actor and a critic initialised from one key are independent), two different
+    samplers one of which splits the key before drawing (`uniform(key, ...)` and `randint(key,
+    ...)`: randint, permutation and choice without `p` draw from `split(key)`, so the two share no
+    bits), a split after a draw (`x = normal(key, s)`, then `key, sub = split(key)`, or `key =
+    split(key)[0]` at the top of each iteration: the split derives new keys; a loop splitting the
+    same, never rebound key every iteration is still reported), keys split off into a local name
+    nothing reads (`subkeys = split(key, n)` left over, then `normal(key, ...)`: the one real use),
+    a use whose statement discards its result (`_ = warm_up(split(key, n), x)` before a timed run),
+    a notebook cell redoing an earlier cell's demonstration with the global key (its result not
+    kept, or kept under the same name), a notebook cell whose comments or preceding prose say one
+    key gives the same numbers ("reusing the same key gives the SAME numbers", `# No no no!`: a
+    tutorial showing it on purpose), and keys it cannot follow: attributes (`state.rng`) and keys
+    passed to other libraries' functions (`env.reset(key, params)`). A replay is still reported
+    when the second call feeds on the first one's result (`h = dropout(key, x)`, then `dropout(key,
+    h)`), when the two calls are identical (`a = noise(key, x)`, `b = noise(key, x)`: the same draw
+    twice), and in a loop that carries state (a training loop).
 
     Off in test files by default (README "What `scan .` reports by default"): on 12 sampled
     test findings in public JAX projects, none was a bug: tests reuse keys on purpose (identical

@@ -116,10 +116,11 @@ class UnsynchronizedTiming(Rule):
     stays quiet on a loop inside the timed region that feeds each step a new item of a host
     stream (`for x, y in loader:`, `next(it)`): the host cannot run more than a few steps ahead
     of a device fed batch by batch, so an epoch time is right to within its last steps. In
-    notebooks, a cell whose comments or preceding prose call what it does wrong (`# WRONG:
+    notebooks, a cell whose comments or the prose around it call what it does wrong (`# WRONG:
     measures dispatch time`, "the most common profiling mistake") is a tutorial showing the
-    mistake on purpose, and is quiet, as is one under prose about asynchronous dispatch
-    (`%time f(x)` under "JAX is asynchronous", then `%time f(x).block_until_ready()`); so is a
+    mistake on purpose, and is quiet, as is one under or above prose about asynchronous dispatch
+    (`%time f(x)` under "JAX is asynchronous", then `%time f(x).block_until_ready()`; a timing
+    followed by "the above timing is the time taken to dispatch the work"); so is a
     region timing another library's tensor
     (`loss.backward()`: no JAX array has that method).
 

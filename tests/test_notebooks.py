@@ -379,6 +379,10 @@ def test_prose_after_a_timing_cell_can_say_what_it_showed(tmp_path, capsys):
                        "JAX701") == []
     assert codes_found(tmp_path, capsys, [("code", cell), ("markdown", "A fast product."), ("code", "y.sum()\n")],
                        "JAX701") == ["JAX701"]
+    # round af: an aside that explains waits in general does not point back at this cell's timing
+    aside = "## Benchmarking\n\nJAX returns a future, so use `.block_until_ready()`. See Async Dispatch."
+    assert codes_found(tmp_path, capsys, [("code", cell), ("markdown", aside), ("code", "y.sum()\n")],
+                       "JAX701") == ["JAX701"]
 
 
 def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstration(tmp_path, capsys):

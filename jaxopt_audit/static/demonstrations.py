@@ -88,13 +88,23 @@ def shows_async_dispatch(cell: Cell) -> bool:
     timing a call without a wait to show what the wait changes (round ah: `%time f(x)` under
     "Jax is asynchronous", then `%time f(x).block_until_ready()`; round ao: a timing followed by
     "the above timing ... is the time taken to dispatch the work"; both judged wrong)."""
-    return _ASYNC_DISPATCH.search(commentary(cell) + "\n" + cell.after) is not None
+    return _ASYNC_DISPATCH.search(commentary(cell)) is not None or _TOLD_AFTER.search(cell.after) is not None
 
 
 def marked_wrong(cell: Cell) -> bool:
-    """The prose around the cell or its comments call what it does wrong: a tutorial's "wrong way"
-    shown beside the right one (round ag: `# WRONG - this measures dispatch time`, judged wrong)."""
-    return _MARKED_WRONG.search(commentary(cell) + "\n" + cell.after) is not None
+    """The prose before the cell or its comments call what it does wrong: a tutorial's "wrong way"
+    shown beside the right one (round ag: `# WRONG - this measures dispatch time`, judged wrong),
+    or the prose after it says so of the cell above."""
+    return _MARKED_WRONG.search(commentary(cell)) is not None or _TOLD_AFTER.search(cell.after) is not None
+
+
+# Prose after a cell that says what the cell above showed: "The above timing for DeviceArray is the
+# time taken to dispatch the work". Only a sentence pointing back counts: a later aside on
+# benchmarking ("jax returns a future ... Async Dispatch") explains the waits the cell has, and the
+# one it lacks is still reported (round af, judged right).
+_TOLD_AFTER = re.compile(
+    r"\b(?:above|previous|preceding)\b[^.!?\n]{0,100}?\b(?:dispatch\w*|asynchron\w*|async|wrong|incorrect\w*"
+    r"|mistakes?)\b", re.IGNORECASE)
 
 
 def shows_same_draw(cell: Cell) -> bool:
