@@ -41,8 +41,8 @@ class DeprecatedApi(Rule):
     `TypeError`) on current JAX, so the code does
     not run after an upgrade (reported as a warning). A deprecated one warns today and will be
     removed (info). In an annotation that `from __future__ import annotations` leaves
-    unevaluated, a removed name fails no run; type checkers and documentation tools still reject
-    it (info, and the message says so).
+    unevaluated, or in an `if TYPE_CHECKING:` block, a removed name fails no run; type checkers
+    and documentation tools still reject it (info, and the message says so).
 
     APIs that still work without a warning but have a modern replacement (`jax.random.PRNGKey`,
     `jax.pmap`) are not deprecated: they are JAX602 legacy-api, which is off by default.
@@ -130,7 +130,7 @@ class DeprecatedApi(Rule):
         return rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        lazy: set[int] | None = None
+        lazy: dict[int, str] | None = None
         for node, entry, spelled in _find(model):
             if entry.status == "legacy":  # legacy advice is JAX602's, opt-in
                 continue
@@ -138,9 +138,10 @@ class DeprecatedApi(Rule):
             # removed name there fails no run, though type checkers and doc tools still read it
             if entry.status == "removed" and lazy is None:
                 lazy = _lazy_annotations(model.module)  # only files with a removed name pay the walk
-            evaluated = lazy is None or id(node) not in lazy
+            unevaluated = None if lazy is None else lazy.get(id(node))
+            evaluated = unevaluated is None
             imported = isinstance(node, (cst.ImportAlias, cst.ImportFrom))
-            yield Report(node, _message(entry, spelled, evaluated), fix=_fix(entry, imported),
+            yield Report(node, _message(entry, spelled, unevaluated), fix=_fix(entry, imported),
                          severity="warning" if entry.status == "removed" and evaluated else "info")
         for arg, keyword in _keyword_uses(model):
             yield Report(arg, _keyword_message(keyword), fix=_keyword_fix(keyword),
@@ -213,14 +214,22 @@ def _keyword_fix(keyword: Keyword) -> str:
     return f"Replace `{keyword.keyword}=` with {keyword.replacement}."
 
 
-def _lazy_annotations(module: cst.Module) -> set[int]:
-    """Ids of the nodes inside annotations, when the module postpones their evaluation."""
+def _lazy_annotations(module: cst.Module) -> dict[int, str]:
+    """Ids of the nodes no run evaluates, with where they sit: inside annotations when the module
+    postpones their evaluation, and inside `if TYPE_CHECKING:` blocks (round r: an import of the
+    removed `jaxlib.xla_extension` for a type hint)."""
+    out: dict[int, str] = {}
+    for block in walk(module):
+        if isinstance(block, cst.If) and isinstance(block.test, (cst.Name, cst.Attribute)) \
+                and (dotted(block.test) or "").rsplit(".", 1)[-1] == "TYPE_CHECKING":
+            out.update((id(n), "in an `if TYPE_CHECKING:` block") for n in walk(block.body))
     imports = [s for line in module.body if isinstance(line, cst.SimpleStatementLine) for s in line.body
                if isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"]
-    if not any(not isinstance(s.names, cst.ImportStar) and any(a.evaluated_name == "annotations" for a in s.names)
-               for s in imports):
-        return set()
-    return {id(n) for a in walk(module) if isinstance(a, cst.Annotation) for n in walk(a.annotation)}
+    if any(not isinstance(s.names, cst.ImportStar) and any(a.evaluated_name == "annotations" for a in s.names)
+           for s in imports):
+        out.update((id(n), "in an annotation that `from __future__ import annotations` leaves unevaluated")
+                   for a in walk(module) if isinstance(a, cst.Annotation) for n in walk(a.annotation))
+    return out
 
 
 _LAST_SEGMENT = re.compile(r"\b(?:" + "|".join(sorted({re.escape(e.name.rsplit(".", 1)[-1]) for e in DEPRECATIONS},
@@ -320,15 +329,17 @@ def _import_uses(node: cst.Import | cst.ImportFrom) -> list[tuple[cst.CSTNode, D
         return out
     module = canonical(dotted(node.module) or "")
     module_entry = lookup(module)
-    if module_entry is not None:
-        return [(node, module_entry, module)]
     if isinstance(node.names, cst.ImportStar):
-        return out
+        return [(node, module_entry, module)] if module_entry is not None else out
     for alias in node.names:
         name = canonical(f"{module}.{dotted(alias.name)}")
         entry = lookup(name)
-        if entry is not None:
+        if entry is not None and entry is not module_entry:
             out.append((alias, entry, name))
+    if module_entry is not None and len(out) < len(node.names):
+        # a removed module: its own advice, unless every name imported has a listed replacement
+        # of its own (`from jaxlib.xla_extension import DeviceArray` -> `jax.Array`)
+        return [(node, module_entry, module)]
     return out
 
 
@@ -373,11 +384,11 @@ def _attribute_names(node: cst.Attribute) -> set[str]:
     return names
 
 
-def _message(entry: Deprecation, spelled: str, evaluated: bool = True) -> str:
+def _message(entry: Deprecation, spelled: str, unevaluated: str | None = None) -> str:
     subject = f"`{entry.name}`" if spelled == entry.name else f"`{spelled}` (from `{entry.name}`)"
-    if entry.status == "removed" and not evaluated:
-        what = ("was removed from JAX; in an annotation that `from __future__ import annotations` leaves "
-                "unevaluated it fails no run, but type checkers and documentation tools reject it")
+    if entry.status == "removed" and unevaluated is not None:
+        what = (f"was removed from JAX; {unevaluated} it fails no run, but type checkers and documentation "
+                "tools reject it")
     elif entry.status == "removed":
         what = "was removed from JAX: it fails with AttributeError or ImportError on current versions"
     elif entry.status == "deprecated":

@@ -521,3 +521,31 @@ def test_the_removed_shuffle_migrates_to_an_independent_permutation():
     assert "not a rename" in message
     source = "import jax\nx = jax.random.shuffle(jax.random.key(0), jax.numpy.arange(4))\n"
     assert fix_source(source, "example.py", [r() for r in RULE]).fixed == source  # a migration, not rewritten
+
+
+def test_the_removed_xla_extension_module_and_a_member_with_its_own_replacement():
+    # Round ap: a course notebook checks `isinstance(func, jaxlib.xla_extension.PjitFunction)`;
+    # the module is gone from jaxlib. A member listed on its own keeps its own advice.
+    found = _findings("""
+        import jaxlib.xla_extension
+        from jaxlib.xla_extension import DeviceArray, PjitFunction
+        from jaxlib.xla_extension import DeviceArray as Array
+    """)
+    assert [line for line, _, _ in found] == [1, 2, 3]
+    assert "no public replacement" in found[0][2] and "no public replacement" in found[1][2]
+    assert "use `jax.Array` instead" in found[2][2]
+
+
+def test_a_removed_name_imported_only_for_type_checking_is_info():
+    # Round r: `if TYPE_CHECKING: from jaxlib.xla_extension import Device`: the import never runs.
+    found = scan_text("""
+        from typing import TYPE_CHECKING
+        import jax
+
+        if TYPE_CHECKING:
+            from jaxlib.xla_extension import Device
+        else:
+            from jaxlib.xla_extension import Client
+    """, RULE)
+    assert [(f.line, f.severity) for f in found] == [(5, "info"), (7, "warning")]
+    assert "TYPE_CHECKING" in found[0].message and "fails no run" in found[0].message

@@ -64,6 +64,9 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.numpy.DeviceArray", "jax.Array", "removed"),
     Deprecation("jax.interpreters.xla.DeviceArray", "jax.Array", "removed"),
     Deprecation("jaxlib.xla_extension.DeviceArray", "jax.Array", "removed"),
+    # the whole module is gone (its contents moved to the private `jaxlib._jax`)
+    Deprecation("jaxlib.xla_extension", "the public jax APIs (`jax.Array`, `jax.Device`)", "removed",
+                "its internals (`PjitFunction`, `Client`, ...) have no public replacement: drop those uses"),
     Deprecation("jax.interpreters.pxla.ShardedDeviceArray", "jax.Array", "removed"),
     # indexed updates and other long-gone helpers
     Deprecation("jax.ops.index", "x.at[idx]", "removed"),
