@@ -188,7 +188,7 @@ class JitInLoop(Rule):
                     continue
                 context = why_every_step(model, site)
                 if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node) \
-                        or _never_called(fn, site.node):
+                        or fn.binds_unread(site.node):  # a wrapper never called never compiles (round an)
                     continue
                 if _factory_of_varying_values(model, target, site) \
                         or _returned_per_configuration(model, site, context.step_call) \
@@ -485,10 +485,3 @@ def _stable_function(model: SemanticModel, target: cst.BaseExpression, fn: Funct
         return model.resolve(target) is not None
     return False
 
-
-def _never_called(fn: Function, call: cst.Call) -> bool:
-    """The wrapper is bound to a local name nothing reads (`jitted = jax.jit(run)`, then `run`
-    called as it is): a wrapper never called never compiles (round an, judged wrong)."""
-    bound = [a for a in fn.assignments if a.value is call]
-    return len(bound) == 1 and len(bound[0].targets) == 1 and bound[0].targets[0].isidentifier() \
-        and not fn.is_module and fn.reads(bound[0].targets[0]) == 0

@@ -332,24 +332,30 @@ def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -
     dequantisation noise helper), though the flow walk, which keeps no values, joins them; nor
     do two ifs testing one value against disjoint ranges (`if self.D == 1:`, then `if self.D >
     1:`: round ao, a proposal drawn in one or many dimensions)."""
-    fn = next((site.function for f in model.functions for site in f.calls if site.node is node), None)
+    fn = _function_of(model, node)
     if fn is None:
         return False
-    cases = [_literal_cases(fn, call) for call in (previous, node)]
+    blocks = [enclosing_statements(fn, call) or [] for call in (previous, node)]
+    cases = [_literal_cases(call, around) for call, around in zip((previous, node), blocks, strict=True)]
     if any(subject == other and _disjoint(case, other_case)
            for subject, case in cases[0] for other, other_case in cases[1]):
         return True
     # one under `if use_tpu:`, the other under the `else:` of another `if use_tpu:` (round ao: a
     # notebook's device keys made for the TPU path, its batch key used on the other path)
-    sides = [_branch_sides(fn, call) for call in (previous, node)]
+    sides = [_branch_sides(call, around) for call, around in zip((previous, node), blocks, strict=True)]
     return any((test, not side) in sides[1] for test, side in sides[0])
 
 
-def _branch_sides(fn: Function, call: cst.Call) -> set[tuple[str, bool]]:
-    """(test, True) for each `if test:` whose body holds `call`, (test, False) for each whose
-    `else:` does; the test a plain name or attribute (a flag)."""
+def _function_of(model: SemanticModel, call: cst.Call) -> Function | None:
+    """The function (or module) whose own calls include `call`."""
+    return next((f for f in model.functions if any(s.node is call for s in f.calls)), None)
+
+
+def _branch_sides(call: cst.Call, blocks: list[cst.CSTNode]) -> set[tuple[str, bool]]:
+    """(test, True) for each `if test:` of the blocks around `call` whose body holds it, (test,
+    False) for each whose `else:` does; the test a plain name or attribute (a flag)."""
     out: set[tuple[str, bool]] = set()
-    for block in enclosing_statements(fn, call) or []:
+    for block in blocks:
         if isinstance(block, cst.If) and isinstance(block.test, (cst.Name, cst.Attribute)):
             test = cst.Module([]).code_for_node(block.test)
             if any(n is call for n in walk(block.body)):
@@ -366,11 +372,11 @@ _FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cs
                               cst.Equal: cst.Equal}
 
 
-def _literal_cases(fn: Function, call: cst.Call) -> list[tuple[str, _Case]]:
-    """(subject, case) for each `if subject <op> <literal>:` whose body holds `call`, the
-    subject a name or an attribute (`self.D`)."""
+def _literal_cases(call: cst.Call, blocks: list[cst.CSTNode]) -> list[tuple[str, _Case]]:
+    """(subject, case) for each `if subject <op> <literal>:` of the blocks around `call` whose
+    body holds it, the subject a name or an attribute (`self.D`)."""
     found: list[tuple[str, _Case]] = []
-    for block in enclosing_statements(fn, call) or []:
+    for block in blocks:
         if not (isinstance(block, cst.If) and any(n is call for n in walk(block.body))):
             continue
         test = block.test
@@ -446,7 +452,7 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
     `model.init(key, x=x)`), or are never read in a function that calls `init`: initialisation
     reads their shapes, so equal numbers change nothing (round ak: three network builders drawing
     `x` and `t` from one key for `init`, one of which then initialises on zeros; judged wrong)."""
-    fn = next((f for f in model.functions if any(s.node is node for s in f.calls)), None)
+    fn = _function_of(model, node)
     if fn is None:
         return False
     init_args: list[str] = [a.value.value for s in fn.calls if _is_init(s.node)
@@ -469,20 +475,14 @@ def _result_unread(model: SemanticModel, call: cst.Call) -> bool:
     code makes keys nobody uses, so the other use of the key is its only one (round am: three
     dataset builders, judged wrong). Any use whose statement discards its result (`_ =
     warm_up(split(key, n), x)` to compile before a timed run: round an, judged wrong) is one too."""
-    fn = next((f for f in model.functions if any(s.node is call for s in f.calls)), None)
+    fn = _function_of(model, call)
     if fn is None:
         return False
     if any(a.targets == ("_",) and a.value is not None and any(n is call for n in walk(a.value))
            for a in fn.assignments):
         return True
-    if model.resolve(call.func) not in apis.KEY_DERIVATIONS:
-        return False  # a draw is what the minimal examples of reuse leave unread: still reported
-    if fn.is_module:
-        return False  # a script's or notebook's global may be read by code the scan does not see
-    bound = [a for a in fn.assignments if a.value is call]
-    if len(bound) != 1 or len(bound[0].targets) != 1 or not bound[0].targets[0].isidentifier():
-        return False  # `self.keys = split(key)` is read by other methods
-    return fn.reads(bound[0].targets[0]) == 0
+    # a draw is what the minimal examples of reuse leave unread: still reported
+    return model.resolve(call.func) in apis.KEY_DERIVATIONS and fn.binds_unread(call)
 
 
 def _is_init(call: cst.Call) -> bool:
@@ -496,7 +496,7 @@ def _input_for_init(model: SemanticModel, previous: cst.Call, node: cst.Call) ->
     draw, init = (previous, node) if _is_init(node) else (node, previous)
     if not _is_init(init) or _is_init(draw):
         return False
-    fn = next((f for f in model.functions if any(s.node is draw for s in f.calls)), None)
+    fn = _function_of(model, draw)
     if fn is None:
         return False
     bound = [a.targets[0] for a in fn.assignments if a.value is draw and len(a.targets) == 1]

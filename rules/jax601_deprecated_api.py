@@ -130,15 +130,15 @@ class DeprecatedApi(Rule):
         return rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        lazy: dict[int, str] | None = None
+        unevaluated_at: dict[int, str] | None = None
         for node, entry, spelled in _find(model):
             if entry.status == "legacy":  # legacy advice is JAX602's, opt-in
                 continue
             # under `from __future__ import annotations` an annotation is never evaluated: a
             # removed name there fails no run, though type checkers and doc tools still read it
-            if entry.status == "removed" and lazy is None:
-                lazy = _lazy_annotations(model.module)  # only files with a removed name pay the walk
-            unevaluated = None if lazy is None else lazy.get(id(node))
+            if entry.status == "removed" and unevaluated_at is None:
+                unevaluated_at = _unevaluated_nodes(model.module)  # only files with a removed name pay the walk
+            unevaluated = None if unevaluated_at is None else unevaluated_at.get(id(node))
             evaluated = unevaluated is None
             imported = isinstance(node, (cst.ImportAlias, cst.ImportFrom))
             yield Report(node, _message(entry, spelled, unevaluated), fix=_fix(entry, imported),
@@ -214,7 +214,7 @@ def _keyword_fix(keyword: Keyword) -> str:
     return f"Replace `{keyword.keyword}=` with {keyword.replacement}."
 
 
-def _lazy_annotations(module: cst.Module) -> dict[int, str]:
+def _unevaluated_nodes(module: cst.Module) -> dict[int, str]:
     """Ids of the nodes no run evaluates, with where they sit: inside annotations when the module
     postpones their evaluation, and inside `if TYPE_CHECKING:` blocks (round r: an import of the
     removed `jaxlib.xla_extension` for a type hint)."""

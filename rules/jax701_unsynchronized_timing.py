@@ -310,6 +310,11 @@ def _first_jitted_call(model: SemanticModel, fn: Function, region: TimedRegion,
     return None
 
 
+def _whole_run_program(target: Function) -> bool:
+    """The function loops or scans: a whole run (a rollout, a training loop), not a small program."""
+    return bool(target.loops) or target.uses_scan or target.contains_step_loop
+
+
 def _plain_def_here(model: SemanticModel, fn: Function, call: cst.Call) -> bool:
     """The def bound to the called name where the call runs is not jitted: a notebook that
     times one `step` and redefines `step` with `@jax.jit` in a later cell."""
@@ -332,8 +337,7 @@ def _small_program(model: SemanticModel, fn: Function, jitted: cst.CSTNode) -> b
         target = model.function_ref(wrapped, fn)
         if target is None:
             return (model.resolve(wrapped) or "").startswith(("jax.numpy.", "jax.lax.", "jax.nn."))
-    return target is not None and not target.uses_scan and not target.loops \
-        and not target.contains_step_loop
+    return target is not None and not _whole_run_program(target)
 
 
 def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion, words: re.Pattern = _SAYS_COMPILE) -> bool:
@@ -407,7 +411,7 @@ def _first_jitted(model: SemanticModel, fn: Function, timer: cst.Call, pending: 
     target = callee.function
     if target is None and known:
         return False  # `jax.jit(vmapped_train)`: the program may be a whole run
-    if target is not None and (target.loops or target.uses_scan or target.contains_step_loop):
+    if target is not None and _whole_run_program(target):
         return False  # a whole run: its figure is mostly the run, which the missing wait leaves out
     name, line = pending.func.value, model.line_of(timer)
     return not any(isinstance(site.node.func, cst.Name) and site.node.func.value == name

@@ -159,6 +159,17 @@ class Function:
         occurrences = sum(1 for n in nodes if isinstance(n, cst.Name) and n.value == name and id(n) not in keywords)
         return occurrences - len(self.bindings(name))
 
+    def binds_unread(self, value: cst.BaseExpression) -> bool:
+        """`value` is bound to one plain local name that nothing reads (`subkeys = split(key,
+        n)` left over, `jitted = jax.jit(run)` never called). At module level a script's or
+        notebook's global may be read by code the scan does not see; an attribute
+        (`self.keys = ...`) is read by other methods."""
+        if self.is_module:
+            return False
+        bound = [a for a in self.assignments if a.value is value]
+        return len(bound) == 1 and len(bound[0].targets) == 1 and bound[0].targets[0].isidentifier() \
+            and self.reads(bound[0].targets[0]) == 0
+
     def bindings(self, name: str) -> list[Assignment]:
         index = self._binding_index
         if index is None or self._indexed_count != len(self.assignments):
@@ -1543,26 +1554,29 @@ class SemanticModel:
         if key in cache:
             return cache[key] is not None
         cache[key] = None  # a recursive helper: not shown to be one
-        result = depth < 6
-        for site in fn.calls if result else ():
+        result = depth < 6 and not self._makes_arrays(fn, depth) and not self._reads_outer_arrays(fn)
+        cache[key] = "yes" if result else None
+        return result
+
+    def _makes_arrays(self, fn: Function, depth: int) -> bool:
+        """A call of `fn` does JAX work of its own: a JAX API, or a helper that is not
+        `_works_on_arguments` itself."""
+        for site in fn.calls:
             callee = self.callee(site.node, fn)
             target = callee.function
             if target is not None and not callee.jitted and callee.transform is None and target is not fn:
                 if target.does_jax_work and not self._works_on_arguments(target, depth + 1):
-                    result = False
+                    return True
             elif self.call_work(site.node, fn) is not None:
-                result = False
-            if not result:
-                break
+                return True
+        return False
+
+    def _reads_outer_arrays(self, fn: Function) -> bool:
+        """An operator or an index of `fn` reads an array of an enclosing scope."""
         local = set(fn.params) | set(fn.array_names)
         operands: list[cst.CSTNode] = [s.node for s in fn.operations] + [s.node for s in fn.subscripts]
-        for node in operands if result else ():
-            if any(isinstance(n, cst.Name) and n.value not in local and not fn.bindings(n.value)
-                   and self.is_array_name(n.value, fn) for n in walk(node)):
-                result = False
-                break
-        cache[key] = "yes" if result else None
-        return result
+        return any(isinstance(n, cst.Name) and n.value not in local and not fn.bindings(n.value)
+                   and self.is_array_name(n.value, fn) for node in operands for n in walk(node))
 
     def _fed_host_values(self, value: cst.BaseExpression, fn: Function) -> bool:
         """`obs, reward, done, info = env.step(np.array(action))`: a method of another library's

@@ -52,7 +52,6 @@ FLAX_RNG_METHODS = frozenset({"init", "init_with_output", "apply"})
 ALIGNING = frozenset({"jax.random.choice", "jax.random.permutation"})
 # Methods that initialise a model: calling one twice on one key gives an equal copy on purpose.
 INIT_METHODS = frozenset({"init", "init_with_output", "lazy_init", "initialize", "init_params"})
-# Calls that derive new keys from a key instead of drawing numbers with it.
 # Transforms that call their body once per iteration with the same closure.
 ITERATING_TRANSFORMS = apis.SCAN_LIKE
 # Expressions the walk does not enter: leaves, and nested functions (analysed on their own).
