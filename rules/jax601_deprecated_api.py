@@ -397,6 +397,10 @@ def _message(entry: Deprecation, spelled: str, unevaluated: str | None = None) -
         what = "is a legacy API that JAX recommends replacing"
     if not entry.replacement:
         return f"{subject} {what}; JAX plans no replacement"
+    if entry.replacement.startswith(_NOTHING):
+        # "nothing: drop the call": what to do, not an API to use instead
+        why = f" ({entry.caveat})" if entry.caveat else ""
+        return f"{subject} {what}; nothing replaces it: {entry.replacement[len(_NOTHING):]}{why}"
     if entry.caveat:
         return f"{subject} {what}; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
     older = older_spelling(entry.replacement)
@@ -404,6 +408,9 @@ def _message(entry: Deprecation, spelled: str, unevaluated: str | None = None) -
         return (f"{subject} {what}; use {_code(entry.replacement)} instead (JAX {TREE_MODULE_SINCE} or newer; "
                 f"`{older}` works on older versions too)")
     return f"{subject} {what}; use {_code(entry.replacement)} instead"
+
+
+_NOTHING = "nothing: "
 
 
 def _code(replacement: str) -> str:
@@ -424,6 +431,9 @@ def _code(replacement: str) -> str:
 def _fix(entry: Deprecation, imported: bool = False) -> str:
     if not entry.replacement:
         return f"Remove the use of `{entry.name}`; JAX offers no replacement."
+    if entry.replacement.startswith(_NOTHING):
+        step = entry.replacement[len(_NOTHING):]
+        return f"{step[0].upper()}{step[1:]}" + (f": {entry.caveat}." if entry.caveat else ".")
     if imported and not entry.caveat and re.fullmatch(r"[\w.]+", entry.replacement):
         # `from jax import tree_map`: the name is bound here and used elsewhere in the file
         return (f"Change the import to `{entry.replacement}` (instead of `{entry.name}`); where the "

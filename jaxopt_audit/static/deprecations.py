@@ -119,6 +119,51 @@ CURATED: tuple[Deprecation, ...] = (
     Deprecation("jax.numpy.NZERO", "-0.0", "removed"),
     Deprecation("jax.numpy.Inf", "jax.numpy.inf", "removed"),
     Deprecation("jax.numpy.NaN", "jax.numpy.nan", "removed"),
+    Deprecation("jax.nn.normalize", "jax.nn.standardize", "removed"),
+    # sharding: the positional and pmap shardings are gone; a mesh with named axes replaces both
+    Deprecation("jax.sharding.PositionalSharding", "jax.sharding.NamedSharding", "removed",
+                "build a `jax.sharding.Mesh` of the devices and say how each axis is split with a "
+                "`PartitionSpec`; `.reshape()` and `.replicate()` become mesh shapes and `PartitionSpec()` axes"),
+    Deprecation("jax.sharding.PmapSharding", "jax.sharding.NamedSharding", "removed",
+                "describe the layout with a `jax.sharding.Mesh` and a `PartitionSpec` over its axes"),
+    Deprecation("jax.experimental.pjit.with_sharding_constraint", "jax.lax.with_sharding_constraint", "removed"),
+    Deprecation("jax.interpreters.pxla.Mesh", "jax.sharding.Mesh", "removed"),
+    Deprecation("jax.clear_backends", "jax.clear_caches", "removed",
+                "`clear_caches` drops compiled programs only; to re-initialise the backend itself, "
+                "`jax.extend.backend.clear_backends` remains"),
+    # Colab's TPU-node runtime, which `setup_tpu()` connected to, is gone; TPU VMs need no setup
+    Deprecation("jax.tools.colab_tpu", "nothing: drop the import and the `setup_tpu()` call", "removed",
+                "the TPU VM runtimes that Colab, Kaggle and Cloud TPU offer now need no setup: JAX finds the "
+                "TPU itself"),
+    Deprecation("jax.experimental.compilation_cache.compilation_cache.initialize_cache",
+                "jax.experimental.compilation_cache.compilation_cache.set_cache_dir", "removed",
+                "`set_cache_dir(path)` takes the directory only; or set "
+                "`jax.config.update(\"jax_compilation_cache_dir\", path)`"),
+    Deprecation("jax.config.enable_omnistaging", "nothing: drop the call, omnistaging is always on", "removed"),
+    # jaxpr internals moved to `jax.extend.core` (the same classes)
+    Deprecation("jax.core.Var", "jax.extend.core.Var", "removed"),
+    Deprecation("jax.core.Literal", "jax.extend.core.Literal", "removed"),
+    Deprecation("jax.core.Jaxpr", "jax.extend.core.Jaxpr", "removed"),
+    Deprecation("jax.core.ClosedJaxpr", "jax.extend.core.ClosedJaxpr", "removed"),
+    Deprecation("jax.core.JaxprEqn", "jax.extend.core.JaxprEqn", "removed"),
+    Deprecation("jax.core.Primitive", "jax.extend.core.Primitive", "removed"),
+    # modules long gone
+    Deprecation("jax.util", "Python's `zip(..., strict=True)`, `map` and `functools`", "removed",
+                "it was JAX's internal helper module (`safe_zip`, `safe_map`, `wraps`), with no public "
+                "successor"),
+    Deprecation("jax.experimental.loops", "jax.lax.fori_loop or jax.lax.scan", "removed",
+                "write the loop body as a function of the carried state"),
+    Deprecation("jax.experimental.optix", "optax", "removed"),
+    Deprecation("jax.experimental.gda_serialization", "jax.experimental.array_serialization", "removed",
+                "it saves and restores `jax.Array`s, which replaced the global device arrays"),
+    Deprecation("jax.experimental.export", "jax.export", "removed",
+                "`jax.export.export` takes a jitted function (`export(jax.jit(f))`)"),
+    Deprecation("jax.custom_transforms", "jax.custom_jvp or jax.custom_vjp", "removed",
+                "define the rule with `@f.defjvp` or `f.defvjp(fwd, bwd)` on the decorated function"),
+    Deprecation("jax.defvjp", "jax.custom_vjp", "removed",
+                "decorate the function with `@jax.custom_vjp` and give `f.defvjp(fwd, bwd)`"),
+    Deprecation("jax.defvjp_all", "jax.custom_vjp", "removed",
+                "decorate the function with `@jax.custom_vjp` and give `f.defvjp(fwd, bwd)`"),
 )
 
 # Snapshot of the `_deprecations` tables of jax 0.10.2 (public modules), replacements taken
@@ -134,7 +179,7 @@ JAX_TABLES: tuple[Deprecation, ...] = (
                 "and give `device_put` a sharding that splits the leading axis over the devices"),
     Deprecation("jax.ad_checkpoint.checkpoint", "jax.checkpoint", "removed"),
     Deprecation("jax.ad_checkpoint.remat", "jax.remat", "removed"),
-    Deprecation("jax.cloud_tpu_init.cloud_tpu_init", "nothing: JAX calls it automatically", "removed"),
+    Deprecation("jax.cloud_tpu_init.cloud_tpu_init", "nothing: drop the call, JAX calls it automatically", "removed"),
     Deprecation("jax.core.get_aval", "jax.typeof", "removed"),
     Deprecation("jax.core.mapped_aval", "jax.extend.core.mapped_aval", "removed"),
     Deprecation("jax.core.unmapped_aval", "jax.extend.core.unmapped_aval", "removed"),
