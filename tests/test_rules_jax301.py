@@ -873,3 +873,26 @@ for j in range(100):
 """
     assert lines(source.replace("{guard}", "(i % 10) == 0")) == []
     assert lines(source.replace("{guard}", "verbose")) == [14]
+
+
+def test_code_switched_off_with_if_false_never_runs():
+    # Round aq: a sampler's evaluation print kept under `if False:` (the periodic test commented
+    # out above it). The `else:` of `if True:` never runs either; `if 0: ... else:` does.
+    assert lines(TRAIN_STEP + """
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        if False:
+            print(f"step {step}: loss {loss:.3f}")
+        if True:
+            pass
+        else:
+            print(float(loss))
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        if 0:
+            pass
+        else:
+            print(float(loss))
+    return w
+""") == [25]

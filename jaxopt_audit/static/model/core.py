@@ -518,11 +518,23 @@ class _Builder:
                                                      or _names_a_periodic_test(node.test, fn, loop)
                                                      or is_divergence_guard(node.test))) \
             or (loop is None and _periodic_on_parameter(node.test, fn))
+        # `if False:` (code switched off by hand) never runs, nor the `else:` of `if True:`
+        truth = _constant_truth(node.test)
         self.conditional_depth += 1
-        self.walk_body(fn, node.body, loop, periodic)
-        if node.orelse is not None:
+        if truth is not False:
+            self.walk_body(fn, node.body, loop, periodic)
+        if node.orelse is not None and truth is not True:
             self.visit(node.orelse, fn, loop, periodic)
         self.conditional_depth -= 1
+
+
+def _constant_truth(test: cst.BaseExpression) -> bool | None:
+    """The truth of a literal test (`False`, `True`, `None`, `0`, `1`); None for anything else."""
+    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
+        return test.value == "True"
+    if isinstance(test, cst.Integer):
+        return int(test.value, 0) != 0
+    return None
 
 
 def _simple_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
