@@ -167,13 +167,16 @@ def test_picking_an_element_of_a_python_list_of_arrays_is_not_array_work():
 
 def test_literal_trip_counts_follow_names_and_zip():
     # Round s: a parity check walks `zip(names, reference, candidate)` with five literal names;
-    # tutorials loop `range(num_steps)` with `num_steps = 20` bound once. A list bound once is
-    # not trusted (it is usually filled later), nor is a name bound twice.
+    # tutorials loop `range(num_steps)` with `num_steps = 20` bound once. A list bound once
+    # counts only when written out and never grown (an empty one is usually filled later), and
+    # a name bound twice does not count.
     from jaxopt_audit.static.model.loops import literal_trip_count
     source = textwrap.dedent("""
         names = ("q", "k", "v", "g", "b")
         STEPS = 20
         pending = []
+        cases = [1, 2, 3]
+        grown = [1, 2]
         twice = 3
         twice = 300
 
@@ -186,6 +189,11 @@ def test_literal_trip_counts_follow_names_and_zip():
                 pass
             for item in pending:
                 pass
+            for case in cases:
+                pass
+            grown.append(3)
+            for item in grown:
+                pass
             for step in range(twice):
                 pass
             for step in range(n):
@@ -195,7 +203,8 @@ def test_literal_trip_counts_follow_names_and_zip():
     """)
     model = SemanticModel(cst.parse_module(source))
     run = next(fn for fn in model.functions if fn.name == "run")
-    assert [literal_trip_count(loop, model.resolve) for loop in run.loops] == [5, 5, 20, None, None, None, None]
+    counts = [literal_trip_count(loop, model.resolve) for loop in run.loops]
+    assert counts == [5, 5, 20, None, 3, None, None, None, None]
 
 
 def test_arrays_made_from_python_values_are_not_counted_as_operations():

@@ -35,19 +35,42 @@ def run_seeds(observations, num_seeds=30):
     assert "run_learning_loop" in found[0].message and "jax.vmap" in found[0].message
 
 
-def test_keys_from_split_a_literal_grid_and_rows_of_an_array():
+def test_keys_from_split_a_computed_grid_and_rows_of_an_array():
     assert lines("""
-def sweep(key, observations):
+def sweep(key, observations, lrs):
     by_key, by_lr, by_row = [], {}, []
     for k in jax.random.split(key, 8):
         by_key.append(run_learning_loop(k, observations))
-    for lr in [1e-3, 1e-2, 1e-1]:
+    for lr in lrs:
         by_lr[lr] = run_learning_loop(jax.random.key(0), observations * lr)
     stacked = jnp.stack([observations, observations + 1.0])
     for rows in stacked:
         by_row.append(run_learning_loop(key, rows))
     return by_key, by_lr, by_row
 """) == [(11, "JAX202"), (13, "JAX202"), (16, "JAX202")]
+
+
+def test_a_handful_of_written_out_cases_is_no_vmap_candidate():
+    # Round aq: validation helpers loop over 3 to 9 hard-coded test hands, and a tutorial over
+    # 4 scales of different shapes; earlier rounds had `for n in (2, 4, 8, 16, 32)`. Batching a
+    # handful of cases gains nothing. A grid the file does not spell out is still reported.
+    assert lines("""
+TEST_CASES = [jnp.ones(3), jnp.zeros(3), jnp.full(3, 2.0)]
+
+def check(key, observations):
+    by_lr, by_case = {}, []
+    for lr in [1e-3, 1e-2, 1e-1]:
+        by_lr[lr] = run_learning_loop(jax.random.key(0), observations * lr)
+    for case in TEST_CASES:
+        by_case.append(run_learning_loop(key, case))
+    return by_lr, by_case
+
+def sweep(key, observations, lrs):
+    by_lr = {}
+    for lr in lrs:
+        by_lr[lr] = run_learning_loop(jax.random.key(0), observations * lr)
+    return by_lr
+""") == [(21, "JAX202")]
 
 
 def test_a_whole_run_per_seed_with_its_own_inner_loop_counts():

@@ -270,8 +270,12 @@ def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int |
         return len(it.elements) if not any(isinstance(e, cst.StarredElement) for e in it.elements) else None
     if isinstance(it, cst.Name) and depth < 2:
         bound = _bound_once(it, loop)
-        # a tuple only: a list bound once is often filled later (`xs = []`, then `xs.append`)
-        return _count(bound, loop, resolve, depth + 1) if isinstance(bound, cst.Tuple) else None
+        # a list bound once is often filled later (`xs = []`, then `xs.append`): a tuple, or a
+        # list written out that nothing grows (`test_cases = [a, b, c]`)
+        if isinstance(bound, cst.Tuple) or isinstance(bound, cst.List) and bound.elements \
+                and not _grown(it.value, loop):
+            return _count(bound, loop, resolve, depth + 1)
+        return None
     if not isinstance(it, cst.Call):
         return None
     q = resolve(it.func)
@@ -290,6 +294,25 @@ def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int |
             return counts[0] if counts else None
         return min(known) if known else None
     return None
+
+
+_GROWING_METHODS = frozenset({"append", "extend", "insert"})
+
+
+def _grown(name: str, loop: Loop) -> bool:
+    """`name.append(...)` (or extend, insert) anywhere in the scope that binds `name` or in the
+    functions nested in it."""
+    scope = loop.function.binding_scope(name)
+    work = [scope] if scope is not None else []
+    while work:
+        fn = work.pop()
+        for site in fn.calls:
+            func = site.node.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                    and func.value.value == name and func.attr.value in _GROWING_METHODS:
+                return True
+        work.extend(fn.nested.values())
+    return False
 
 
 def _literal_int(expr: cst.BaseExpression, loop: Loop) -> int | None:
