@@ -896,3 +896,33 @@ def train(w, x, steps):
             print(float(loss))
     return w
 """) == [25]
+
+
+def test_a_stop_on_a_value_read_to_the_host_needs_the_read_every_step():
+    # Round aq: Adam loops append `float(loss)` to a history and break when the gain between
+    # the last two entries falls below a tolerance, or test `lf = float(l)` against one. The
+    # loop must learn the value every iteration; only `lax.while_loop` would change that. A
+    # stop on the history's length counts steps, and the read it follows is reported.
+    assert lines(TRAIN_STEP + """
+def fit(w, x, n, tol):
+    history = []
+    for t in range(n):
+        w, loss = train_step(w, x)
+        history.append(float(loss))
+        if t > 1:
+            gain = abs(history[-2] - history[-1])
+            if gain < tol:
+                break
+    for t in range(n):
+        w, loss = train_step(w, x)
+        lf = float(loss)
+        if lf < tol:
+            break
+    history = []
+    for t in range(n):
+        w, loss = train_step(w, x)
+        history.append(float(loss))
+        if len(history) > 100:
+            break
+    return w
+""") == [28]
