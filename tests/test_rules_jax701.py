@@ -1163,3 +1163,34 @@ def test_a_one_off_first_call_of_a_small_jitted_function_times_its_compilation()
     # a first step timed as "initial step time" is a real step whose run leaks into what follows
     initial = source.replace("{body}", small).replace("{entry}", "test()").replace("took", "initial step time")
     assert lines(initial) == [13]
+
+
+def test_a_training_scan_reporting_progress_through_jax_tqdm_is_timed_to_its_end():
+    # Round ar: notebooks time `gd(...)`, whose epochs run in a `lax.scan` with a body decorated
+    # `@scan_tqdm(epochs)`; the saved outputs (50-780 s, growing with the model) show the figure
+    # is the run's. Without the progress callbacks the same timing reads the dispatch.
+    source = """
+        from time import time
+        import jax
+        import jax.numpy as jnp
+        from jax_tqdm import scan_tqdm
+
+        def train(params, xs, epochs):
+            @jax.jit
+            def step(p, x):
+                return p - 0.1 * jnp.mean(x) * p, jnp.mean(x)
+
+            @scan_tqdm(epochs)
+            def epoch(p, i):
+                p, losses = jax.lax.scan(step, p, xs)
+                return p, losses.mean()
+
+            return jax.lax.scan(epoch, params, jnp.arange(epochs))
+
+        start = time()
+        params, history = train(jnp.ones(3), jnp.ones((10, 4)), 500)
+        print(time() - start, "seconds")
+    """
+    assert lines(source) == []
+    quiet = "\n".join(line for line in source.splitlines() if "@scan_tqdm" not in line)
+    assert lines(quiet) == [19]

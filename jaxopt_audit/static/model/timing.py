@@ -23,7 +23,11 @@ SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.dev
                         "jax.experimental.multihost_utils.sync_global_devices",
                         # each returns host NumPy arrays (of every process's values, of process 0's)
                         "jax.experimental.multihost_utils.process_allgather",
-                        "jax.experimental.multihost_utils.broadcast_one_to_all"})
+                        "jax.experimental.multihost_utils.broadcast_one_to_all",
+                        # a loop body reporting progress through jax_tqdm's host callbacks: the run's
+                        # last callback reaches the host at its end (round ar: saved outputs of
+                        # 50-780 s, growing with the model, timed around such a training scan)
+                        "jax_tqdm.scan_tqdm", "jax_tqdm.loop_tqdm"})
 # The builtins that may read a device value given to them: they format it as text.
 _FORMATTING_BUILTINS = frozenset({"builtins.print", "builtins.repr", "builtins.str"})
 # A function or method of another library named for waiting (`executable.sync()`,
