@@ -260,7 +260,12 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
         return found  # every deprecated name resolves through an import of jax
     if model.source is not None and _LAST_SEGMENT.search(model.source) is None:
         return found  # every use spells the listed name's last segment, in an import or an attribute
-    stack: list[cst.CSTNode] = [model.module]
+    return _walk(model, model.module)
+
+
+def _walk(model: SemanticModel, root: cst.CSTNode) -> list[tuple[cst.CSTNode, Deprecation, str]]:
+    found: list[tuple[cst.CSTNode, Deprecation, str]] = []
+    stack: list[cst.CSTNode] = [root]
     while stack:
         node = stack.pop()
         t = type(node)
@@ -284,7 +289,11 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
             tried = cast("cst.Try | cst.TryStar", node)
             # version-compatibility code: the body tries one spelling and the handlers hold the
             # other (old first and new as the fallback, or the reverse); only else/finally run
-            # whatever the JAX version
+            # whatever the JAX version. Unless every spelling is gone (round ar: `sharded_jit`'s
+            # PartitionSpec, then `pxla`'s): then the last handler's error escapes.
+            handlers = [_walk(model, handler.body) for handler in tried.handlers]
+            if handlers and all(_removes(uses) for uses in handlers) and _removes(_walk(model, tried.body)):
+                found.extend(use for uses in handlers for use in uses)
             stack.extend(reversed([n for n in (tried.orelse, tried.finalbody) if n is not None]))
             continue
         pushed: list[cst.CSTNode] = []
@@ -353,6 +362,10 @@ def _is_version_check(test: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Attribute) and "version" in node.attr.value.lower():
             return True
     return False
+
+
+def _removes(uses: list[tuple[cst.CSTNode, Deprecation, str]]) -> bool:
+    return any(entry.status == "removed" for _, entry, _ in uses)
 
 
 def _catches_missing_api(node: cst.Try | cst.TryStar) -> bool:

@@ -128,6 +128,12 @@ CURATED: tuple[Deprecation, ...] = (
                 "describe the layout with a `jax.sharding.Mesh` and a `PartitionSpec` over its axes"),
     Deprecation("jax.experimental.pjit.with_sharding_constraint", "jax.lax.with_sharding_constraint", "removed"),
     Deprecation("jax.interpreters.pxla.Mesh", "jax.sharding.Mesh", "removed"),
+    Deprecation("jax.experimental.maps.Mesh", "jax.sharding.Mesh", "removed"),
+    Deprecation("jax.interpreters.pxla.PartitionSpec", "jax.sharding.PartitionSpec", "removed"),
+    Deprecation("jax.interpreters.sharded_jit.PartitionSpec", "jax.sharding.PartitionSpec", "removed"),
+    Deprecation("jax.interpreters.sharded_jit", "jax.jit", "removed",
+                "give `jax.jit` the layouts as `in_shardings`/`out_shardings` (`NamedSharding`s over a "
+                "`jax.sharding.Mesh`)"),
     Deprecation("jax.clear_backends", "jax.clear_caches", "removed",
                 "`clear_caches` drops compiled programs only; to re-initialise the backend itself, "
                 "`jax.extend.backend.clear_backends` remains"),
