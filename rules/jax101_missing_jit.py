@@ -16,6 +16,7 @@ from jaxopt_audit.static.model.eager import (
     prepares_compiled_input,
 )
 from jaxopt_audit.static.model.loops import grown_names
+from jaxopt_audit.static.model.timing import reads_timer
 from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 
 
@@ -48,7 +49,9 @@ class MissingJit(Rule):
     `train_step(params, xb)`: its ops overlap with the step already queued), unless it
     differentiates or the loop carries its result; and on a function called with an input the
     loop grows every step (`forward(params, tokens)` while `tokens` gains a token a step): jit
-    would compile it again for each length, and JAX201 reports the loop.
+    would compile it again for each length, and JAX201 reports the loop. Nor does it report an
+    eager loop in a function that reads a timer when the file also jits the same function under
+    another name (`fast = jax.jit(f)`): that loop is the baseline of an eager-versus-jit benchmark.
 
     ## Automatic fix
     Unsafe (`--unsafe-fixes`): `scan --fix` adds `@jax.jit` to a plain function when no argument
@@ -194,7 +197,8 @@ class MissingJit(Rule):
                     continue
                 # a loop over steps shown by the model, calling a function whose job is device work
                 if not dispatch_loop(model, site.loop) or host_side(model, target) or _scalar_inputs(model, site) \
-                        or prepares_compiled_input(model, site) or _takes_a_growing_input(model, site):
+                        or prepares_compiled_input(model, site) or _takes_a_growing_input(model, site) \
+                        or _eager_baseline(model, fn, target):
                     continue
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():
@@ -222,6 +226,13 @@ def _candidate(model: SemanticModel, fn: Function) -> bool:
     # jit pays off by replacing many dispatches with one: a function running a handful of eager
     # ops saves microseconds per call (eager.WORTH_JIT)
     return eager_ops(model, fn) >= WORTH_JIT and not fn.contains_step_loop
+
+
+def _eager_baseline(model: SemanticModel, caller: Function, target: Function) -> bool:
+    """The file jits the function under another name (`fast = jax.jit(f)`) and the caller reads
+    a timer: the eager loop is the baseline of an eager-versus-jit comparison (round ar: eight
+    benchmark scripts timing `f` and then `jit(f)`)."""
+    return target.jitted and reads_timer(model, caller.calls)
 
 
 def _takes_a_growing_input(model: SemanticModel, site: Site) -> bool:

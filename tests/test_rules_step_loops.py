@@ -1302,3 +1302,37 @@ def descend(x, y, n_steps=100):
         fn = next(f for f in model.functions if f.name == "descend")
         call = next(s.node for s in fn.calls if describe(s.node.func) == "update_np")
         assert model.call_work(call, fn) == work
+
+
+def test_an_eager_baseline_timed_beside_its_jitted_twin_is_no_missing_jit(all_rules):
+    # Round ar: benchmark scripts time `f` eagerly in one loop and `fast = jit(f)` in the next;
+    # the eager loop is the comparison's baseline. Untimed, or with no jitted twin, the eager
+    # loop is still reported.
+    source = """
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def boxes(a, b, w):
+            d = (a - b) * w
+            d = jnp.where(d > 0, d, -d)
+            d = jnp.sqrt(d + 1.0) / (jnp.sum(w) + 1.0)
+            d = jnp.clip(d, 0.0, 10.0) * 2.0
+            d = jnp.concatenate([d, -d], axis=-1)
+            return jnp.exp(-d) + jnp.log1p(d)
+
+        def bench(a, b, w):
+            fast = jax.jit(boxes)
+            start = time.time()
+            for _ in range(10000):
+                boxes(a, b, w).block_until_ready()
+            middle = time.time()
+            for _ in range(10000):
+                fast(a, b, w).block_until_ready()
+            print(middle - start, time.time() - middle)
+    """
+    assert found(source, all_rules, "JAX101") == []
+    untimed = source.replace("time.time()", "0")
+    assert found(untimed, all_rules, "JAX101") == [5]
+    alone = source.replace("fast = jax.jit(boxes)", "fast = boxes")
+    assert found(alone, all_rules, "JAX101") == [5]
