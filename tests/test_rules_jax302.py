@@ -106,3 +106,24 @@ def train(w, rng, loader, steps):
         w = update(w, data[i * 32:(i + 1) * 32])
     return w
 """) == [21]
+
+
+def test_a_loader_batch_merely_converted_is_how_data_reaches_the_device():
+    # Rounds ab, ad, ak, s and ar: `x = jnp.array(x)` of each batch a torch DataLoader or a
+    # tfds iterator yields (the JAX docs' own loop) was judged wrong every time: the batch must
+    # reach the device and nothing here does host work on it. Seed 001's per-batch NumPy
+    # preprocessing before the conversion, and a loop reading rows of a NumPy array held in
+    # memory, are still reported.
+    assert lines(STEP + """
+def train(w, loader, path):
+    for x, y in loader:
+        x = jnp.array(x)
+        w = update(w, x)
+    for x, y in loader:
+        x = jnp.array(np.clip(x, 0, 255) / 255.0)
+        w = update(w, x)
+    data = np.load(path)
+    for row in data:
+        w = update(w, jnp.array(row))
+    return w
+""") == [14, 18]
