@@ -473,8 +473,10 @@ def _result_unread(model: SemanticModel, call: cst.Call) -> bool:
     """The key derivation's result is bound to a local name nothing reads, nested functions
     included (`subkeys = split(key, n)` left over from an edit, then `sample_noise(key, n)`): dead
     code makes keys nobody uses, so the other use of the key is its only one (round am: three
-    dataset builders, judged wrong). Any use whose statement discards its result (`_ =
-    warm_up(split(key, n), x)` to compile before a timed run: round an, judged wrong) is one too."""
+    dataset builders, judged wrong), or to one the next statements bind again before reading it
+    (`keys = split(key, 12)`, then `keys = split(key, n)`: round as, judged wrong). Any use whose
+    statement discards its result (`_ = warm_up(split(key, n), x)` to compile before a timed run:
+    round an, judged wrong) is one too."""
     fn = _function_of(model, call)
     if fn is None:
         return False
@@ -482,7 +484,8 @@ def _result_unread(model: SemanticModel, call: cst.Call) -> bool:
            for a in fn.assignments):
         return True
     # a draw is what the minimal examples of reuse leave unread: still reported
-    return model.resolve(call.func) in apis.KEY_DERIVATIONS and fn.binds_unread(call)
+    return model.resolve(call.func) in apis.KEY_DERIVATIONS and (
+        fn.binds_unread(call) or fn.rebound_before_read(call, model.name_seq))
 
 
 def _is_init(call: cst.Call) -> bool:

@@ -965,3 +965,30 @@ def test_draws_on_the_two_sides_of_one_flag_never_both_run():
     """
     assert lines(source.replace("{branch}", "else:")) == []
     assert lines(source.replace("{branch}", "if not use_tpu or x.ndim:")) == [9]
+
+
+def test_a_split_rebound_before_anything_reads_it_is_no_use_of_the_key():
+    # Round as: a UNet's constructor splits `key` into 12, then, before reading them, binds
+    # `keys` again to a longer split of the same key; the first split is dead code. Rebound
+    # only under an `if`, or read before the second split, it is still a use.
+    assert lines("""
+        import jax.random as jr
+
+        def build(key, n):
+            keys = jr.split(key, 12)
+            width = n * 2
+            keys = jr.split(key, n + 5)
+            return [jr.normal(k, (width,)) for k in keys]
+
+        def build_if(key, n):
+            keys = jr.split(key, 12)
+            if n > 3:
+                keys = jr.split(key, n + 5)
+            return [jr.normal(k, (3,)) for k in keys]
+
+        def build_read(key, n):
+            keys = jr.split(key, 12)
+            first = keys[0]
+            keys = jr.split(key, n + 5)
+            return first, keys
+    """) == [12, 18]

@@ -170,6 +170,28 @@ class Function:
         return len(bound) == 1 and len(bound[0].targets) == 1 and bound[0].targets[0].isidentifier() \
             and self.reads(bound[0].targets[0]) == 0
 
+    def rebound_before_read(self, value: cst.BaseExpression, name_seq: dict[int, int]) -> bool:
+        """`value` is bound to one plain local name that the next statements of the same block
+        bind again before anything reads it (`keys = split(key, 12)`, then `keys = split(key,
+        n)`: round as, a UNet's leftover first split). No jump (`break`, `continue`, `return`,
+        `raise`) may lie between, so the second binding surely runs."""
+        if self.is_module:
+            return False
+        bound = [a for a in self.assignments if a.value is value]
+        if len(bound) != 1 or len(bound[0].targets) != 1 or not bound[0].targets[0].isidentifier():
+            return False
+        first = bound[0]
+        name = first.targets[0]
+        later = [a for a in self.bindings(name) if a.seq > first.seq]
+        if not later:
+            return False
+        second = min(later, key=lambda a: a.seq)
+        if second.value is None or second.augmented or not _in_one_block(self.body, first.site.node,
+                                                                          second.site.node):
+            return False
+        return not any(isinstance(n, cst.Name) and n.value == name
+                       and first.seq < name_seq.get(id(n), -1) < second.seq for n in walk(self.body))
+
     def bindings(self, name: str) -> list[Assignment]:
         index = self._binding_index
         if index is None or self._indexed_count != len(self.assignments):
@@ -192,6 +214,25 @@ class Function:
         """The function (or module) whose binding of `name` this function sees: the innermost
         scope that binds it or has it as a parameter. None for builtins and undefined names."""
         return next((s for s in self.scopes() if name in s.params or s.bindings(name)), None)
+
+
+_JUMPS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
+
+
+def _in_one_block(body: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    """`first` lies in a plain statement of a block and `second` in a later plain statement of
+    the same block, with no jump between them."""
+    for block in own_nodes(body):
+        statements = getattr(block, "body", None)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)) or not isinstance(statements, (list, tuple)):
+            continue
+        index = {id(n): i for i, statement in enumerate(statements)
+                 if isinstance(statement, cst.SimpleStatementLine) for n in walk(statement)}
+        i, j = index.get(id(first)), index.get(id(second))
+        if i is None or j is None:
+            continue
+        return i < j and not any(isinstance(n, _JUMPS) for statement in statements[i:j] for n in walk(statement))
+    return False
 
 
 @dataclass(eq=False)
