@@ -158,6 +158,8 @@ COMPILED_OBJECT_METHODS = frozenset({"lower", "compile", "cost_analysis", "memor
 TREE_LEAVES = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves"})
 TREE_FLATTENS = frozenset({"jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
                            "jax.tree.flatten_with_path", "jax.tree_util.tree_flatten_with_path"})
+# Methods that grow a list in place: a list bound once may still change (`xs.append(x)`).
+LIST_GROWING_METHODS = frozenset({"append", "extend", "insert"})
 # Methods of the dicts, lists and named tuples that hold arrays: bookkeeping, not device work.
 CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "copy", "update", "pop", "setdefault",
                                "append", "extend", "insert", "_replace", "replace", "_asdict"})

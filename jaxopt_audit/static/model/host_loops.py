@@ -146,9 +146,6 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
     return False
 
 
-_GROWING = frozenset({"append", "extend", "insert"})
-
-
 def _derived_on_host(model: SemanticModel, loop: Loop, device: set[str]) -> set[str]:
     """`device` and the names the loop derives from them on the host: `lf = float(loss)`,
     `history.append(float(loss))`, then `gain = history[-2] - history[-1]` (round aq: an Adam
@@ -158,7 +155,7 @@ def _derived_on_host(model: SemanticModel, loop: Loop, device: set[str]) -> set[
     assignments = [a for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)]
     growths = [site.node for site in fn.calls if loop.encloses(site.loop)
                and isinstance(site.node.func, cst.Attribute) and isinstance(site.node.func.value, cst.Name)
-               and site.node.func.attr.value in _GROWING]
+               and site.node.func.attr.value in apis.LIST_GROWING_METHODS]
     derived = set(device)
     changed = True
     while changed:

@@ -296,9 +296,6 @@ def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int |
     return None
 
 
-_GROWING_METHODS = frozenset({"append", "extend", "insert"})
-
-
 def _grown(name: str, loop: Loop) -> bool:
     """`name.append(...)` (or extend, insert) anywhere in the scope that binds `name` or in the
     functions nested in it."""
@@ -309,7 +306,7 @@ def _grown(name: str, loop: Loop) -> bool:
         for site in fn.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                    and func.value.value == name and func.attr.value in _GROWING_METHODS:
+                    and func.value.value == name and func.attr.value in apis.LIST_GROWING_METHODS:
                 return True
         work.extend(fn.nested.values())
     return False
