@@ -78,13 +78,16 @@ def own_nodes(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(c for c in children(current) if not isinstance(c, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
 
 
-def names_in(node: cst.CSTNode) -> Iterator[str]:
+def names_in(node: cst.CSTNode, counted: bool = True) -> Iterator[str]:
     """Every bare name read anywhere inside an expression: `a.b(c)` reads `a` and `c`; the
-    attribute name `b` and keyword names are not reads."""
+    attribute name `b` and keyword names are not reads. With `counted=False`, names whose
+    length alone is read (`len(history)`) are left out: their values are not."""
     stack = [node]
     while stack:
         current = stack.pop()
         t = type(current)
+        if not counted and t is cst.Call and _is_len(cast(cst.Call, current)):
+            continue
         if t is cst.Name:
             yield cast(cst.Name, current).value
         elif t is cst.Attribute:
@@ -93,6 +96,10 @@ def names_in(node: cst.CSTNode) -> Iterator[str]:
             stack.append(cast(cst.Arg, current).value)
         else:
             stack.extend(children(current))
+
+
+def _is_len(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value == "len"
 
 
 def read_names(node: cst.CSTNode) -> set[str]:

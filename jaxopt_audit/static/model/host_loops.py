@@ -132,7 +132,7 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
         if any(isinstance(n, cst.Name) and n.value in computed
                or isinstance(n, cst.Call) and model.is_array(n, fn) for n in walk(loop.node.test)):
             return True
-    device = _derived_on_host(model, loop, device)
+    derived = _derived_on_host(model, loop, device)
     for site in fn.tests:
         node = site.node
         if not isinstance(node, cst.If) or site.loop is not loop or not _leaves(node):
@@ -140,7 +140,8 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
         test = node.test
         if is_divergence_guard(test):
             continue  # `if not jnp.all(jnp.isfinite(w)): break` guards a failure: checked every N steps
-        if _values_read(test) & device or any(
+        if any(isinstance(n, cst.Name) and n.value in device for n in walk(test)) \
+                or set(names_in(test, counted=False)) & derived or any(
                 model.is_array(n, fn) for n in walk(test) if isinstance(n, cst.BaseExpression)):
             return True
     return False
@@ -161,34 +162,16 @@ def _derived_on_host(model: SemanticModel, loop: Loop, device: set[str]) -> set[
     while changed:
         changed = False
         for a in assignments:
-            if not set(a.targets) <= derived and _values_read(cast(cst.BaseExpression, a.value)) & derived:
+            value = cast(cst.BaseExpression, a.value)
+            if not set(a.targets) <= derived and set(names_in(value, counted=False)) & derived:
                 derived.update(a.targets)
                 changed = True
         for call in growths:
             owner = cast(cst.Name, cast(cst.Attribute, call.func).value).value
-            if owner not in derived and any(_values_read(arg.value) & derived for arg in call.args):
+            if owner not in derived and any(set(names_in(arg.value, counted=False)) & derived for arg in call.args):
                 derived.add(owner)
                 changed = True
     return derived
-
-
-def _values_read(expr: cst.BaseExpression) -> set[str]:
-    """The names whose values `expr` reads: not those only counted (`len(history)`)."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len":
-        return set()
-    found: set[str] = set()
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len":
-            continue
-        if isinstance(node, cst.Name):
-            found.add(node.value)
-        elif isinstance(node, cst.Attribute):
-            stack.append(node.value)
-        else:
-            stack.extend(node.children)
-    return found
 
 
 def ends_episode(model: SemanticModel, loop: Loop, carried: set[str]) -> bool:
