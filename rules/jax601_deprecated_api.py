@@ -260,7 +260,23 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
         return found  # every deprecated name resolves through an import of jax
     if model.source is not None and _LAST_SEGMENT.search(model.source) is None:
         return found  # every use spells the listed name's last segment, in an import or an attribute
-    return _walk(model, model.module)
+    found = _walk(model, model.module)
+    restored = _restored(model) if found else set()
+    return [use for use in found if use[2] not in restored]
+
+
+def _restored(model: SemanticModel) -> set[str]:
+    """Removed names the file puts back (`random.KeyArray = jax.Array`, a shim so an old library
+    keeps importing: round at): the assignment is no use, and uses after it find the name."""
+    out: set[str] = set()
+    for node in walk(model.module):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Attribute):
+                    q = model.imports.resolve(target.target)
+                    if q is not None and lookup(q) is not None:
+                        out.add(q)
+    return out
 
 
 def _walk(model: SemanticModel, root: cst.CSTNode) -> list[tuple[cst.CSTNode, Deprecation, str]]:

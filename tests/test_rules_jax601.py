@@ -621,3 +621,20 @@ def test_a_fallback_that_is_itself_removed_fails_on_current_jax():
     """)
     assert [line for line, _, _ in found] == [4]
     assert "use `jax.sharding.PartitionSpec` instead" in found[0][2]
+
+
+def test_a_removed_name_the_file_puts_back_is_no_use():
+    # Round at: a package assigns `random.KeyArray = jax.Array` so the old library it patches keeps
+    # importing; the assignment and the uses it enables are not uses of the removed API.
+    found = _findings("""
+        import jax
+        from jax import random
+
+        random.KeyArray = jax.Array
+
+        def draw(key: random.KeyArray):
+            return random.normal(key)
+
+        legacy = jax.random.PRNGKeyArray
+    """)
+    assert [line for line, _, _ in found] == [9]
