@@ -14,6 +14,7 @@ from jaxopt_audit.static import (
     Report,
     Rule,
     SemanticModel,
+    Site,
     Valid,
     apis,
     children,
@@ -258,7 +259,7 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
         q = model.resolve(call.func) or ""
         if not q.startswith("jax.random.") or q in apis.KEY_DERIVATIONS:
             return False
-    site = next((s for f in model.functions for s in f.calls if s.node is node), None)
+    site = _site_of(model, node)
     if site is None:
         return False
     fn = site.function
@@ -346,9 +347,14 @@ def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -
     return any((test, not side) in sides[1] for test, side in sides[0])
 
 
+def _site_of(model: SemanticModel, call: cst.Call) -> Site | None:
+    """The call's site, in the function (or module) whose own calls include it."""
+    return next((s for f in model.functions for s in f.calls if s.node is call), None)
+
+
 def _function_of(model: SemanticModel, call: cst.Call) -> Function | None:
-    """The function (or module) whose own calls include `call`."""
-    return next((f for f in model.functions if any(s.node is call for s in f.calls)), None)
+    site = _site_of(model, call)
+    return site.function if site is not None else None
 
 
 def _branch_sides(call: cst.Call, blocks: list[cst.CSTNode]) -> set[tuple[str, bool]]:

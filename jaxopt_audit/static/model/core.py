@@ -161,26 +161,19 @@ class Function:
 
     def binds_unread(self, value: cst.BaseExpression) -> bool:
         """`value` is bound to one plain local name that nothing reads (`subkeys = split(key,
-        n)` left over, `jitted = jax.jit(run)` never called). At module level a script's or
-        notebook's global may be read by code the scan does not see; an attribute
-        (`self.keys = ...`) is read by other methods."""
-        if self.is_module:
-            return False
-        bound = [a for a in self.assignments if a.value is value]
-        return len(bound) == 1 and len(bound[0].targets) == 1 and bound[0].targets[0].isidentifier() \
-            and self.reads(bound[0].targets[0]) == 0
+        n)` left over, `jitted = jax.jit(run)` never called). An attribute (`self.keys = ...`) is
+        read by other methods."""
+        bound = self._sole_binding(value)
+        return bound is not None and self.reads(bound.targets[0]) == 0
 
     def rebound_before_read(self, value: cst.BaseExpression, name_seq: dict[int, int]) -> bool:
         """`value` is bound to one plain local name that the next statements of the same block
         bind again before anything reads it (`keys = split(key, 12)`, then `keys = split(key,
         n)`: round as, a UNet's leftover first split). No jump (`break`, `continue`, `return`,
         `raise`) may lie between, so the second binding surely runs."""
-        if self.is_module:
+        first = self._sole_binding(value)
+        if first is None:
             return False
-        bound = [a for a in self.assignments if a.value is value]
-        if len(bound) != 1 or len(bound[0].targets) != 1 or not bound[0].targets[0].isidentifier():
-            return False
-        first = bound[0]
         name = first.targets[0]
         later = [a for a in self.bindings(name) if a.seq > first.seq]
         if not later:
@@ -191,6 +184,16 @@ class Function:
             return False
         return not any(isinstance(n, cst.Name) and n.value == name
                        and first.seq < name_seq.get(id(n), -1) < second.seq for n in walk(self.body))
+
+    def _sole_binding(self, value: cst.BaseExpression) -> Assignment | None:
+        """The one assignment of `value` to one plain local name; None at module level, where a
+        script's or notebook's global may be read by code the scan does not see."""
+        if self.is_module:
+            return None
+        bound = [a for a in self.assignments if a.value is value]
+        if len(bound) != 1 or len(bound[0].targets) != 1 or not bound[0].targets[0].isidentifier():
+            return None
+        return bound[0]
 
     def bindings(self, name: str) -> list[Assignment]:
         index = self._binding_index

@@ -9,7 +9,7 @@ import libcst as cst
 from .. import apis
 from ..walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
-from .loops import carried_names, literal_trip_count
+from .loops import carried_names, grown_list, literal_trip_count
 from .per_step import SHORT_LOOP
 
 # `for k, v in d.items()`: a walk over a dict's entries (metrics, splits, parameters), a few
@@ -154,9 +154,8 @@ def _derived_on_host(model: SemanticModel, loop: Loop, device: set[str]) -> set[
     value every iteration."""
     fn = loop.function
     assignments = [a for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)]
-    growths = [site.node for site in fn.calls if loop.encloses(site.loop)
-               and isinstance(site.node.func, cst.Attribute) and isinstance(site.node.func.value, cst.Name)
-               and site.node.func.attr.value in apis.LIST_GROWING_METHODS]
+    growths = [(owner, site.node) for site in fn.calls
+               if loop.encloses(site.loop) and (owner := grown_list(site.node)) is not None]
     derived = set(device)
     changed = True
     while changed:
@@ -166,8 +165,7 @@ def _derived_on_host(model: SemanticModel, loop: Loop, device: set[str]) -> set[
             if not set(a.targets) <= derived and set(names_in(value, counted=False)) & derived:
                 derived.update(a.targets)
                 changed = True
-        for call in growths:
-            owner = cast(cst.Name, cast(cst.Attribute, call.func).value).value
+        for owner, call in growths:
             if owner not in derived and any(set(names_in(arg.value, counted=False)) & derived for arg in call.args):
                 derived.add(owner)
                 changed = True

@@ -296,6 +296,15 @@ def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int |
     return None
 
 
+def grown_list(call: cst.Call) -> str | None:
+    """`xs` for `xs.append(...)` (or extend, insert): the name of the list the call grows."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+            and func.attr.value in apis.LIST_GROWING_METHODS:
+        return func.value.value
+    return None
+
+
 def _grown(name: str, loop: Loop) -> bool:
     """`name.append(...)` (or extend, insert) anywhere in the scope that binds `name` or in the
     functions nested in it."""
@@ -303,11 +312,8 @@ def _grown(name: str, loop: Loop) -> bool:
     work = [scope] if scope is not None else []
     while work:
         fn = work.pop()
-        for site in fn.calls:
-            func = site.node.func
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                    and func.value.value == name and func.attr.value in apis.LIST_GROWING_METHODS:
-                return True
+        if any(grown_list(site.node) == name for site in fn.calls):
+            return True
         work.extend(fn.nested.values())
     return False
 
