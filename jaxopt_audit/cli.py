@@ -63,6 +63,9 @@ def _add_scan(sub: argparse._SubParsersAction) -> None:
                    help="report every selected rule in test files too (by default they get only JAX6xx)")
     p.add_argument("--statistics", action="store_true",
                    help="print the number of findings per rule instead of the findings")
+    p.add_argument("--min-impact", choices=("high", "medium", "unknown", "low"), default=None, metavar="LEVEL",
+                   help="report only findings of this impact or more: high, medium, unknown (a loop whose "
+                        "length the file does not show), low")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="print the findings and errors only, no summary")
     p.add_argument("--fix", action="store_true", help="apply the safe automatic fixes, then report what is left")

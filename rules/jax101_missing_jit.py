@@ -68,7 +68,6 @@ class MissingJit(Rule):
     NAME = "missing-jit"
     SEVERITY = "warning"
     SUMMARY = "Function doing JAX array work is called every step without jit"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
     FIX = "Decorate it with `@jax.jit` (static_argnames for shape/config arguments) or wrap it once outside the loop."
 
     INVALID = [

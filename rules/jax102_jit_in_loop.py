@@ -84,7 +84,6 @@ class JitInLoop(Rule):
     NAME = "jit-in-loop"
     SEVERITY = "warning"
     SUMMARY = "jax.jit evaluated on every step: a new wrapper (and often a new compilation) per step"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
     FIX = "Jit once outside the loop (decorator, module level, `__init__`) and call the wrapper in the loop."
 
     INVALID = [

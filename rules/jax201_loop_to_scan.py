@@ -81,7 +81,6 @@ class LoopToScan(Rule):
     NAME = "loop-to-scan"
     SEVERITY = "warning"
     SUMMARY = "Python loop carrying JAX state step to step; use jax.lax.scan"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
     FIX = "Turn the body into `step(carry, x) -> (carry, y)` and run it with `jax.lax.scan` (or `fori_loop`)."
 
     INVALID = [

@@ -98,7 +98,6 @@ class HostSyncInStep(Rule):
     NAME = "host-sync-in-step"
     SEVERITY = "warning"
     SUMMARY = "Device-to-host transfer on every step of a loop"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
     FIX = "Read the value every k steps (`if step % k == 0:`), after the loop, or keep it on device."
 
     INVALID = [

@@ -62,7 +62,6 @@ class HostToDeviceInStep(Rule):
     NAME = "host-to-device-in-step"
     SEVERITY = "warning"
     SUMMARY = "Host data copied to the device on every step"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
     FIX = "Put the data set on the device once before the loop and slice batches there; preprocess with jnp inside jit."
 
     INVALID = [

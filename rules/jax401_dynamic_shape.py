@@ -61,7 +61,7 @@ class DynamicShape(Rule):
 
     CODE = "JAX401"
     NAME = "dynamic-shape"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    IMPACT = "correctness"
     SEVERITY = "error"
     SUMMARY = "Value-dependent shape inside jit"
     FIX = ("Use `jnp.where(mask, x, 0)`, pass `size=`/`fill_value=`, "

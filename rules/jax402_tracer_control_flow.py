@@ -48,7 +48,7 @@ class TracerControlFlow(Rule):
 
     CODE = "JAX402"
     NAME = "tracer-control-flow"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    IMPACT = "correctness"
     SEVERITY = "error"
     SUMMARY = "Python control flow on a traced value inside jit"
     FIX = "Use `jnp.where`/`jax.lax.cond`/`lax.while_loop`, or mark the argument static with `static_argnames`."

@@ -81,7 +81,7 @@ class SideEffectInJit(Rule):
 
     CODE = "JAX403"
     NAME = "side-effect-in-jit"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    IMPACT = "correctness"
     SEVERITY = "warning"
     SUMMARY = "Python side effect (print, outer mutation, in-place update) in traced code"
     FIX = "Use jax.debug.print, return values instead of storing them, and x.at[i].set(v)."

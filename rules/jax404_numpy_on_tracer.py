@@ -57,7 +57,7 @@ class NumpyOnTracer(Rule):
 
     CODE = "JAX404"
     NAME = "numpy-on-tracer"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    IMPACT = "correctness"
     SEVERITY = "error"
     SUMMARY = "NumPy or math function applied to a traced value"
     FIX = "Use the jax.numpy equivalent (`jnp.sum`, `jnp.sqrt`, ...), which works on tracers."

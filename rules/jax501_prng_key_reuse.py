@@ -108,7 +108,7 @@ class PrngKeyReuse(Rule):
     NAME = "prng-key-reuse"
     SEVERITY = "error"
     SUMMARY = "PRNG key used twice without being split"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    IMPACT = "correctness"
     FIX = "Split the key before each use: `key, sub = jax.random.split(key)`, then draw with `sub`."
 
     INVALID = [

@@ -71,8 +71,8 @@ class ConstantKeyInStep(Rule):
     CODE = "JAX502"
     NAME = "constant-key-in-step"
     SEVERITY = "warning"
+    IMPACT = "correctness"
     SUMMARY = "PRNG key built from a constant seed on every step: the same random numbers each step"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
     FIX = ("Create the key once before the loop and split it each step "
            "(`key, sub = jax.random.split(key)`), passing `sub` in, or use `jax.random.fold_in(key, step)`.")
 

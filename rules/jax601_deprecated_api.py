@@ -76,6 +76,7 @@ class DeprecatedApi(Rule):
     NAME = "deprecated-api"
     ANALYSIS = False  # names and imports only
     SEVERITY = "info"
+    IMPACT = "api"
     SUMMARY = "Use of a JAX API that is deprecated or removed"
     FIX = "Use the replacement API named in the message."
 

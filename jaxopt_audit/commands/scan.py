@@ -21,6 +21,7 @@ from ..fileio import OutputPathError, check_output_file, write_text_atomic
 from ..static.config import ConfigError
 from ..static.engine import scan_paths
 from ..static.registry import RuleLoadError, find_rule, load_rules
+from ..static.rule import IMPACT_LEVELS
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -89,6 +90,8 @@ def scan_command(args: argparse.Namespace) -> int:
         if fixed is not None:
             return fixed
         result = _scan(args, config)
+    if getattr(args, "min_impact", None):
+        result.findings = at_least(result.findings, args.min_impact)
 
     try:
         _render(args, fmt, result)
@@ -119,18 +122,23 @@ def _render(args: argparse.Namespace, fmt: str, result) -> None:
             render_statistics(result, console)
         else:
             render_terminal(result, console, concise=fmt == "concise", quiet=getattr(args, "quiet", False))
-            if fmt == "full" and not getattr(args, "quiet", False) and _preview_off(result):
-                console.print("[dim]The speed, tracing and key-reuse rules are preview, off by default: "
-                              "`--extend-select PREVIEW` shows their findings as leads to check "
-                              "(`jaxopt-audit run` measures them).[/]", highlight=False)
+            if fmt == "full" and not getattr(args, "quiet", False) and _preview_off(result, args.rules_dir or []):
+                console.print("[dim]Some installed rules are preview, off by default: "
+                              "`--extend-select PREVIEW` adds their findings.[/]", highlight=False)
         if args.output:
             write_text_atomic(args.output, console.export_text())
 
 
-def _preview_off(result) -> bool:
+def at_least(findings: list, level: str) -> list:
+    """The findings whose impact is `level` or more (static/rule.py IMPACT_LEVELS orders them)."""
+    limit = IMPACT_LEVELS.index(level)
+    return [f for f in findings if f.impact is not None and f.impact.rank() <= limit]
+
+
+def _preview_off(result, rules_dirs: list[str]) -> bool:
     """No preview rule ran, though the installed rules have some (a hint says how to see them)."""
     return not any(rule.tier() == "preview" for rule in result.rules) and any(
-        rule.tier() == "preview" for rule in load_rules())
+        rule.tier() == "preview" for rule in load_rules(rules_dirs))
 
 
 def _exit_status(args: argparse.Namespace, result) -> int:
@@ -194,80 +202,38 @@ def rule_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# The catalog's section on preview rules: why they are off by default, and how to turn them on.
-PREVIEW_SECTION = """\
-## Preview
+# The catalog's section on what runs by default, and on the impact every finding carries.
+TIERS_SECTION = """\
+## Default, opt-in and preview rules
 
-A preview rule is a heuristic whose precision on real code, judged by reading its findings in
-repositories its author never tuned it on, is below the bar for default output (9 findings in 10
-right overall, 8 in 10 for each rule). It stays in the tool, off by default, until a held-out
-round shows it clears the bar. Turn all of them on with `--extend-select PREVIEW` (or
-`extend-select = ["PREVIEW"]` in `pyproject.toml`), or one by its exact code
-(`--extend-select JAX301`); with `PREVIEW` on, prefixes (`--select JAX3`) match them too.
+Every rule whose findings state facts about the code is on by default. A finding claims only
+what the file shows: this function is not jitted and is called once per iteration of the loop
+at line N; this value is a device array read to the host inside that loop; this key was drawn
+from at line M. Whether fixing it pays in your program is what `jaxopt-audit run` measures.
 
-The speed rules (JAX1xx, JAX2xx, JAX3xx, JAX7xx) are all preview: whether a loop is a hot
-training loop, a host value is fetched every step, or a timed call is asynchronous depends on
-what runs where, which reading one file cannot show. In the last two held-out rounds (16 public
-research, library and tutorial repositories; README, "How precise it is today") 3 of their 60
-sampled findings were worth a change. The others: setup, evaluation, decoding and visualisation
-loops read as step loops, host reads that the loop needs (an action for a host environment, an early-stop
-flag), helpers already traced from a jitted caller, configuration sweeps that build a new
-function on purpose, tutorials written step by step. JAX701 (unsynchronized timing) came
-closest: 18 of 25 on three rounds, then 16 of 36 on two rounds of repositories fetched after its
-misreadings were fixed (a timer around work that a called function, another module or another
-library already waits for; setup work too small to matter), 7 of 21 on the next two (a
-serving engine timing asynchronous copies on purpose; 1 of 7 on a third), and 13 of 16 on three
-more, then 0 of 3 (3 debatable) on a fourth: 37 of 83 over every round held out after the first
-three, right where a file times work it wrote, wrong where an engine manages its own asynchrony
-or the timer sits in code that only runs under jit. JAX102 (jit in a
-loop) was wrong on all 12 findings of two rounds (one wrapper built per benchmark case, batch
-size or file); after those patterns were fixed it was 1 of 7 and 5 of 21 on two fresh rounds,
-the rest setup loops over a few axes and one-off diagnostic sweeps. JAX101, JAX201 and JAX301
-were right in 5 of 73 findings on three later rounds (43 repositories). JAX501 (prng-key-reuse) was
-right about half the time (14 of 29: keys reused on purpose so two networks start equal, draws
-in distant notebook cells), then 17 of 60 in a later sample. A narrower JAX501 was tried for the default
-output: only two draws from one key inside a function, or a key drawn from anew every
-iteration (not a draw then a split, two splits, a flax `init`, a placeholder input for `init`,
-top-level demonstration code or a benchmark). That part was 12 of 14 right on the sample it was
-tuned on, and 5 of 15 on two rounds of repositories fetched afterwards: whether the drawn numbers
-reach a result that matters (a draw thrown away on some branches, parameters used only under a
-flag, a key that only picks what to log) is not something the key flow of one file shows. It
-stays preview. JAX502 and JAX702 were right in fewer than one sampled finding in five (JAX702
-0 of 16 on rounds l to p: tutorials write the update by hand on purpose).
+- **opt-in** rules give advice on code that works (JAX602: `PRNGKey` and `pmap` have newer
+  replacements; JAX702: a hand-written optimizer update). They run only when selected by their
+  exact code or `ALL` (`--extend-select JAX702`); a prefix (`--select JAX7`) does not turn them on.
+- **preview** rules (a team's own rules may set `PREVIEW = True`) are off until
+  `--extend-select PREVIEW` (or their exact code); with `PREVIEW` on, prefixes match them too.
+  A bundled rule goes to preview when the claims of its findings, judged on code its author did
+  not tune it on, fall below 90% true (docs/evaluation.md).
 
-Rounds p, q and r (36 more repositories, eighth session) judged the preview rules after that
-session's fixes so far: 5 of 53, 8 of 59 and 5 of 60 sampled findings right. Each round's patterns were
-fixed after it (a decode loop's end-of-sequence test, flax `init` keys, learning-rate schedules
-timed or called per step; README, "How precise it is today"), and the next fresh round found
-new ones, as every round has. Rounds s and t (24 more, ninth session): 7 of 116 and 22 of 48
-(JAX501 22 of 26 on round t, in two repositories drawing several values from one key; the
-speed rules 2 of 101 on the two rounds together: demonstration loops of 10 and 20 steps, greedy
-decode loops whose host picks each token, batch samplers beside a jitted step, `step = update
-+ 1` guards, a line search's accept/reject, all fixed after). Round u, after those fixes: 7 of 24
-(the speed rules 2 of 15; JAX501 5 of 7). Rounds v to y (42 more, tenth session), each after the
-fixes before it: 10 of 68, 6 of 12, 1 of 33 and 1 of 8 (the speed rules 3 of 69 on the four
-together: rollouts recorded for a renderer, per-epoch prints under a flag, loops over files,
-fixed after), and readers of rounds w and y listed 64 mistakes of which the preview output found 3.
-Rounds z, aa, ab and ac (46 more, eleventh session; aa, ab and ac near its end): 8 of 32, 2 of
-11, 12 of 57 and 8 of 26 (the speed rules 20 of 70 on the four together; JAX701 12 of 18, but
-JAX301 4 of 24, JAX201 1 of 10, JAX101 1 of 6), and readers of rounds z and aa listed 80
-mistakes of which the preview output found 12.
+## Impact
 
-The tracing rules (JAX401-404) are preview too. Their claims hold for the code as the model
-reads it, but on published code that code ran: a real tracing error does not survive the first
-run, so what they find there is a tutorial showing the pitfall on purpose or a misreading of the
-model (a shape built from static arguments through a helper, a list that is rebound to an array
-later, an iterator the trace itself builds, a bound method's `static_argnums`). On three rounds
-of repositories fetched fresh for the round (2026-11-25, 23 repositories) 2 of their 38 judged
-findings were right; each round's misreadings were fixed afterwards, and the next fresh round
-found new ones (a later round: 0 of 21 JAX404, all `import numpy as jnp` kept for when JAX is
-absent, read as the `jnp` the traced code calls). They are most useful where code is being
-written and has not run yet: in the editor or in pre-commit, with
-`--extend-select JAX401,JAX402,JAX403,JAX404` (or `PREVIEW` for every preview rule).
-
-`jaxopt-audit run` measures what these rules guess at (compilations, transfers, time per jitted
-function), and `bench` and `run` scan with the preview rules on, so a finding stands beside the
-measurement that confirms or refutes it.
+Every finding carries `impact`: a level, the number of times its code runs when the file shows
+it, and the evidence in words. Runs come from literal trip counts (`range(5000)`, a name bound
+once to a number), a parameter's default, or a setting the file writes down in one way
+(`--steps` with `default=5000`, a config field), multiplied over nested loops and over the loops
+around a function's callers. For rules whose cost is paid on every run (JAX1xx, JAX2xx, JAX3xx):
+`high` from 1,000 runs, `medium` from 50, `low` below that or when the code runs once, `unknown`
+when a loop's length is not in the file (a data loader, `while True`); a level lower for code
+under a condition inside the loop, or for an un-jitted function of a single array operation.
+Correctness rules (JAX4xx, JAX5xx) are `medium` whatever the count, `high` for a key reused on
+every run of a loop of 1,000 runs or more; a removed API is `medium`, a deprecated one `low`; a
+wrong timing (JAX701) is `medium`. The full output lists the most impactful findings first and
+counts the `high` ones; `--min-impact LEVEL` keeps findings at that level or above, in the order
+high, medium, unknown, low.
 """
 
 
@@ -277,12 +243,12 @@ def rule_catalog(rules) -> str:
     lines = ["# Rule catalog", "",
              "Generated by `jaxopt-audit rules --format markdown` from the rule files in `rules/`;",
              "do not edit by hand. Codes and names are stable. Rules marked opt-in run only when",
-             "selected by their exact code (or `ALL`); preview rules, with `--extend-select PREVIEW`",
-             "(or their exact code). See [Preview](#preview).", "",
+             "selected by their exact code (or `ALL`). See [Default, opt-in and preview",
+             "rules](#default-opt-in-and-preview-rules) and [Impact](#impact).", "",
              "| code | name | severity | default | summary |", "|---|---|---|---|---|"]
     lines += [f"| [{r.CODE}](#{r.CODE.lower()}) | {r.NAME} | {r.SEVERITY} | "
               f"{r.tier()} | {r.SUMMARY} |" for r in rules]
-    lines += ["", PREVIEW_SECTION.rstrip()]
+    lines += ["", TIERS_SECTION.rstrip()]
     for r in rules:
         page = r.markdown().replace("\n#", "\n##")
         title, _, body = page.partition("\n")

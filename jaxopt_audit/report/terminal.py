@@ -36,6 +36,13 @@ def location(f) -> str:
     return f"{f.path}:{cell}{f.line}:{f.column}"
 
 
+def _by_impact(f) -> tuple:
+    """Most impactful first: by level, then by the runs the code shows, then in file order."""
+    if f.impact is None:
+        return (float("inf"), 0, f.sort_key())  # after every level
+    return (f.impact.rank(), -(f.impact.runs or 0), f.sort_key())
+
+
 def render_statistics(result, console: Console) -> None:
     """ruff's --statistics: one line per rule, most frequent first; `[*]` when fixable."""
     counts = Counter(f.code for f in result.findings)
@@ -67,7 +74,10 @@ def _frame(console: Console, f, lines: list[str]) -> None:
 def render_terminal(result, console: Console, concise: bool = False, quiet: bool = False) -> None:
     """`quiet`: the findings and errors only, no summary (ruff's --quiet)."""
     cache: dict = {}
-    for f in result.findings:
+    # the full format leads with what the code shows to matter most; concise keeps file order
+    # for tools and readers that go through a file top to bottom
+    findings = result.findings if concise else sorted(result.findings, key=_by_impact)
+    for f in findings:
         style = STYLES.get(f.severity, "")
         where = f"[bold]{escape(location(f))}[/]:"
         fixable = " [dim][*][/]" if f.fix_applicability == "safe" else ""
@@ -76,6 +86,8 @@ def render_terminal(result, console: Console, concise: bool = False, quiet: bool
             continue
         console.print(f"{where} [{style}]{f.code} {f.name}[/]{fixable} ({f.severity})", highlight=False)
         console.print(f"  {escape(f.message)}", highlight=False)
+        if f.impact is not None:
+            console.print(f"  [dim]impact {f.impact.level}: {escape(f.impact.why)}[/]", highlight=False)
         _frame(console, f, _source_lines(f.path, cache, f.cell))
         console.print(f"  [green]fix:[/] {escape(f.fix)}", highlight=False)
         console.print()
@@ -88,8 +100,9 @@ def render_terminal(result, console: Console, concise: bool = False, quiet: bool
         detail = ", ".join(f"{by_severity[s]} {s}{'s' if by_severity[s] != 1 else ''}"
                            for s in ("error", "warning", "info") if by_severity[s])
         files = len({f.path for f in result.findings})
+        high = sum(1 for f in result.findings if f.impact is not None and f.impact.level == "high")
         console.print(f"Found {len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} "
-                      f"({detail}) in {files} file{'s' if files != 1 else ''}; "
+                      f"({detail}; {high} of high impact) in {files} file{'s' if files != 1 else ''}; "
                       f"{result.files_scanned} file{'s' if result.files_scanned != 1 else ''} scanned.",
                       highlight=False)
     elif result.errors:  # not "all checks passed" when some (or every) file was not checked

@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable
 from functools import cache
 
 from .. import __version__
-from .rule import Finding
+from .rule import Finding, Impact
 
 CACHE_DIR_NAME = ".jaxopt_audit_cache"
 ENV_CACHE_DIR = "JAXOPT_AUDIT_CACHE_DIR"
-FORMAT = 1
+FORMAT = 2
 KEEP_FILES = 8  # fingerprints kept (other selections or tool versions); older ones are pruned
 
 
@@ -63,6 +63,14 @@ def tool_digest(rule_files: Iterable[str]) -> str:
         dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "reference_pipelines"))
         own.extend(os.path.join(directory, f) for f in sorted(files) if f.endswith(".py"))
     return _source_digest(tuple(own) + tuple(sorted(set(rule_files))))
+
+
+def _finding(stored: list) -> Finding:
+    """A finding as `put` stored it: its fields in order, the impact as a list."""
+    finding = Finding(*stored)
+    if finding.impact is not None:
+        finding = finding._replace(impact=Impact(*finding.impact))
+    return finding
 
 
 class Cache:
@@ -100,7 +108,7 @@ class Cache:
         if entry is None or entry.get("key") != key:
             return None
         try:
-            findings = [Finding(*f) for f in entry["findings"]]
+            findings = [_finding(f) for f in entry["findings"]]
             error = ScanError(*entry["error"]) if entry["error"] is not None else None
             result = FileResult(path, findings, error, int(entry["lines"]))
         except (KeyError, TypeError, ValueError):

@@ -28,6 +28,7 @@ from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
 from .config import Config, find_pyproject, load_config
 from .discovery import discover
 from .fixes import applicability
+from .impact import impact_of
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
@@ -157,7 +158,8 @@ def _checked(model: SemanticModel, path: str, lines: list[str], rules: list[Rule
         findings.add(Finding(path, line, span.column + 1, rule.CODE, span.end_line,
                              span.end_column + 1, rule.NAME, report.severity or rule.SEVERITY,
                              report.message, report.fix or rule.FIX,
-                             fix_applicability=applicability(rule, model, report)))
+                             fix_applicability=applicability(rule, model, report),
+                             impact=impact_of(model, rule, report)))
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 
 

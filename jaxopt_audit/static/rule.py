@@ -28,6 +28,27 @@ _MARK = re.compile(r"#\s*<-\s*((?:JAX\d{3}[ ,]*)+)")
 CODE_PATTERN = re.compile(r"^[A-Z]+\d{3}$")
 
 
+# most impactful first; `unknown` (a loop the file does not count: a data loader, `while True`)
+# ranks below what the file shows to run 50 times and above what it shows to run fewer
+IMPACT_LEVELS = ("high", "medium", "unknown", "low")
+
+
+class Impact(NamedTuple):
+    """What the code shows about how much a finding matters: `runs`, the times its code runs (None
+    when the file cannot say), and `why`, the evidence in words. The level is a ranking, not a
+    measurement: `jaxopt-audit run` measures what it costs."""
+
+    level: str  # one of IMPACT_LEVELS
+    runs: int | None
+    why: str
+
+    def as_dict(self) -> dict:
+        return {"level": self.level, "runs": self.runs, "why": self.why}
+
+    def rank(self) -> int:
+        return IMPACT_LEVELS.index(self.level)
+
+
 class Finding(NamedTuple):
     """One reported problem; field order is the sort order (path, line, column, code)."""
 
@@ -43,6 +64,7 @@ class Finding(NamedTuple):
     fix: str
     cell: int | None = None  # notebooks: the cell (1-based); line/column are then inside it
     fix_applicability: str | None = None  # "safe" | "unsafe" | None (no automatic fix)
+    impact: Impact | None = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code, self.end_line,
@@ -53,6 +75,8 @@ class Finding(NamedTuple):
                 "end_line": self.end_line, "end_column": self.end_column, "code": self.code,
                 "name": self.name, "severity": self.severity, "message": self.message,
                 "fix": self.fix, "fix_applicability": self.fix_applicability}
+        if self.impact is not None:
+            data["impact"] = self.impact.as_dict()
         if self.cell is not None:
             data["cell"] = self.cell
         return data
@@ -110,6 +134,11 @@ class Rule:
     # repositories is below the bar for default output (docs/rules.md, "Preview"). The selector
     # `PREVIEW` turns all of them on: `--extend-select PREVIEW`.
     PREVIEW: ClassVar[bool] = False
+    # what makes a finding of this rule matter (static/impact.py): "per-run", a cost paid each
+    # time the code runs, so the loops around it rank it; "correctness", wrong numbers or a
+    # failure under jit, whatever the count; "api", an API that is deprecated or removed;
+    # "measurement", a timing that reports the wrong number
+    IMPACT: ClassVar[str] = "per-run"
     # whether check() asks the model's analysed facts (jitted and traced functions, arrays, step
     # loops, other modules' summaries); False: only names, imports and the syntax tree, and a scan
     # running no other rule builds the model without its fixpoints and skips the project pass

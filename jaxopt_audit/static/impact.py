@@ -1,0 +1,106 @@
+"""Each finding's impact: how much the code shows it matters, for ranking and `--min-impact`.
+
+A static finding states a fact; whether fixing it pays in a given program is what `run` measures.
+What the file does show is how often the code runs (model/runs.py: literal and configured trip
+counts, nested loops, the loops around a function's callers) and, for a function run eagerly, how
+much array work each call dispatches. The level ranks by that evidence alone:
+
+- per-run rules (a cost paid each time the code runs): `high` from 1,000 runs, `medium` from 50,
+  `low` below, or when the code runs once; `unknown` when a loop's length is not in the file. A
+  finding under a condition inside the loop (it runs on some iterations only) drops a level, and
+  so does an un-jitted function of a single array operation.
+- correctness rules (wrong numbers or a failure under jit): `medium` whatever the count, `high`
+  when a reused key is drawn from on every iteration of a loop of 1,000 runs or more.
+- API rules: `medium` for a removed API (the code fails on current JAX), `low` for a deprecated one.
+- measurement rules (a timing that reports the wrong number): `medium`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .model import SemanticModel
+from .model.runs import Runs, runs_of
+from .rule import Impact, Report, Rule
+
+HIGH_RUNS = 1000
+MEDIUM_RUNS = 50
+
+
+def impact_of(model: SemanticModel, rule: Rule, report: Report) -> Impact:
+    kind = rule.IMPACT
+    severity = report.severity or rule.SEVERITY
+    if kind == "api":
+        if severity == "warning":
+            return Impact("medium", None, "a removed API: the code fails with current JAX")
+        return Impact("low", None, "a deprecated API: it works today and will be removed")
+    if kind == "measurement":
+        return Impact("medium", None, "the timing reports the wrong number; fixing it changes what is "
+                                      "measured, not how long the program takes")
+    runs = runs_of(model, report.node)
+    where = describe_runs(runs)
+    if kind == "correctness":
+        count = runs.count
+        if count is not None and count >= HIGH_RUNS and not runs.conditional and rule.CODE.startswith("JAX5"):
+            return Impact("high", count, f"wrong numbers on every run: {where}")
+        return Impact("medium", count if runs.loops else None,
+                      f"a correctness problem whatever the count ({where})")
+    return _per_run(model, runs, where, report)
+
+
+def _per_run(model: SemanticModel, runs: Runs, where: str, report: Report) -> Impact:
+    count = runs.count
+    if count is None:
+        return Impact("unknown", None, where)
+    if not runs.loops:
+        return Impact("low", 1, where)
+    level = "high" if count >= HIGH_RUNS else "medium" if count >= MEDIUM_RUNS else "low"
+    why = where
+    if runs.conditional:
+        level = _lower(level)
+    ops = _eager_ops(model, report.node)
+    if ops is not None:
+        why += f"; {ops} eager array operation{'s' if ops != 1 else ''} in its body per call"
+        if ops <= 1:
+            level = _lower(level)
+    return Impact(level, count, why)
+
+
+def _lower(level: str) -> str:
+    return {"high": "medium", "medium": "low"}.get(level, level)
+
+
+def _eager_ops(model: SemanticModel, node: cst.CSTNode) -> int | None:
+    """The array operations a reported function issues from its own body, each dispatched on its
+    own when it runs eagerly (counted when the model was built)."""
+    if not model.analysed:
+        return None
+    fn = model.function_of_def.get(node) if isinstance(node, cst.FunctionDef) else next(
+        (f for d, f in model.function_of_def.items() if d.name is node), None)
+    if fn is None:
+        return None
+    return fn.array_ops
+
+
+def describe_runs(runs: Runs) -> str:
+    """`runs 5,000 times: once per iteration of the 5,000-iteration loop at line 40`; the loops
+    innermost first, each with where its count comes from."""
+    if not runs.loops:
+        return "runs once as far as this file shows (no loop around it or its callers)"
+    parts = []
+    for loop in runs.loops:
+        size = f"{loop.count:,}-iteration loop" if loop.count is not None else "loop of unknown length"
+        text = f"the {size} at line {loop.line}"
+        if loop.source:
+            text += f" ({loop.source})"
+        if loop.via:
+            text += f", through the call to `{loop.via}`"
+        if loop.conditional:
+            text += ", under a condition"
+        parts.append(text)
+    chain = "; inside ".join(parts)
+    count = runs.count
+    if count is None:
+        return f"runs once per iteration of {chain}; the file does not say how many"
+    bound = "at most " if runs.conditional else ""
+    return f"runs {bound}{count:,} time{'s' if count != 1 else ''}: once per iteration of {chain}"
