@@ -1,0 +1,208 @@
+"""Each finding's impact: the runs the file shows (literal and configured trip counts, nested
+loops, the loops around callers), the level they rank at, the evidence in words, and the
+`--min-impact` filter and impact-first order of the full output."""
+import json
+import textwrap
+
+from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.registry import load_rules
+
+from conftest import run_cli, scan_text
+
+RULES = load_rules()
+
+
+def impacts(source: str, code: str) -> list:
+    return [f.impact for f in scan_text(source, RULES) if f.code == code]
+
+
+def one(source: str, code: str):
+    found = impacts(source, code)
+    assert len(found) == 1, found
+    return found[0]
+
+
+SYNC = """\
+import jax
+import jax.numpy as jnp
+
+step = jax.jit(lambda w: w * 0.9)
+
+def train(w):
+    for i in range({count}):
+        w = step(w)
+        print(float(w.sum()))
+    return w
+"""
+
+
+def test_a_literal_trip_count_sets_runs_and_level():
+    assert one(SYNC.format(count="5000"), "JAX301")[:2] == ("high", 5000)
+    assert one(SYNC.format(count="200"), "JAX301")[:2] == ("medium", 200)
+    low = one(SYNC.format(count="30"), "JAX301")
+    assert low.level == "low" and low.runs == 30
+    assert low.why == "runs 30 times: once per iteration of the 30-iteration loop at line 7"
+
+
+def test_a_loop_the_file_does_not_count_is_unknown():
+    impact = one(SYNC.format(count="n").replace("def train(w):", "def train(w, n):"), "JAX301")
+    assert impact.level == "unknown" and impact.runs is None
+    assert "the file does not say how many" in impact.why
+
+
+def test_nested_loops_multiply():
+    source = """\
+    import jax
+
+    step = jax.jit(lambda w, b: w - b)
+
+    def train(w, batches):
+        for epoch in range(10):
+            for b in range(200):
+                w = step(w, b)
+                print(float(w.sum()))
+        return w
+    """
+    impact = one(source, "JAX301")
+    assert impact[:2] == ("high", 2000)
+    assert "the 200-iteration loop at line 7; inside the 10-iteration loop at line 6" in impact.why
+
+
+def test_configured_counts():
+    argparse_default = """\
+    import argparse
+    import jax
+
+    step = jax.jit(lambda w: w * 0.9)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num-steps", type=int, default=3000)
+    args = parser.parse_args()
+
+    def train(w):
+        for i in range(args.num_steps):
+            w = step(w)
+            print(float(w.sum()))
+        return w
+    """
+    impact = one(argparse_default, "JAX301")
+    assert impact[:2] == ("high", 3000) and "`num_steps` as the file configures it" in impact.why
+    field = argparse_default.replace('parser = argparse.ArgumentParser()\n    parser.add_argument("--num-steps", '
+                                     'type=int, default=3000)\n    args = parser.parse_args()',
+                                     "class Config:\n        num_steps: int = 80\n    args = Config()")
+    assert one(field, "JAX301")[:2] == ("medium", 80)
+    parameter = SYNC.format(count="steps").replace("def train(w):", "def train(w, steps=int(1e4)):")
+    impact = one(parameter, "JAX301")
+    assert impact[:2] == ("high", 10000) and "the default of parameter `steps`" in impact.why
+
+
+def test_two_different_settings_leave_the_count_unknown():
+    source = """\
+    import jax
+
+    step = jax.jit(lambda w: w * 0.9)
+    small = dict(steps=10)
+    large = dict(steps=10000)
+
+    def train(w, cfg):
+        for i in range(cfg.steps):
+            w = step(w)
+            print(float(w.sum()))
+        return w
+    """
+    assert one(source, "JAX301")[:2] == ("unknown", None)
+
+
+def test_a_function_runs_as_often_as_the_loop_that_calls_it():
+    source = """\
+    import jax.numpy as jnp
+
+    def update(w, g):
+        return w - 0.1 * g * jnp.sign(w) + jnp.tanh(g)
+
+    def train(w, g):
+        for i in range(2000):
+            w = update(w, g)
+        return w
+    """
+    impact = one(source, "JAX101")
+    assert impact[:2] == ("high", 2000)
+    assert impact.why.startswith("runs 2,000 times: once per iteration of the 2,000-iteration loop at line 7, "
+                                 "through the call to `update`")
+    assert "eager array operations in its body per call" in impact.why
+
+
+def test_a_read_under_a_condition_runs_at_most_that_often_and_ranks_lower():
+    source = """\
+    import jax
+
+    step = jax.jit(lambda w: w * 0.9)
+
+    def train(w, threshold):
+        for i in range(5000):
+            w = step(w)
+            if threshold > 0:
+                print(float(w.sum()))
+        return w
+    """
+    found = impacts(source, "JAX301")
+    if found:  # the rule may judge a condition on a host value as selecting iterations
+        assert found[0].level == "medium" and "at most 5,000" in found[0].why
+
+
+def test_api_and_correctness_findings_rank_by_kind_not_count():
+    removed = one("import jax\n\ntree = jax.tree_map(abs, [1])\n", "JAX601")
+    assert removed.level == "medium" and removed.runs is None
+    tracing = one("""\
+    import jax
+
+    @jax.jit
+    def positives(x):
+        return x[x > 0]
+    """, "JAX401")
+    assert tracing.level == "medium" and "correctness" in tracing.why
+
+
+def test_min_impact_filters_and_full_output_leads_with_the_highest(tmp_path, capsys):
+    source = textwrap.dedent(SYNC.format(count="5000")) + textwrap.dedent("""\
+
+        def short(w):
+            for i in range(30):
+                w = step(w)
+                print(float(w.sum()))
+            return w
+        """)
+    (tmp_path / "train.py").write_text(source)
+    code, out, _ = run_cli(["scan", str(tmp_path), "--no-cache", "--format", "json", "--min-impact", "high",
+                              "--select", "JAX301"], capsys)
+    data = json.loads(out)
+    assert code == 1 and {(f["code"], f["impact"]["level"]) for f in data["findings"]} == {("JAX301", "high")}
+    code, out, _ = run_cli(["scan", str(tmp_path), "--no-cache", "--select", "JAX301"], capsys)
+    headers = [line for line in out.splitlines() if "JAX301 host-sync-in-step" in line]
+    assert [h.split(":")[1] for h in headers] == ["9", "15"]  # file order and impact order agree here
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import jax
+
+        step = jax.jit(lambda w: w * 0.9)
+
+        def short(w):
+            for i in range(30):
+                w = step(w)
+                print(float(w.sum()))
+            return w
+        """) + "\n" + textwrap.dedent(SYNC.format(count="5000")).split("\n", 4)[4])
+    code, out, _ = run_cli(["scan", str(tmp_path), "--no-cache", "--select", "JAX301"], capsys)
+    headers = [line for line in out.splitlines() if "JAX301 host-sync-in-step" in line]
+    assert [h.split(":")[1] for h in headers] == ["15", "8"]  # the 5,000-run read first
+    assert "1 of high impact" in out.splitlines()[-1]
+    code, out, _ = run_cli(["scan", str(tmp_path), "--no-cache", "--select", "JAX301", "--format", "concise"],
+                           capsys)
+    assert [line.split(":")[1] for line in out.splitlines() if "JAX301" in line] == ["8", "15"]
+
+
+def test_impact_survives_the_cache(tmp_path):
+    (tmp_path / "a.py").write_text(textwrap.dedent(SYNC.format(count="5000")))
+    cache_dir = str(tmp_path / "cache")
+    cold = scan_paths([str(tmp_path / "a.py")], config=None, cache_dir=cache_dir)
+    warm = scan_paths([str(tmp_path / "a.py")], config=None, cache_dir=cache_dir)
+    assert [f.impact for f in warm.findings] == [f.impact for f in cold.findings]
+    assert all(f.impact is not None for f in warm.findings)
