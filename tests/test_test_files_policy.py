@@ -91,3 +91,20 @@ def test_pyproject_sets_the_patterns_and_the_codes(tmp_path, capsys):
 def test_empty_ignore_list_turns_the_policy_off(tmp_path, capsys):
     found = _scan(tmp_path, capsys, pyproject='[tool.jaxopt-audit]\ntest-files-ignore = []\n')
     assert found["tests/test_train.py"] == found["src/train.py"]
+
+
+def test_a_folder_named_inside_tests_is_scanned_with_every_rule(tmp_path, capsys):
+    """Naming a folder asks for its files to be checked: files below a named folder that itself sits
+    in a test folder are judged by their place below it; test-named files there stay test files."""
+    from conftest import SYNC_IN_LOOP, run_cli
+
+    seeds = tmp_path / "tests" / "fixtures" / "seeds"
+    seeds.mkdir(parents=True)
+    (seeds / "train.py").write_text(SYNC_IN_LOOP)
+    (seeds / "test_train.py").write_text(SYNC_IN_LOOP)
+    (tmp_path / "tests" / "helper.py").write_text(SYNC_IN_LOOP)
+    _, out, _ = run_cli(["scan", str(seeds), "--no-cache", "--no-config", "--format", "concise"], capsys)
+    reported = {line.split(":")[0].rsplit("/", 1)[-1] for line in out.splitlines() if "JAX301" in line}
+    assert reported == {"train.py"}
+    _, out, _ = run_cli(["scan", str(tmp_path), "--no-cache", "--no-config", "--format", "concise"], capsys)
+    assert "JAX301" not in out  # walked into from above, the test folder keeps its policy

@@ -3,6 +3,7 @@ and the test-file policy (test-files, test-files-ignore)."""
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import tomllib
@@ -35,15 +36,40 @@ class Config:
     test_files_ignore: list[str] = field(default_factory=lambda: list(TEST_FILES_IGNORE))
     source: str | None = None  # the pyproject.toml it came from
     root: str = "."  # patterns are relative to the config's directory
+    # paths named on the command line that lie in a test folder: the files under them are judged
+    # by their place below the named path, since naming a folder asks for its files to be checked
+    named_in_tests: list[str] = field(default_factory=list)
 
     def ignored_for(self, path: str) -> list[str]:
-        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
-        rel = Path(rel).as_posix()
-        out: list[str] = list(self.test_files_ignore) if is_test_file(rel, self.test_files) else []
+        rel = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))).as_posix()
+        out: list[str] = list(self.test_files_ignore) if self._is_test(path, rel) else []
         for pattern, codes in self.per_file_ignores.items():
             if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(os.path.basename(rel), pattern):
                 out.extend(codes)
         return out
+
+
+    def _is_test(self, path: str, rel: str) -> bool:
+        if not is_test_file(rel, self.test_files):
+            return False
+        absolute = os.path.abspath(path)
+        for named in self.named_in_tests:
+            base = os.path.abspath(named)
+            if absolute == base or absolute.startswith(base.rstrip(os.sep) + os.sep):
+                below = Path(os.path.relpath(absolute, base if os.path.isdir(base) else os.path.dirname(base)))
+                return is_test_file(below.as_posix(), self.test_files)
+        return True
+
+    def with_named_paths(self, paths: list[str]) -> Config:
+        """This configuration, told which of the paths the user named lie in a test folder."""
+        inside = [p for p in paths if self.test_files_ignore and _in_test_folder(p, self)]
+        return dataclasses.replace(self, named_in_tests=inside) if inside else self
+
+
+def _in_test_folder(path: str, config: Config) -> bool:
+    rel = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(config.root))).as_posix()
+    folder = rel if os.path.isdir(path) else os.path.dirname(rel)
+    return bool(folder) and folder != "." and is_test_file(folder + "/_", config.test_files)
 
 
 def is_test_file(rel: str, patterns: list[str]) -> bool:

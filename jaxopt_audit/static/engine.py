@@ -313,6 +313,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
     cfg = resolve_config(paths, config)
     if include_tests:
         cfg = dataclasses.replace(cfg, test_files_ignore=[])
+    cfg = cfg.with_named_paths(paths)
     rules_dirs = list(rules_dirs or [])
     all_rules = load_rules(rules_dirs)
     _check_codes(all_rules, cfg, select=select, ignore=ignore, extend_select=extend_select)

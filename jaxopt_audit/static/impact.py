@@ -44,7 +44,7 @@ def impact_of(model: SemanticModel, rule: Rule, report: Report) -> Impact:
         if count is not None and count >= HIGH_RUNS and not runs.conditional and rule.CODE.startswith("JAX5"):
             return Impact("high", count, f"wrong numbers on every run: {where}")
         return Impact("medium", count if runs.loops else None,
-                      f"a correctness problem whatever the count ({where})")
+                      f"a correctness problem, whatever the count; {where}")
     return _per_run(model, runs, where, report)
 
 

@@ -170,7 +170,7 @@ def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopC
     counts: list[LoopCount] = []
     if site.loop is not None:
         for i, loop in enumerate(site.loop.outward()):
-            counts.append(_count(model, loop, conditional=site.guarded and i == 0, via=via))
+            counts.append(_count(model, loop, conditional=site.guarded and i == 0, via=via if i == 0 else ""))
     if not caller.is_module:
         counts.extend(_caller_counts(model, caller, depth - 1))
     return counts
