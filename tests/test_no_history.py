@@ -25,7 +25,8 @@ HISTORY = {
     "a work session": re.compile(
         rf"\b(?:{_ORDINAL}|this|that|last|previous|next|each|one) sessions?(?:'s)?\b(?! (?:log|features?|rows?)\b)"
         r"|\bmid-session\b|\bthe session's (?:code|start|end|final|fixes|last|first|changes)\b", re.I),
-    "who judged what": re.compile(r"\bby the lead\b|\bthe lead(?:'s| engineer)\b|\b(?:was|were) judged\b", re.I),
+    "who judged what": re.compile(
+        r"\bby the lead\b|\bthe lead(?:'s| engineer)\b|\b(?:was|were) judged\b|\bjudged (?:wrong|right)\b", re.I),
     "a change told as a story": re.compile(
         r"\bno longer (?:reported|flagged|fires|reports|a finding)\b|\bpreviously (?:reported|flagged|judged)\b"
         r"|\bheld out until now\b", re.I),
@@ -60,7 +61,8 @@ def test_the_patterns_find_history_and_leave_ordinary_words_alone():
     told = ["# Round s: a decode loop", "rounds b to at", "on rounds h9 to ac", "(seed 001: 65% of the time)",
             "Seed 000's case study", "def test_seed002_dot_timed():", "a shim, fixed after",
             "the fifteenth session's code", "judged after round ar's fixes", "26 by the lead",
-            "JAX301 was judged right", "mid-session"]
+            "JAX301 was judged right", "mid-session",
+            "(three findings, judged wrong)"]
     ordinary = ["x = round(y, 2)", "jax.random.key(seed)", "30 seeds each", "a round trip to the host",
                 "round to the nearest integer", "the session log every run reads", "each session features",
                 "session_duration_min", "waits no longer", "all previously seen cache keys differ",
