@@ -166,7 +166,7 @@ def test_picking_an_element_of_a_python_list_of_arrays_is_not_array_work():
 
 
 def test_literal_trip_counts_follow_names_and_zip():
-    # Round s: a parity check walks `zip(names, reference, candidate)` with five literal names;
+    # A parity check walks `zip(names, reference, candidate)` with five literal names;
     # tutorials loop `range(num_steps)` with `num_steps = 20` bound once. A list bound once
     # counts only when written out and never grown (an empty one is usually filled later), and
     # a name bound twice does not count.
@@ -208,7 +208,7 @@ def test_literal_trip_counts_follow_names_and_zip():
 
 
 def test_arrays_made_from_python_values_are_not_counted_as_operations():
-    # Round s: `make_batch` builds a decode step's arrays from Python lists; uploads and
+    # `make_batch` builds a decode step's arrays from Python lists; uploads and
     # constants are not operations jit could fuse. Constructors fed arrays still count.
     source = textwrap.dedent("""
         import jax.numpy as jnp
@@ -228,7 +228,7 @@ def test_arrays_made_from_python_values_are_not_counted_as_operations():
 
 
 def test_a_name_reset_to_a_literal_at_the_end_of_each_iteration_is_not_carried():
-    # Round w: an epoch loop summarises the epoch's metrics into `logs` through a tree map,
+    # An epoch loop summarises the epoch's metrics into `logs` through a tree map,
     # prints them, then sets `logs = []`: the next epoch starts from the empty list. Without
     # the reset the summary reaches the next epoch, and `logs` is carried.
     from jaxopt_audit.static.model.loops import carried_names
@@ -265,9 +265,9 @@ def test_a_name_reset_to_a_literal_at_the_end_of_each_iteration_is_not_carried()
 
 
 def test_a_slice_with_device_bounds_is_host_work():
-    # Round ao: LLM scripts build each batch as `jnp.stack([jnp.array(tokens[i:i + n]) for i in ix])`
-    # with `ix` drawn by `randint`: every bound is pulled to the host, and under jit the slice fails
-    # (two JAX101 findings, judged wrong). Slicing by Python ints is not.
+    # LLM scripts build each batch as `jnp.stack([jnp.array(tokens[i:i + n]) for i in ix])`
+    # with `ix` drawn by `randint`: every bound is pulled to the host, and under jit the slice fails,
+    # so JAX101 must not ask to jit the helper. Slicing by Python ints is not host work.
     source = """
 import jax
 import jax.numpy as jnp

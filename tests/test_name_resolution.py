@@ -1,4 +1,4 @@
-"""Name resolution through imports: star imports and re-exported library names (round ad: a
+"""Name resolution through imports: star imports and re-exported library names (a
 project whose modules get `jax` and `partial` from `from pkg.common import *`, or import
 `partial` both from a sibling module and from functools)."""
 
@@ -67,8 +67,8 @@ def test_a_step_jitted_through_names_a_star_import_binds_is_jitted():
 
 
 def test_old_jax_reexport_of_partial_jits_like_functools_partial_and_is_still_deprecated():
-    # Round ah: MCMC kernels under `from jax import partial, jit` and `@partial(jit, ...)` were
-    # told to add jit (judged wrong). `jax.partial` was functools.partial; JAX601 reports the import.
+    # MCMC kernels under `from jax import partial, jit` and `@partial(jit, ...)` were
+    # told to add jit. `jax.partial` was functools.partial; JAX601 reports the import.
     old = STEP.replace("{imports}", "from jax import partial\n    import jax\n    import jax.numpy as jnp")
     assert lines(old) == []
     assert lines(old.replace("@partial(jax.jit", "@partial(jax.vmap")) == [6]  # not jitted: reported

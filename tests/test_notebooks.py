@@ -89,8 +89,8 @@ def test_neutralise_keeps_line_count_and_indentation():
 
 
 def test_a_timing_magic_is_read_as_the_timeit_call_it_is_and_never_rewritten(tmp_path, capsys):
-    # Round ae's recall audit: ten `%timeit f(x)` of jitted functions without
-    # `.block_until_ready()` in one notebook (seed 002's `%time jnp.dot(x, x.T)`).
+    # Ten `%timeit f(x)` of jitted functions without `.block_until_ready()` in one notebook,
+    # like the classic `%time jnp.dot(x, x.T)`.
     cells = [("code", "import jax\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n"
                       "dot = jax.jit(lambda a: a @ a.T)\ndot(x).block_until_ready()\n"),
              ("code", "%timeit dot(x)\n%timeit -n 10 dot(x).block_until_ready()\n"),
@@ -193,8 +193,8 @@ def test_a_cell_whose_saved_outputs_show_the_pitfall_is_a_demonstration(tmp_path
 
 
 def test_a_cell_that_prints_the_tracing_error_it_caught_is_a_demonstration(tmp_path, capsys):
-    # Round ao: a jit tutorial calls a jitted `if x % 2 == 0:` inside `try:` and prints the
-    # exception's name and text; the saved output shows ConcretizationTypeError (judged wrong).
+    # A jit tutorial calls a jitted `if x % 2 == 0:` inside `try:` and prints the
+    # exception's name and text; the saved output shows ConcretizationTypeError.
     cell = ("import jax\n\ndef square_or_cube(x):\n    if x % 2 == 0:\n        return x ** 2\n    return x ** 3\n\n"
             "try:\n    jax.jit(square_or_cube)(2)\nexcept Exception as ex:\n    print(type(ex).__name__, ex)\n")
     for printed, found in (("ConcretizationTypeError Abstract tracer value encountered", []), ("4", ["JAX402"])):
@@ -332,12 +332,12 @@ def test_a_key_reused_by_a_later_cell_for_its_own_demo_is_not_reported(tmp_path,
     ("## Timing\n\nThe most common profiling mistake: timing the dispatch.", "", False),
     ("## Timing", "# WRONG: this measures dispatch time only\n", False),
     ("## Timing", "# naive timing of the baseline\n", True),  # a benchmark's word for its baseline
-    # round an: a course's cell saying what the unwaited figure shows
+    # A course's cell saying what the unwaited figure shows
     ("## Timing", "# This returns immediately - computation is dispatched but not waited on\n", False),
     ("## Timing", "# 1. Dispatching is async\n", False),
 ])
 def test_a_timing_cell_marked_as_the_wrong_way_is_a_demonstration(tmp_path, capsys, prose, comment, kept):
-    # Round ag: tutorials time `jnp.dot` without a wait under `# WRONG`, then again with one.
+    # Tutorials time `jnp.dot` without a wait under `# WRONG`, then again with one.
     cell = ("import time\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n" + comment
             + "start = time.time()\ny = jnp.dot(x, x)\nelapsed = time.time() - start\n")
     assert codes_found(tmp_path, capsys, [("markdown", prose), ("code", cell)], "JAX701") == (
@@ -351,7 +351,7 @@ def test_a_timing_cell_marked_as_the_wrong_way_is_a_demonstration(tmp_path, caps
     ("## Keys", "# No no no!\n", False),
 ])
 def test_a_cell_showing_one_key_drawn_twice_is_a_demonstration(tmp_path, capsys, prose, comment, kept):
-    # Rounds ae and ag: tutorials draw twice from one key to show the numbers repeat.
+    # Tutorials draw twice from one key to show the numbers repeat.
     cell = ("import jax\nkey = jax.random.key(0)\n" + comment
             + "a = jax.random.normal(key, (3,))\nb = jax.random.normal(key, (3,))\nprint(a, b)\n")
     assert codes_found(tmp_path, capsys, [("markdown", prose), ("code", cell)], "JAX501") == (
@@ -359,8 +359,8 @@ def test_a_cell_showing_one_key_drawn_twice_is_a_demonstration(tmp_path, capsys,
 
 
 def test_a_trailing_comment_is_commentary_too(tmp_path, capsys):
-    # Round an: a workshop cell draws twice from one key, `print(normal(key, (1,)))  # generates
-    # same number`, then splits the key (judged wrong).
+    # A workshop cell draws twice from one key, `print(normal(key, (1,)))  # generates
+    # same number`, then splits the key.
     cell = ("import jax\nkey = jax.random.key(0)\nprint(jax.random.normal(key, (1,)))\n"
             "print(jax.random.normal(key, (1,))){comment}\n")
     assert codes_found(tmp_path, capsys, [("code", cell.replace("{comment}", "  # generates same number"))],
@@ -370,7 +370,7 @@ def test_a_trailing_comment_is_commentary_too(tmp_path, capsys):
 
 
 def test_prose_after_a_timing_cell_can_say_what_it_showed(tmp_path, capsys):
-    # Round ao: a tutorial times `jnp.dot` without a wait, then explains in the next markdown cell
+    # A tutorial times `jnp.dot` without a wait, then explains in the next markdown cell
     # that "the above timing ... is the time taken to dispatch the work" (asynchronous dispatch).
     cell = ("import time\nimport jax.numpy as jnp\nx = jnp.ones((500, 500))\n"
             "start = time.time()\ny = jnp.dot(x, x)\nprint(time.time() - start)\n")
@@ -379,15 +379,15 @@ def test_prose_after_a_timing_cell_can_say_what_it_showed(tmp_path, capsys):
                        "JAX701") == []
     assert codes_found(tmp_path, capsys, [("code", cell), ("markdown", "A fast product."), ("code", "y.sum()\n")],
                        "JAX701") == ["JAX701"]
-    # round af: an aside that explains waits in general does not point back at this cell's timing
+    # An aside that explains waits in general does not point back at this cell's timing
     aside = "## Benchmarking\n\nJAX returns a future, so use `.block_until_ready()`. See Async Dispatch."
     assert codes_found(tmp_path, capsys, [("code", cell), ("markdown", aside), ("code", "y.sum()\n")],
                        "JAX701") == ["JAX701"]
 
 
 def test_a_timing_cell_under_prose_about_asynchronous_dispatch_is_a_demonstration(tmp_path, capsys):
-    # Round ah: `%time myscan(0., 10**8)` under "Jax is asynchronous", then the same with
-    # `.block_until_ready()` in the next cell (judged wrong).
+    # `%time myscan(0., 10**8)` under "Jax is asynchronous", then the same with
+    # `.block_until_ready()` in the next cell.
     setup = ("import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return jnp.cumsum(x) * 2\n\n"
              "x = jnp.ones(8)\nf(x)\n")
     for prose, kept in (("#### Jax is asynchronous", []), ("#### Timing the function", ["JAX701"])):

@@ -1,4 +1,4 @@
-"""JAX102 jit-in-loop: the shapes docs/rules.md lists, seed 002's inline `jax.jit(selu)(x)`, and the
+"""JAX102 jit-in-loop: the shapes docs/rules.md lists, a benchmark's inline `jax.jit(selu)(x)`, and the
 "Quiet on" clauses (module level, `__init__`, a factory called once, memoisation, traced code)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from conftest import backend_compiles, scanners
 findings, lines = scanners([JitInLoop])
 
 
-def test_seed002_inline_jit_in_a_timing_loop_reuses_the_cache_but_not_the_wrapper():
+def test_inline_jit_in_a_timing_loop_reuses_the_cache_but_not_the_wrapper():
     found = findings("""
         import jax
         import jax.numpy as jnp
@@ -368,8 +368,8 @@ def test_a_wrapper_rebuilt_and_called_each_step_is_still_reported():
 
 
 def test_a_wrapper_never_called_never_compiles():
-    # Round an: a benchmark builds `jitted_loop = jax.jit(vmapped_loop, ...)` each run and then
-    # calls `vmapped_loop` itself (judged wrong: nothing compiles).
+    # A benchmark builds `jitted_loop = jax.jit(vmapped_loop, ...)` each run and then
+    # calls `vmapped_loop` itself (nothing compiles).
     source = """
         import jax
         import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""JAX202 loop-to-vmap: seed 000's loop over seeds and the other kinds of independent items, and
+"""JAX202 loop-to-vmap: a learner's loop over seeds and the other kinds of independent items, and
 the "Quiet on" clauses: carried state (JAX201's loops), static structure, files, uncollected results."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def lines(source: str, rules=(LoopToVmap,)) -> list[tuple[int, str]]:
     return [(f.line, f.code) for f in scan_text(HEADER + source, list(rules))]
 
 
-def test_seed000_thirty_seeds_run_one_after_the_other():
+def test_thirty_seeds_run_one_after_the_other():
     found = scan_text(HEADER + """
 def run_seeds(observations, num_seeds=30):
     results = []
@@ -51,7 +51,7 @@ def sweep(key, observations, lrs):
 
 
 def test_a_handful_of_written_out_cases_is_no_vmap_candidate():
-    # Round aq: validation helpers loop over 3 to 9 hard-coded test hands, and a tutorial over
+    # Validation helpers loop over 3 to 9 hard-coded test hands, and a tutorial over
     # 4 scales of different shapes; earlier rounds had `for n in (2, 4, 8, 16, 32)`. Batching a
     # handful of cases gains nothing. A grid the file does not spell out is still reported.
     assert lines("""
@@ -168,7 +168,7 @@ def run_seeds(observations, num_seeds=30):
 
 
 def test_a_step_updating_its_model_and_optimizer_in_place_carries_state():
-    # Round s: an NNX tutorial's epoch runs `train_step(model, optimizer, xb, yb)` per row of
+    # An NNX tutorial's epoch runs `train_step(model, optimizer, xb, yb)` per row of
     # a permutation; the step calls `optimizer.update(grads)`, so each batch's step starts from
     # the last one's weights. vmap over the batches would change the algorithm.
     source = """
@@ -199,7 +199,7 @@ def epoch(model, optimizer, params, xs, ys, key):
 
 
 def test_an_item_passed_as_a_size_keyword_changes_the_shapes():
-    # Round s: a parity audit runs each sequence length of a literal list through the same
+    # A parity audit runs each sequence length of a literal list through the same
     # case builder (`token_len=length`): every item is a new shape, nothing to stack.
     assert lines("""
 def audit(observations, key):
@@ -215,7 +215,7 @@ def make_case(key, token_len=8):
 
 
 def test_quiet_in_a_benchmark_that_times_the_loop_of_calls():
-    # Round h11: a backend benchmark runs its step over prepared inputs, once to warm
+    # A backend benchmark runs its step over prepared inputs, once to warm
     # up and then under a timer; the loop of calls is the workload it measures. The same loop
     # in a function that reads no clock is reported.
     found = lines("""

@@ -52,7 +52,7 @@ def train(w, x, loader, steps):
 
 
 def test_a_range_maker_chosen_between_a_progress_bar_and_range_counts_steps():
-    # Round ad: `range_fn = partial(trange, desc=...)` or `range` by a flag, then
+    # `range_fn = partial(trange, desc=...)` or `range` by a flag, then
     # `for global_step in range_fn(1, n):` with the logging under `global_step % eval_freq == 0`
     source = TRAIN_STEP + """
 from functools import partial
@@ -351,7 +351,7 @@ def test_a_step_counted_through_a_named_range_makes_its_guard_periodic():
 
 
 def test_a_while_loop_that_leaves_on_a_device_value_waits_by_design():
-    # Rounds r and p: `while not done:` of an evaluation episode, `while llast > lmin:` and
+    # `while not done:` of an evaluation episode, `while llast > lmin:` and
     # `while abs(old_e - e) > tol:` of iterative solvers. The loop must learn the value every
     # iteration to know whether to go on; the fix is `lax.while_loop`, not fewer reads.
     source = TRAIN_STEP + """
@@ -517,7 +517,7 @@ def train(w, x, steps):
 def test_what_a_host_environment_returns_is_a_host_value():
     """`obs, reward, done, info = env.step(np.array(action))`: a method of another library's
     object given a value pulled to the host returns host values, so uses of `done` look at the
-    binding that reaches them (round r: a rollout's `if not done[i]` after the env step)."""
+    binding that reaches them (a rollout's `if not done[i]` after the env step)."""
     import libcst as cst
 
     from jaxopt_audit.static.model import SemanticModel
@@ -539,7 +539,7 @@ def rollout(w, env, obs):
 
 
 def test_one_string_written_over_several_lines_is_one_finding():
-    # Round s: a progress line built from three implicitly concatenated f-strings, each with an
+    # A progress line built from three implicitly concatenated f-strings, each with an
     # array, read the device once and was reported three times.
     assert lines(TRAIN_STEP + """
 def train(w, x, steps):
@@ -557,7 +557,7 @@ def train(w, x, steps):
 
 
 def test_a_token_handed_on_under_another_name_is_still_the_next_input():
-    # Round s: speculative decoding reads a drafted token (`t4 = int(jnp.argmax(...))`) and
+    # Speculative decoding reads a drafted token (`t4 = int(jnp.argmax(...))`) and
     # hands it on (`draft = t4`), and the next iteration builds its input from `draft`. That
     # read is needed and waits for the step, so the loss read after it adds no stall (see
     # test_a_read_the_loop_needs_is_a_wait_and_later_reads_add_no_stall); the read before it
@@ -577,7 +577,7 @@ def decode(w, draft, steps):
 
 
 def test_a_guard_on_a_step_number_computed_from_the_counter_is_periodic():
-    # Round t: `step = update + 1`, then `if step % log_every == 0:` around the float() reads;
+    # `step = update + 1`, then `if step % log_every == 0:` around the float() reads;
     # the guard selects iterations like `update % k` would. A read outside it is reported.
     assert lines(TRAIN_STEP + """
 def train(w, x, n_updates, log_every):
@@ -595,7 +595,7 @@ def train(w, x, n_updates, log_every):
 
 
 def test_an_accept_or_reject_step_needs_its_answer_every_step():
-    # Round t: a step is proposed, kept only if the loss went down, and the learning rate grows
+    # A step is proposed, kept only if the loss went down, and the learning rate grows
     # or shrinks accordingly: the `if` decides the next iteration's state. A NaN guard is not
     # such a decision and is still reported.
     assert lines(TRAIN_STEP + """
@@ -614,7 +614,7 @@ def fit(w, x, steps, lr):
 
 
 def test_a_second_output_of_the_same_compiled_call_is_ready_once_one_is_read():
-    # Round q: `float(loss)` waits for the step; `peak.item()` from the same jitted call then
+    # `float(loss)` waits for the step; `peak.item()` from the same jitted call then
     # finds its value ready. Outputs of two different calls are two waits, and so is a new
     # computation on an output (`w.sum()`).
     assert lines(TRAIN_STEP + """
@@ -635,7 +635,7 @@ def train(w, x, steps, history):
 
 
 def test_a_flag_the_loop_computes_from_its_counter_is_a_periodic_guard():
-    # Round v: `show = epoch % print_every == 0 or epoch == last`, then `if show:` around the
+    # `show = epoch % print_every == 0 or epoch == last`, then `if show:` around the
     # prints of the epoch's metrics. A flag bound to anything else (a device comparison) is not
     # a selection of iterations, nor is one computed from the data the counter picks: the test,
     # the reads under them are reported.
@@ -657,7 +657,7 @@ def train(w, x, epochs, print_every):
 
 
 def test_reads_with_no_new_device_work_between_them_are_one_stall_reported_once():
-    # Round x: an un-jitted PPO minibatch step reads its loss and four aux outputs with five
+    # An un-jitted PPO minibatch step reads its loss and four aux outputs with five
     # `np.array(...)` in a row. The first waits for the queued step; the rest wait for no new
     # work. One finding, at the first read, naming the others. A call that puts new work on the
     # device between two reads (`jnp.mean(w)`, a compiled step) makes the second a stall again.
@@ -700,7 +700,7 @@ def train_and_measure(w, x, steps, log):
 
 
 def test_a_step_made_by_a_factory_that_returns_a_jitted_function_is_compiled():
-    # Round z: `train_step = make_train_step(optimizer)`, where the factory ends in
+    # `train_step = make_train_step(optimizer)`, where the factory ends in
     # `return jax.jit(_train_step)` (or returns a nested `@jax.jit` function), and the metrics
     # read with `float(metrics[k])` in a walk over a dict of totals after every step. The walk
     # runs every step: its reads are per-step reads.
@@ -737,7 +737,7 @@ def train(w, batches, epochs):
 
 
 def test_a_library_scan_handed_a_step_function_makes_each_iteration_a_whole_epoch():
-    # Round n: an epoch function, jitted, hands its step to `loader.scan_epoch(state, carry,
+    # An epoch function, jitted, hands its step to `loader.scan_epoch(state, carry,
     # step)`: each outer iteration runs a compiled epoch, and one read per epoch is amortised.
     # Without the scan (the step called once per iteration) the read is per step.
     assert lines("""
@@ -775,7 +775,7 @@ def train(w, loader, state, batch, epochs):
 
 
 def test_state_kept_in_an_attribute_and_fed_back_makes_a_step_loop():
-    # Round z: a trainer keeps its parameters in a handler object,
+    # A trainer keeps its parameters in a handler object,
     # `handler.params, (outs, mets) = train(handler.params, batch)`, and reads the metrics
     # back every step. An attribute read by a compiled call and rebound from its result is
     # carried state as a name is. An attribute only read (configuration) is not.
@@ -803,7 +803,7 @@ def score(handler, batches):
 
 
 def test_a_read_the_loop_needs_is_a_wait_and_later_reads_add_no_stall():
-    # Round s: a decode loop reads the next token with `int(jnp.argmax(...))` (the host picks
+    # A decode loop reads the next token with `int(jnp.argmax(...))` (the host picks
     # the next input, so that read is needed and unreported), then reads the same step's other
     # output. The needed read already waited for the step: the later read adds no stall. Without
     # the needed read, the later read is the stall and is reported.
@@ -821,7 +821,7 @@ def generate(w, steps, log):
 
 
 def test_a_read_between_two_timer_readings_of_one_iteration_is_the_steps_wait():
-    # Round ag: benchmark scripts time each step (`t0 = time()`, the step, a progress bar's
+    # Benchmark scripts time each step (`t0 = time()`, the step, a progress bar's
     # f-string of the losses, `t_total += time() - t0`); the read makes the step time right.
     source = TRAIN_STEP + """
 import time
@@ -840,7 +840,7 @@ def train(w, x, steps, bar):
 
 
 def test_a_read_per_minibatch_inside_a_timed_epoch_is_still_reported():
-    # Round ab (judged right): `float(loss)` every minibatch of an epoch timed as a whole: only
+    # `float(loss)` every minibatch of an epoch timed as a whole: only
     # the last read waits for the measurement; the others stall the loop.
     assert lines(TRAIN_STEP + """
 import time
@@ -858,8 +858,8 @@ def train(w, batches, epochs):
 
 
 def test_a_step_function_given_the_step_number_reads_under_its_own_periodic_guard():
-    # Round ai: a notebook's `gradient_step(i, state)` prints the loss under `if (i % 10) == 0`,
-    # with `i` the caller's loop counter: every tenth call, not every step (judged wrong).
+    # A notebook's `gradient_step(i, state)` prints the loss under `if (i % 10) == 0`,
+    # with `i` the caller's loop counter: every tenth call, not every step.
     source = TRAIN_STEP + """
 def gradient_step(i, w, x, verbose):
     w, loss = train_step(w, x)
@@ -876,7 +876,7 @@ for j in range(100):
 
 
 def test_code_switched_off_with_if_false_never_runs():
-    # Round aq: a sampler's evaluation print kept under `if False:` (the periodic test commented
+    # A sampler's evaluation print kept under `if False:` (the periodic test commented
     # out above it). The `else:` of `if True:` never runs either; `if 0: ... else:` does.
     assert lines(TRAIN_STEP + """
 def train(w, x, steps):
@@ -899,7 +899,7 @@ def train(w, x, steps):
 
 
 def test_a_stop_on_a_value_read_to_the_host_needs_the_read_every_step():
-    # Round aq: Adam loops append `float(loss)` to a history and break when the gain between
+    # Adam loops append `float(loss)` to a history and break when the gain between
     # the last two entries falls below a tolerance, or test `lf = float(l)` against one. The
     # loop must learn the value every iteration; only `lax.while_loop` would change that. A
     # stop on the history's length counts steps, and the read it follows is reported.

@@ -109,9 +109,9 @@ def train(w, rng, loader, steps):
 
 
 def test_a_loader_batch_merely_converted_is_how_data_reaches_the_device():
-    # Rounds ab, ad, ak, s and ar: `x = jnp.array(x)` of each batch a torch DataLoader or a
-    # tfds iterator yields (the JAX docs' own loop) was judged wrong every time: the batch must
-    # reach the device and nothing here does host work on it. Seed 001's per-batch NumPy
+    # `x = jnp.array(x)` of each batch a torch DataLoader or a
+    # tfds iterator yields (the JAX docs' own loop) is no finding: the batch must reach the
+    # device and nothing here does host work on it. Per-batch NumPy
     # preprocessing before the conversion, and a loop reading rows of a NumPy array held in
     # memory, are still reported.
     assert lines(STEP + """

@@ -11,7 +11,7 @@ def found(source: str) -> list[tuple[int, str]]:
     return [(f.line, f.severity) for f in scan_text(source, RULE)]
 
 
-def test_seed_002_prints_inside_jit():
+def test_prints_inside_jit():
     findings = scan_text("""
         import jax
         import numpy as np
@@ -210,7 +210,7 @@ def test_outer_containers_inside_the_same_trace_are_fine_but_not_across_a_scan()
 
 
 def test_prints_of_arrays_beside_a_shape_print_are_a_trace_time_shape_log():
-    # Round v: `print("params in 1", p)`, `print("shape", p.shape)`, `print("params in 2", q)`
+    # `print("params in 1", p)`, `print("shape", p.shape)`, `print("params in 2", q)`
     # around a reshape in a jitted step: the author checks shapes at trace time, which a tracer
     # print shows. A print of a traced value with no shape print beside it is still reported.
     assert found("""
@@ -234,7 +234,7 @@ def test_prints_of_arrays_beside_a_shape_print_are_a_trace_time_shape_log():
 
 
 def test_constant_prints_beside_one_that_announces_tracing_are_the_same_trace_time_log():
-    # Round ae: an integrator's jitted method prints "recompiled", then "verified" and "scanned"
+    # An integrator's jitted method prints "recompiled", then "verified" and "scanned"
     # as it builds the trace: a progress log of tracing, printed once per compilation on purpose.
     source = """
         import jax
@@ -248,18 +248,18 @@ def test_constant_prints_beside_one_that_announces_tracing_are_the_same_trace_ti
             return q
     """
     assert found(source.replace("{first}", "integrate recompiled")) == []
-    # round an: constant messages alone ("Computed gradient.", "Computed laplacian.") are the same
-    # trace-time progress log, whatever they say (7 judged wrong)
+    # Constant messages alone ("Computed gradient.", "Computed laplacian.") are the same
+    # trace-time progress log, whatever they say
     assert found(source.replace("{first}", "integrate started")) == []
-    # beside a print of a traced value (seed 002), they read as prints expected on every call
+    # beside a print of a traced value, they read as prints expected on every call
     shown = source.replace("{first}", "integrate started").replace(
         'print("integrate scanned")', 'print("integrate scanned", q)')
     assert found(shown) == [(6, "info"), (8, "warning")]
 
 
 def test_a_print_whose_text_says_it_runs_at_trace_time_shows_a_tracer_on_purpose():
-    # Round aj: a course's lessons print `" [f.trace] a:", a` inside jitted functions beside a
-    # `jax.debug.print` of the same value, to show the difference (12 judged wrong).
+    # A course's lessons print `" [f.trace] a:", a` inside jitted functions beside a
+    # `jax.debug.print` of the same value, to show the difference.
     source = """
         import jax
 
@@ -287,8 +287,8 @@ def test_a_print_of_an_undecodable_string_literal_is_read_without_an_internal_er
 
 
 def test_an_in_place_assignment_tried_for_its_error_shows_immutability():
-    # Round an: a course notebook assigns `x[0] = 100` inside `try:` and prints the TypeError it
-    # catches, then shows `x.at[0].set(100)` (judged wrong).
+    # A course notebook assigns `x[0] = 100` inside `try:` and prints the TypeError it
+    # catches, then shows `x.at[0].set(100)`.
     source = """
         import jax.numpy as jnp
 

@@ -14,8 +14,8 @@ RULE = rules_with_code("JAX404")
 _, lines = scanners(RULE)
 
 
-def test_seed_002_static_shape_arithmetic_is_quiet():
-    # seed 002's fix for `jnp.array(x.shape).prod()`: NumPy on the static shape is right
+def test_static_shape_arithmetic_is_quiet():
+    # The usual fix for `jnp.array(x.shape).prod()`: NumPy on the static shape is right
     assert lines("""
         import jax.numpy as jnp
         import numpy as np

@@ -16,8 +16,8 @@ def messages(source: str) -> list[str]:
     return [f.message for f in scan_text(source, RULE)]
 
 
-# ---------------------------------------------------------------- seed 002
-def test_seed_002_same_key_twice_old_and_new_style():
+# ---------------------------------------------------------------- a key drawn twice
+def test_same_key_twice_old_and_new_style():
     for constructor in ("jax.random.key(42)", "jax.random.PRNGKey(42)"):
         assert lines(f"""
             import jax
@@ -27,7 +27,7 @@ def test_seed_002_same_key_twice_old_and_new_style():
         """) == [4]
 
 
-def test_seed_002_fix_is_quiet():
+def test_a_split_per_draw_is_quiet():
     assert lines("""
         import jax
         key = jax.random.key(42)
@@ -534,7 +534,7 @@ def test_a_key_advanced_by_splitting_after_each_draw_is_not_reused():
 
 
 def test_a_key_split_afresh_each_iteration_is_not_reused_across_iterations():
-    # Round s: `epoch_key, batch_key = split(epoch_key)` at the top of each iteration, then the
+    # `epoch_key, batch_key = split(epoch_key)` at the top of each iteration, then the
     # same sampler twice on `batch_key` (for x and for y: the same indices on purpose). Both
     # uses are in one iteration: not "every iteration draws the same numbers". The same two
     # draws with a key bound outside the loop are still a loop reuse.
@@ -565,7 +565,7 @@ def test_a_key_split_afresh_each_iteration_is_not_reused_across_iterations():
 
 
 def test_taking_another_key_of_one_split_each_iteration_is_not_reuse():
-    # Round s: `layer_key = keys[1] if i == 0 else split(keys[1], n)[i]` builds one layer per
+    # `layer_key = keys[1] if i == 0 else split(keys[1], n)[i]` builds one layer per
     # iteration from a different element of the same split. Taking a fixed element every
     # iteration is still reported.
     assert lines("""
@@ -590,7 +590,7 @@ def test_taking_another_key_of_one_split_each_iteration_is_not_reuse():
 
 
 def test_a_key_the_inner_loop_re_splits_is_fresh_for_the_next_episode():
-    # Round v: episodes of a rollout, each resetting from `split(rng, n)` while the step loop
+    # Episodes of a rollout, each resetting from `split(rng, n)` while the step loop
     # re-splits `rng` every step. A `for` loop runs at least once, so the next episode's split
     # sees a fresh `rng`. The inner split right after the reset split is a real overlap
     # (`split(k)[i] == split(k, n)[i]`) and stays reported, and so does an episode loop whose
@@ -616,7 +616,7 @@ def test_a_key_the_inner_loop_re_splits_is_fresh_for_the_next_episode():
 
 
 def test_restoring_a_saved_key_every_k_steps_replays_the_data_on_purpose():
-    # Round l: `if step % cycle == 0: key = saved` cycles the same batches every `cycle` steps.
+    # `if step % cycle == 0: key = saved` cycles the same batches every `cycle` steps.
     # Restoring it on every step, unguarded, replays one batch forever and is reported.
     assert lines("""
         import jax
@@ -641,7 +641,7 @@ def test_restoring_a_saved_key_every_k_steps_replays_the_data_on_purpose():
 
 
 def test_two_ifs_on_one_setting_equal_to_different_literals_never_both_draw():
-    # Round v: `if noise == "uniform": ... uniform(key)` then `if noise == "gaussian": ...
+    # `if noise == "uniform": ... uniform(key)` then `if noise == "gaussian": ...
     # normal(key)`. Two tests that can both hold (different names) draw twice and are reported.
     assert lines("""
         import jax
@@ -663,7 +663,7 @@ def test_two_ifs_on_one_setting_equal_to_different_literals_never_both_draw():
 
 
 def test_a_key_used_after_its_split_is_named_with_the_use_that_consumed_it():
-    # Round v: `key, sub = split(key)` then `fill(state, key)`, which splits it too: the loop
+    # `key, sub = split(key)` then `fill(state, key)`, which splits it too: the loop
     # does re-split `key`,
     # so the message names the use that hands the next iteration a consumed key instead of
     # saying the key is never re-split (which it still says for a key never rebound).
@@ -691,7 +691,7 @@ def test_a_key_used_after_its_split_is_named_with_the_use_that_consumed_it():
 
 
 def test_a_fixed_evaluation_key_each_epoch_gives_comparable_scores():
-    # Rounds v and x: `evaluate(params, valid_key)` every epoch, or a key named `test_key`: the
+    # `evaluate(params, valid_key)` every epoch, or a key named `test_key`: the
     # same evaluation randomness each time, so the scores compare. A training draw on a fixed
     # key every epoch is still reported.
     assert lines("""
@@ -719,7 +719,7 @@ def test_a_fixed_evaluation_key_each_epoch_gives_comparable_scores():
 
 
 def test_quiet_on_stand_in_inputs_of_a_measurement():
-    # Rounds x and z: random inputs for a timed comparison drawn from one key (`u`, `delta`,
+    # Random inputs for a timed comparison drawn from one key (`u`, `delta`,
     # `B`, `C` of a kernel benchmark; mock positions and forces for a batching benchmark). A
     # measurement needs their shapes; equal numbers change nothing it reports. Quiet in a
     # function that reads a timer, one named for a benchmark or mock data, and a `__main__`
@@ -764,7 +764,7 @@ if __name__ == "__main__":
 
 
 def test_quiet_on_a_modules_smoke_test_and_reported_in_a_script_that_trains():
-    # Rounds h13 and s: a layer module ends with a `__main__` smoke test drawing its example
+    # A layer module ends with a `__main__` smoke test drawing its example
     # inputs from one key, running the layer once and printing shapes. A `__main__` block that
     # trains in a loop is a script whose draws matter: reported.
     smoke = """
@@ -787,7 +787,7 @@ if __name__ == "__main__":
 
 
 def test_quiet_on_a_draw_stored_under_a_name_that_says_it_is_a_stand_in():
-    # Round ad: a genetic algorithm draws its population with `r_init`, then draws
+    # A genetic algorithm draws its population with `r_init`, then draws
     # `dummy_indices` with the same key for a warm-up call whose result is thrown away.
     source = """
         import jax
@@ -807,9 +807,9 @@ def test_quiet_on_a_draw_stored_under_a_name_that_says_it_is_a_stand_in():
 
 
 def test_an_evaluation_or_a_plot_sharing_the_training_key_is_not_a_reuse():
-    # Rounds z to af: `evaluate_loss(params, key, test_batch)` every k steps with the key the next
+    # `evaluate_loss(params, key, test_batch)` every k steps with the key the next
     # training step splits, `test(params, data, key)` plotting samples: a logged score's noise
-    # matches one step's, which changes no result (seven findings, all judged wrong).
+    # matches one step's, which changes no result.
     source = """
         import jax
 
@@ -852,7 +852,7 @@ def test_an_evaluation_or_a_plot_sharing_the_training_key_is_not_a_reuse():
 
 
 def test_quiet_on_inputs_of_a_program_lowered_but_never_run():
-    # Round ag: an HLO dump draws its scan's inputs from one key, then `jax.jit(f).lower()`s it
+    # An HLO dump draws its scan's inputs from one key, then `jax.jit(f).lower()`s it
     # and writes the text; only shapes and dtypes reach the output.
     source = """
         import jax
@@ -869,9 +869,9 @@ def test_quiet_on_inputs_of_a_program_lowered_but_never_run():
 
 
 def test_example_inputs_for_init_beside_a_nested_forward_of_the_same_names_or_never_read():
-    # Round ak: network builders draw `x` and `t` from one key as example inputs for `init`; a
+    # Network builders draw `x` and `t` from one key as example inputs for `init`; a
     # nested `def forward_fn(x, t)` has its own `x` and `t`, and one builder initialises on zeros,
-    # never reading the draws (three findings, judged wrong).
+    # never reading the draws.
     source = """
         import haiku as hk
         import jax
@@ -895,8 +895,8 @@ def test_example_inputs_for_init_beside_a_nested_forward_of_the_same_names_or_ne
 
 
 def test_keys_split_off_and_never_used_are_not_a_use_of_the_key():
-    # Round am: dataset builders split `key` into `subkeys` that nothing reads (left over from an
-    # edit), then draw their noise from `key`: its only real use (three findings, judged wrong).
+    # Dataset builders split `key` into `subkeys` that nothing reads (left over from an
+    # edit), then draw their noise from `key`: its only real use.
     source = """
         import jax
 
@@ -914,8 +914,8 @@ def test_keys_split_off_and_never_used_are_not_a_use_of_the_key():
 
 
 def test_a_use_whose_result_is_discarded_draws_numbers_nobody_sees():
-    # Round an: a sampler compiles its step on `split(rng, n)` into `_` before the timed run on
-    # `rng` (judged wrong).
+    # A sampler compiles its step on `split(rng, n)` into `_` before the timed run on
+    # `rng`.
     source = """
         import jax
 
@@ -929,8 +929,8 @@ def test_a_use_whose_result_is_discarded_draws_numbers_nobody_sees():
 
 
 def test_two_ifs_on_disjoint_ranges_of_one_value_never_both_draw():
-    # Round ao: a proposal drawn with `normal(key)` under `if self.D == 1:` and with
-    # `multivariate_normal(key, ...)` under `if self.D > 1:` (judged wrong). Overlapping ranges
+    # A proposal drawn with `normal(key)` under `if self.D == 1:` and with
+    # `multivariate_normal(key, ...)` under `if self.D > 1:`. Overlapping ranges
     # can both hold: reported.
     source = """
         import jax
@@ -949,8 +949,8 @@ def test_two_ifs_on_disjoint_ranges_of_one_value_never_both_draw():
 
 
 def test_draws_on_the_two_sides_of_one_flag_never_both_run():
-    # Round ao: a notebook splits device keys from `rng_key` under `if use_tpu:` and, in its
-    # training loop's `else:` of another `if use_tpu:`, draws a batch from `rng_key` (judged wrong).
+    # A notebook splits device keys from `rng_key` under `if use_tpu:` and, in its
+    # training loop's `else:` of another `if use_tpu:`, draws a batch from `rng_key`.
     source = """
         import jax
 
@@ -968,7 +968,7 @@ def test_draws_on_the_two_sides_of_one_flag_never_both_run():
 
 
 def test_a_split_rebound_before_anything_reads_it_is_no_use_of_the_key():
-    # Round as: a UNet's constructor splits `key` into 12, then, before reading them, binds
+    # A UNet's constructor splits `key` into 12, then, before reading them, binds
     # `keys` again to a longer split of the same key; the first split is dead code. Rebound
     # only under an `if`, or read before the second split, it is still a use.
     assert lines("""

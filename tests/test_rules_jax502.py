@@ -1,4 +1,4 @@
-"""JAX502 constant-key-in-step: seed 001's preprocessing noise, in its un-jitted (original) and
+"""JAX502 constant-key-in-step: a training loop's preprocessing noise, in its un-jitted (original) and
 jitted (optimisation 2) forms, keys in compiled-loop bodies, and the "Quiet on" clauses."""
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ def train(params, dataloader):
 """
 
 
-def test_seed001_noise_key_in_unjitted_preprocessing_called_every_batch():
+def test_noise_key_in_unjitted_preprocessing_called_every_batch():
     found = findings(SEED001_PREPROCESS.format(decorator=""))
     assert [f.line for f in found] == [8]
     assert "preprocess_batch_jax" in found[0].message and "for batch in dataloader" in found[0].message
 
 
-def test_seed001_noise_key_in_jitted_preprocessing_called_every_batch():
+def test_noise_key_in_jitted_preprocessing_called_every_batch():
     # a jitted function called every step runs its body every step: same key, same noise
     assert lines(SEED001_PREPROCESS.format(decorator="@jax.jit")) == [8]
 
@@ -190,7 +190,7 @@ def test_quiet_on_a_recurrent_cell_carry_initialised_per_sequence():
 
 
 def test_quiet_on_a_key_its_comment_calls_a_dummy():
-    # Round ab: a policy that samples an action and returns a value estimate is called every
+    # A policy that samples an action and returns a value estimate is called every
     # update with `rng=PRNGKey(0)  # Dummy key since we're just extracting the value`. The
     # author says the draws do not matter; without the comment the same line is reported.
     source = """

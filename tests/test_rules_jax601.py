@@ -334,7 +334,7 @@ def test_a_migration_says_what_changes_beyond_the_name():
     assert "not a rename" not in renamed
 
 
-def test_seed_001_preprocessing_key_and_planned_pmap():
+def test_a_preprocessing_key_and_a_planned_pmap():
     found = _findings("""
         import jax
         from jax import numpy as jnp
@@ -493,7 +493,7 @@ def test_xla_client_internals_are_said_to_have_no_replacement():
 
 
 def test_the_config_module_import_is_removed_but_the_config_object_is_current():
-    # Rounds ae's recall audit: `from jax.config import config` fails (the module is gone;
+    # `from jax.config import config` fails (the module is gone;
     # `jax.config` is the configuration object, and using it is current).
     found = _findings("""
         import jax
@@ -508,7 +508,7 @@ def test_the_config_module_import_is_removed_but_the_config_object_is_current():
 
 
 def test_the_removed_shuffle_migrates_to_an_independent_permutation():
-    # round am: an SGLD script "shuffling" its data every epoch with `random.shuffle`, gone from
+    # An SGLD script "shuffling" its data every epoch with `random.shuffle`, gone from
     # JAX; `permutation` shuffles slices together unless told `independent=True`
     [(_, _, message)] = _findings("""
         from jax import random
@@ -525,7 +525,7 @@ def test_the_removed_shuffle_migrates_to_an_independent_permutation():
 
 
 def test_the_removed_xla_extension_module_and_a_member_with_its_own_replacement():
-    # Round ap: a course notebook checks `isinstance(func, jaxlib.xla_extension.PjitFunction)`;
+    # A course notebook checks `isinstance(func, jaxlib.xla_extension.PjitFunction)`;
     # the module is gone from jaxlib. A member listed on its own keeps its own advice.
     found = _findings("""
         import jaxlib.xla_extension
@@ -538,7 +538,7 @@ def test_the_removed_xla_extension_module_and_a_member_with_its_own_replacement(
 
 
 def test_a_removed_name_imported_only_for_type_checking_is_info():
-    # Round r: `if TYPE_CHECKING: from jaxlib.xla_extension import Device`: the import never runs.
+    # `if TYPE_CHECKING: from jaxlib.xla_extension import Device`: the import never runs.
     found = scan_text("""
         from typing import TYPE_CHECKING
         import jax
@@ -586,7 +586,7 @@ def test_sharding_and_jaxpr_internals_that_moved_or_went():
     assert "use `jax.lax.with_sharding_constraint` instead" in messages[3]
     assert "set_cache_dir" in messages[6] and "jax_compilation_cache_dir" in messages[6]
     assert "use `jax.extend.core.Var` instead" in messages[8]
-    # round ar: the mesh of the removed `maps` module lives on in `jax.sharding`
+    # The mesh of the removed `maps` module lives on in `jax.sharding`
     [(_, _, mesh)] = _findings("from jax.experimental.maps import Mesh\n")
     assert "use `jax.sharding.Mesh` instead" in mesh and "shard_map" not in mesh
 
@@ -600,7 +600,7 @@ def test_renames_among_the_additions_are_fixed_only_where_the_new_module_is_load
 
 
 def test_a_fallback_that_is_itself_removed_fails_on_current_jax():
-    # Round ar: `try: from jax.interpreters.sharded_jit import PartitionSpec` with
+    # `try: from jax.interpreters.sharded_jit import PartitionSpec` with
     # `except ImportError: from jax.interpreters.pxla import PartitionSpec`. Both spellings are
     # gone, so the handler's import raises today; a fallback to a current spelling stays quiet.
     found = _findings("""
@@ -624,7 +624,7 @@ def test_a_fallback_that_is_itself_removed_fails_on_current_jax():
 
 
 def test_a_removed_name_the_file_puts_back_is_no_use():
-    # Round at: a package assigns `random.KeyArray = jax.Array` so the old library it patches keeps
+    # A package assigns `random.KeyArray = jax.Array` so the old library it patches keeps
     # importing; the assignment and the uses it enables are not uses of the removed API.
     found = _findings("""
         import jax

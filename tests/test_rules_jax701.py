@@ -1,4 +1,4 @@
-"""JAX701 unsynchronized-timing: seed 002's `%time jnp.dot(...)` written as a script, timing that
+"""JAX701 unsynchronized-timing: a notebook's `%time jnp.dot(...)` written as a script, timing that
 silently includes the first (compiling) call, `timeit` statements, and the "Quiet on" clauses."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from conftest import scanners
 findings, lines = scanners([UnsynchronizedTiming])
 
 
-def test_seed002_dot_timed_without_block_until_ready():
+def test_dot_timed_without_block_until_ready():
     found = findings("""
         import time
         import jax
@@ -546,7 +546,7 @@ def test_a_timing_labelled_as_compile_time_needs_no_wait():
             logging.info("{label} in %.1f s", time.perf_counter() - start)
     """
     assert lines(source.replace("{label}", "compiled the step")) == []
-    # round m: "Initial step time", a first call timed on purpose: its compilation is meant to be
+    # "Initial step time", a first call timed on purpose: its compilation is meant to be
     # in the figure, but the run it queued is still left out without a wait
     waited = source.replace("step(w, x)\n", "step(w, x).block_until_ready()\n").replace(
         "jax.jit(jax.grad(loss))", "jax.jit(loss)")
@@ -731,7 +731,7 @@ def test_a_while_loop_leaves_only_after_its_test_reads_the_last_values():
 
 
 def test_compilation_timed_with_arguments_made_for_lowering_is_synchronous():
-    # Round s: `jax.jit(f).lower(x, jnp.arange(n)).compile()` between two timer reads measures
+    # `jax.jit(f).lower(x, jnp.arange(n)).compile()` between two timer reads measures
     # compilation, which returns when done; lowering reads only the shapes of its arguments.
     # An array made outside the lowering and then timed alone is still dispatch.
     assert lines("""
@@ -752,7 +752,7 @@ def test_compilation_timed_with_arguments_made_for_lowering_is_synchronous():
 
 
 def test_a_timer_inside_a_factory_made_function_run_under_jit_of_vmap_times_the_trace():
-    # Round w: `jax.jit(jax.vmap(make_train(config)))`, with `time.time()` around a scan inside
+    # `jax.jit(jax.vmap(make_train(config)))`, with `time.time()` around a scan inside
     # `train`: under the trace the timer reads happen once, at trace time, and there is nothing to
     # wait for. The same factory's function called directly, un-jitted, is reported.
     assert lines("""
@@ -785,7 +785,7 @@ def test_a_timer_inside_a_factory_made_function_run_under_jit_of_vmap_times_the_
 
 
 def test_appending_results_to_a_list_reads_nothing():
-    # Round z: a sampler's steps, jitted from another library's object (`jax.jit(sampler.step)`),
+    # A sampler's steps, jitted from another library's object (`jax.jit(sampler.step)`),
     # run in a timed loop that appends each state to a list; the timer is read right after the
     # loop. Storing a device value in a list keeps a reference: nothing waited. Handing it to
     # an object the file does not show (`recorder.append(state)`) may read it: quiet.
@@ -819,7 +819,7 @@ def test_appending_results_to_a_list_reads_nothing():
 
 
 def test_writing_arrays_to_a_file_waits_for_them():
-    # Round z: `eqx.tree_serialise_leaves(path, model)` timed for a log line. Writing the leaves
+    # `eqx.tree_serialise_leaves(path, model)` timed for a log line. Writing the leaves
     # out copies each to the host first: the measured save is the real save. A function that
     # only keeps a reference (`checkpoints[name] = model`) waits for nothing.
     assert lines("""
@@ -848,7 +848,7 @@ def test_writing_arrays_to_a_file_waits_for_them():
 
 
 def test_a_whole_training_run_timed_end_to_end_may_include_compilation():
-    # Round u: "Training time" around every epoch of a PINN script, whose jitted step threads
+    # "Training time" around every epoch of a PINN script, whose jitted step threads
     # the state. A run's wall time legitimately includes compiling its step. A loop repeating
     # the same call to average it (a benchmark) still counts the compilation in the average.
     assert lines("""
@@ -880,7 +880,7 @@ def test_a_whole_training_run_timed_end_to_end_may_include_compilation():
 
 
 def test_a_message_printed_just_before_the_timer_names_what_it_times():
-    # Round ab: `print("Compiling and running simulation loop...")`, then the timer around the
+    # `print("Compiling and running simulation loop...")`, then the timer around the
     # first call of a jitted scan, waited for. The run is announced as including compilation.
     # Without the announcement the same region is reported as including it.
     source = """
@@ -901,7 +901,7 @@ def test_a_message_printed_just_before_the_timer_names_what_it_times():
 
 
 def test_copies_casts_and_keys_are_not_the_work_a_timer_covers():
-    # Round h13/h11: a weight loader logs how long its `device_put` and `astype` took, and a
+    # A weight loader logs how long its `device_put` and `astype` took, and a
     # serving loop times issuing a host-to-device copy that overlaps the previous step. The call
     # returns while the copy runs and the copy's cost lands in the wait for whatever reads it, so
     # a timer after a copy, a cast or a key split is a dispatch metric, not a missed wait. The
@@ -940,7 +940,7 @@ def test_copies_casts_and_keys_are_not_the_work_a_timer_covers():
 
 
 def test_an_eager_call_of_a_function_also_jitted_elsewhere_leaves_its_work_running():
-    # Round ae: a notebook times `selu(x)` against `selu_jit = jax.jit(selu)`; the plain call
+    # A notebook times `selu(x)` against `selu_jit = jax.jit(selu)`; the plain call
     # dispatches selu's operations one by one and returns before they finish, like any eager call.
     source = """
         import time
@@ -963,7 +963,7 @@ def test_an_eager_call_of_a_function_also_jitted_elsewhere_leaves_its_work_runni
 
 
 def test_a_timeit_of_one_first_run_or_named_for_compilation_needs_no_wait():
-    # Round af: `compile_time = timeit.timeit(lambda: jitted(x, y), number=1)` then
+    # `compile_time = timeit.timeit(lambda: jitted(x, y), number=1)` then
     # `jit_time = timeit.timeit(lambda: jitted(x, y), number=100) / 100`: the first figure is
     # tracing and compilation, which block; the second leaves each run unwaited.
     source = """
@@ -987,7 +987,7 @@ def test_a_timeit_of_one_first_run_or_named_for_compilation_needs_no_wait():
 
 
 def test_a_region_timing_a_torch_tensor_times_no_jax_work():
-    # Round r: a PyTorch-vs-JAX comparison timed `loss = torch_rollout(); loss.backward()`, where
+    # A PyTorch-vs-JAX comparison timed `loss = torch_rollout(); loss.backward()`, where
     # `loss` names a JAX array elsewhere in the script. No JAX array has `.backward()`.
     source = """
         import time
@@ -1013,8 +1013,8 @@ def test_a_region_timing_a_torch_tensor_times_no_jax_work():
 
 
 def test_a_constant_fill_is_not_the_work_a_timer_covers():
-    # Round ah: an epoch timer read after `losses = jnp.zeros((num_epochs, 1))`, the only JAX
-    # call since the previous reading (judged wrong): an allocation, not a computation.
+    # An epoch timer read after `losses = jnp.zeros((num_epochs, 1))`, the only JAX
+    # call since the previous reading: an allocation, not a computation.
     source = """
         import time
         import jax.numpy as jnp
@@ -1030,8 +1030,8 @@ def test_a_constant_fill_is_not_the_work_a_timer_covers():
 
 
 def test_storing_each_result_into_a_numpy_array_waits_for_it():
-    # Round ah: a timed sampler writes every step's sample into `samples = np.zeros(...)`; each
-    # store converts the device value on the host, so the loop never runs ahead (judged wrong).
+    # A timed sampler writes every step's sample into `samples = np.zeros(...)`; each
+    # store converts the device value on the host, so the loop never runs ahead.
     source = """
         import time
         import jax
@@ -1058,9 +1058,9 @@ def test_storing_each_result_into_a_numpy_array_waits_for_it():
 
 
 def test_a_total_time_over_cycles_of_compiled_loops_includes_compilation_on_purpose():
-    # Round ai: a molecular dynamics script times the whole run over 5 cycles, each a waited
+    # A molecular dynamics script times the whole run over 5 cycles, each a waited
     # `jax.lax.fori_loop` of steps followed by a first call of a jitted energy diagnostic
-    # (judged wrong: compilation belongs in a total).
+    # (compilation belongs in a total).
     source = """
         import time
         import jax
@@ -1083,8 +1083,8 @@ def test_a_total_time_over_cycles_of_compiled_loops_includes_compilation_on_purp
 
 
 def test_a_message_printed_just_after_the_reading_names_what_it_timed():
-    # Round aj: `end = perf_counter()` after the first call of a freshly jitted simulation, then
-    # `print("compilation complete!")` and the time: a compile time, which blocks (judged wrong).
+    # `end = perf_counter()` after the first call of a freshly jitted simulation, then
+    # `print("compilation complete!")` and the time: a compile time, which blocks.
     source = """
         import time
         import jax
@@ -1106,8 +1106,8 @@ def test_a_message_printed_just_after_the_reading_names_what_it_timed():
 
 
 def test_an_epoch_loop_over_a_batch_stream_timed_end_to_end_includes_compilation_on_purpose():
-    # Round aj: "Training completed in" over 10 epochs of a batch generator feeding a jitted step
-    # that updates its model in place (NNX); its first call compiles inside the total (judged wrong).
+    # "Training completed in" over 10 epochs of a batch generator feeding a jitted step
+    # that updates its model in place (NNX); its first call compiles inside the total.
     source = """
         import time
         import jax
@@ -1131,9 +1131,9 @@ def test_an_epoch_loop_over_a_batch_stream_timed_end_to_end_includes_compilation
 
 
 def test_a_one_off_first_call_of_a_small_jitted_function_times_its_compilation():
-    # Round aj: a script's `test()`, run once from `__main__`, times the first call of a small
+    # A script's `test()`, run once from `__main__`, times the first call of a small
     # jitted function without a wait: the figure is tracing and compilation, which run before the
-    # call returns, so a wait would not change it (judged wrong).
+    # call returns, so a wait would not change it.
     source = """
         import time
         import jax
@@ -1166,7 +1166,7 @@ def test_a_one_off_first_call_of_a_small_jitted_function_times_its_compilation()
 
 
 def test_a_training_scan_reporting_progress_through_jax_tqdm_is_timed_to_its_end():
-    # Round ar: notebooks time `gd(...)`, whose epochs run in a `lax.scan` with a body decorated
+    # Notebooks time `gd(...)`, whose epochs run in a `lax.scan` with a body decorated
     # `@scan_tqdm(epochs)`; the saved outputs (50-780 s, growing with the model) show the figure
     # is the run's. Without the progress callbacks the same timing reads the dispatch.
     source = """

@@ -1,4 +1,4 @@
-"""JAX702 manual-optimizer-update: seed 001's `{k: params[k] - lr * grads[k] for k in params}`, the
+"""JAX702 manual-optimizer-update: a training step's `{k: params[k] - lr * grads[k] for k in params}`, the
 `tree_map` spellings, and quiet on optimizer definitions, optax, and non-gradient updates."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from conftest import scan_text, scanners
 findings, lines = scanners([ManualOptimizerUpdate])
 
 
-def test_seed001_dict_comprehension_update_in_the_unjitted_train_step():
+def test_dict_comprehension_update_in_the_unjitted_train_step():
     found = findings("""
         import numpy as np
         from jax import grad

@@ -797,7 +797,7 @@ def test_a_function_of_the_step_count_alone_is_scalar_math(all_rules):
 
 
 def test_an_evaluation_loop_that_only_sums_its_losses_carries_no_state(all_rules):
-    """Round s: `total_loss += loss` over the batches of a jitted loss is a reduction of the
+    """`total_loss += loss` over the batches of a jitted loss is a reduction of the
     steps' outputs, read after the loop; no step depends on it, so there is nothing to scan. A
     loop whose steps read what the last one left (`w`) is still reported."""
     source = """
@@ -829,7 +829,7 @@ def test_an_evaluation_loop_that_only_sums_its_losses_carries_no_state(all_rules
 
 
 def test_a_decode_loop_whose_host_picks_the_next_token_is_not_a_scan(all_rules):
-    """Round s: greedy decoding reads each token to the host (`int(jnp.argmax(...))`) and builds
+    """Greedy decoding reads each token to the host (`int(jnp.argmax(...))`) and builds
     the next step's input from it: the host drives every step by design, so neither the read
     (JAX301) nor the loop (JAX201) is the finding. A loop reading a loss it never hands back
     still gets JAX301."""
@@ -864,7 +864,7 @@ def test_a_decode_loop_whose_host_picks_the_next_token_is_not_a_scan(all_rules):
 
 
 def test_a_demonstration_of_twenty_steps_is_not_a_step_loop(all_rules):
-    """Round s: tutorials run 10 or 20 steps of plain gradient descent to show autodiff working,
+    """Tutorials run 10 or 20 steps of plain gradient descent to show autodiff working,
     with the loss read each step; the step count is a literal, often through a name bound
     once (`num_steps = 20`). What the rules report there adds up to milliseconds."""
     source = """
@@ -900,7 +900,7 @@ def test_a_demonstration_of_twenty_steps_is_not_a_step_loop(all_rules):
 
 
 def test_a_batch_sampler_feeding_the_jitted_step_is_its_input_not_a_jit_candidate(all_rules):
-    """Round s: a sampler of about six eager ops (`randint`, two gathers) makes each step's batch
+    """A sampler of about six eager ops (`randint`, two gathers) makes each step's batch
     for a jitted training step; its dispatches overlap with the step already queued. The same
     helper applied to the carried weights runs on the step's critical path and is reported."""
     source = """
@@ -936,7 +936,7 @@ def test_a_batch_sampler_feeding_the_jitted_step_is_its_input_not_a_jit_candidat
 
 
 def test_a_model_called_on_a_sequence_that_grows_each_step_is_not_told_to_jit(all_rules):
-    """Round s: a tutorial samples by concatenating each new token to `tokens` and calling the
+    """A tutorial samples by concatenating each new token to `tokens` and calling the
     un-jitted `forward` on the growing context; jit would compile `forward` again for every
     length. JAX201 reports the growing loop (with the fixed-buffer fix); JAX101 stays quiet. A
     fixed-shape call of the same function in a step loop is reported."""
@@ -974,10 +974,10 @@ def test_a_model_called_on_a_sequence_that_grows_each_step_is_not_told_to_jit(al
 
 
 def test_a_training_loop_sampling_its_batch_beside_a_jitted_step_is_not_a_scan_candidate(all_rules):
-    """Round s: `key, sub = split(key)`, `xb, yb = sample_batch(sub, data)` (a few eager ops),
+    """`key, sub = split(key)`, `xb, yb = sample_batch(sub, data)` (a few eager ops),
     then the jitted step, with the loss printed every 100 steps: the idiomatic training loop.
-    Still reported: a shock drawn in the loop itself beside a tiny jitted step (round q's
-    batch-1 simulations, judged right), and a bare key split around a jitted rollout step."""
+    Still reported: a shock drawn in the loop itself beside a tiny jitted step (a batch-1
+    simulation), and a bare key split around a jitted rollout step."""
     source = """
         import jax
         import jax.numpy as jnp
@@ -1014,7 +1014,7 @@ def test_a_training_loop_sampling_its_batch_beside_a_jitted_step_is_not_a_scan_c
 
 
 def test_a_helper_that_only_uploads_python_lists_is_not_told_to_jit(all_rules):
-    """Round s: a benchmark's `make_batch` turns Python token lists into arrays (`jnp.array`,
+    """A benchmark's `make_batch` turns Python token lists into arrays (`jnp.array`,
     `jnp.arange(n)`) for each decode step: uploads, nothing for jit to fuse (under jit the lists
     would be static constants). A helper computing on the arrays it makes is reported."""
     source = """
@@ -1049,7 +1049,7 @@ def test_a_helper_that_only_uploads_python_lists_is_not_told_to_jit(all_rules):
 
 
 def test_a_rollout_through_a_gym_style_environment_is_host_bound(all_rules):
-    """Round u: `next_obs, r, done, info = envs.step(action)` is the Gym API: the environment keeps
+    """`next_obs, r, done, info = envs.step(action)` is the Gym API: the environment keeps
     its state inside the object and only the action goes in, so the loop cannot hand that state
     to a scan as written. A functional step that takes and returns the state is still a scan
     candidate."""
@@ -1085,7 +1085,7 @@ def test_a_rollout_through_a_gym_style_environment_is_host_bound(all_rules):
 
 
 def test_a_rollout_recorded_for_the_renderer_is_not_a_scan_candidate(all_rules):
-    # Rounds q, t and v: `rollout.append(state)` every step, then `env.render(rollout)` after the
+    # `rollout.append(state)` every step, then `env.render(rollout)` after the
     # loop: a rollout made to be watched, whose time goes to rendering. The same loop keeping
     # rewards for a plot is a computation and is reported.
     source = """
@@ -1122,7 +1122,7 @@ def evaluate(env, policy, rng, episode_length):
 
 
 def test_a_python_loop_kept_as_the_debug_branch_of_a_compiled_loop_is_deliberate(all_rules):
-    # Round v: `if debug: for i in range(n): ... else: lax.fori_loop(...)`, the eager path kept
+    # `if debug: for i in range(n): ... else: lax.fori_loop(...)`, the eager path kept
     # for stepping through with prints. The same loop with no compiled branch is reported.
     source = """
 import jax
@@ -1154,7 +1154,7 @@ def denoise_eager(x):
 
 
 def test_a_loop_over_file_paths_is_not_a_step_loop(all_rules):
-    # Round x: `for fn in files:` computing each structure file's energy error and printing
+    # `for fn in files:` computing each structure file's energy error and printing
     # `fn.stem`: the items are paths (only a pathlib.Path has `.stem`), each iteration a file's
     # work, not a step. The same helper called per batch of an array loop is reported.
     source = """
@@ -1195,7 +1195,7 @@ def compare_batches(batches, reference):
 
 
 def test_a_loop_that_stops_on_a_value_derived_on_the_device_is_not_scanned_as_written(all_rules):
-    # Rounds p and t: `if jnp.linalg.norm(g) < tol: break` (a solver's convergence), a decode's
+    # `if jnp.linalg.norm(g) < tol: break` (a solver's convergence), a decode's
     # end token: the host learns a value every step to decide whether to go on, a `while_loop`
     # at best, and JAX301 reports the wait. A done flag the step returns with the state
     # (`state, done = step(state, ...)`, or `state.done`) ends an environment episode, which a
@@ -1228,10 +1228,10 @@ def episode(state, policy, env_step, rng):
 
 
 def test_a_step_reaching_a_scan_through_a_vmapped_name_is_a_whole_program(all_rules):
-    # Round am: a meta-learning loop calls one jitted outer step that reaches, through
+    # A meta-learning loop calls one jitted outer step that reaches, through
     # `batched = jax.vmap(inner)`, an inner `lax.scan` over 100 time steps for every task: each
     # iteration is a whole compiled program, so a scan over the outer loop saves next to nothing
-    # (judged wrong). Calling the vmapped name is calling `inner`.
+    #. Calling the vmapped name is calling `inner`.
     source = """
 import jax
 import jax.numpy as jnp
@@ -1265,9 +1265,9 @@ def train(w, tasks, key, n_iter=1000):
 
 
 def test_a_helper_shared_with_a_jax_version_is_host_work_when_given_numpy(all_rules):
-    # Round an: a course writes gradient descent in NumPy first, then in JAX; both call one
+    # A course writes gradient descent in NumPy first, then in JAX; both call one
     # `prediction(w, x)` of plain operators, which the jitted JAX update hands tracers. The NumPy
-    # loop is not JAX work (4 findings judged wrong).
+    # loop is not JAX work.
     source = """
 import jax
 import jax.numpy as jnp
@@ -1305,7 +1305,7 @@ def descend(x, y, n_steps=100):
 
 
 def test_an_eager_baseline_timed_beside_its_jitted_twin_is_no_missing_jit(all_rules):
-    # Round ar: benchmark scripts time `f` eagerly in one loop and `fast = jit(f)` in the next;
+    # Benchmark scripts time `f` eagerly in one loop and `fast = jit(f)` in the next;
     # the eager loop is the comparison's baseline. Untimed, or with no jitted twin, the eager
     # loop is still reported.
     source = """

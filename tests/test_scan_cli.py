@@ -310,7 +310,7 @@ def test_a_script_exported_from_colab_is_scanned_around_its_shell_lines(tmp_path
 
 
 def test_jupyter_autosave_folders_are_not_scanned(tmp_path):
-    # Round x: `.ipynb_checkpoints/model-checkpoint.py`, Jupyter's stale autosave of a module the
+    # `.ipynb_checkpoints/model-checkpoint.py`, Jupyter's stale autosave of a module the
     # project has since fixed, produced a finding the real file no longer has.
     stale = tmp_path / ".ipynb_checkpoints"
     stale.mkdir()

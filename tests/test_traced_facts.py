@@ -306,7 +306,7 @@ def test_deliberate_trace_time_logs_are_quiet_but_a_plain_message_is_reported():
     assert found(source.replace("{message}", "f'{w.shape=}'")) == []
     assert found(source.replace("{message}", "'params:', sum(p.size for p in [w])")) == []
     assert found(source.replace("{message}", "'Running step'")) == []  # alone: a trace-time progress log
-    # beside a print of a traced value, it reads as a message expected on every call (seed 002)
+    # beside a print of a traced value, it reads as a message expected on every call
     assert found(source.replace("{message}", "'Running step'").replace(
         "return w", "print(w)\n            return w")) == [(6, "JAX403"), (7, "JAX403")]
 
@@ -632,7 +632,7 @@ def test_a_check_under_jax_disable_jit_runs_eagerly():
 
 
 def test_or_hands_its_last_operand_back_unconverted():
-    # Round ab: `lax.cond(len(prev) <= 4 or order < 3, ...)` under jit. `a or b` converts `a`
+    # `lax.cond(len(prev) <= 4 or order < 3, ...)` under jit. `a or b` converts `a`
     # to a bool and returns `b` as it is, a traced predicate `lax.cond` accepts. The same
     # expression tested by an `if`, or negated, converts `b` too.
     assert found("""
@@ -653,7 +653,7 @@ def test_or_hands_its_last_operand_back_unconverted():
 
 
 def test_comparing_a_traced_array_with_none_is_a_python_bool():
-    # Round ae: `if encoder_out != None:` in a jitted network. A JAX array hands a comparison
+    # `if encoder_out != None:` in a jitted network. A JAX array hands a comparison
     # with None back to Python, which compares identities: a plain bool, even under jit.
     source = """
         import jax

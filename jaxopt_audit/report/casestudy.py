@@ -1,4 +1,4 @@
-"""`jaxopt-audit report`: a markdown case study (in the spirit of seed 001) from bench results JSON.
+"""`jaxopt-audit report`: a markdown case study of a staged rewrite, from bench results JSON.
 
 `run --json` results are a study of the user's own rewrite instead (`run_study`).
 

@@ -1,4 +1,4 @@
-"""batched_learner: seed 000's multi-seed online learner, from an eager loop to one compiled call.
+"""batched_learner: the alberta-framework blog's multi-seed online learner, from an eager loop to one compiled call.
 
 IDBD and Autostep linear learners, each with and without online feature normalisation, learn
 to predict a drifting target from a stream of honeypot-session features, 30 seeds each. Stages:
@@ -38,7 +38,7 @@ PIPELINE = Pipeline(
     name="batched_learner",
     title="Multi-seed IDBD/Autostep learner: eager loop -> scan -> scan+vmap -> one fused call",
     description=(
-        "Seed 000 (chronos-sec / alberta-framework): an online linear learner with meta-learned "
+        "From chronos-sec's alberta-framework blog post: an online linear learner with meta-learned "
         "per-feature step sizes, IDBD (Sutton 1992) and Autostep (Mahmood et al. 2012), each with "
         "and without online feature normalisation, learns a drifting target from a 17-feature "
         "stream shaped like Cowrie honeypot sessions (counts, entropies, IP reputation, byte "

@@ -1,4 +1,4 @@
-"""The online linear learner of seed 000: IDBD or Autostep step sizes, optional online normalisation.
+"""The alberta-framework online linear learner: IDBD or Autostep step sizes, optional online normalisation.
 
 One step sees one observation: normalise it (or not), predict with a linear model plus bias,
 take the prediction error, and update weights and per-weight step sizes with

@@ -1,6 +1,6 @@
 """The honeypot session log that every run of the experiment reads: a table of raw features.
 
-Seed 000 turns each Cowrie SSH session into a 17-dimensional vector: session features (counts),
+The experiment turns each Cowrie SSH session into a 17-dimensional vector: session features (counts),
 behavioural features (entropies), context features (IP reputation, country code, byte counts,
 cyclical hour/day encodings). We cannot ship real attack traffic, so this module synthesises a
 log with the same shape and the same trouble for a learner: counts, bounded scores and byte

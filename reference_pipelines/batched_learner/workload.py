@@ -1,4 +1,4 @@
-"""The experiment of seed 000 as data: conditions, seeds, the session log, and how runs are compared.
+"""The alberta-framework experiment as data: conditions, seeds, the session log, and how runs are compared.
 
 Full size is the blog's own: 4 conditions (IDBD and Autostep, each with and without online
 normalisation) x 30 seeds x 276,000 observations. All conditions use the same 30 seed keys
@@ -76,7 +76,7 @@ class SizeSpec:
 SIZES: Mapping[str, SizeSpec] = {
     # Every stage (the eager loop included) in a few seconds; flips often enough to be seen.
     "small": SizeSpec(n_obs=80, n_seeds=2, window=20, flip_rate=1.0 / 40.0),
-    # Seed 000: 276k honeypot sessions, 30 seeds; a regime change every ~5,000 sessions.
+    # The blog's experiment: 276k honeypot sessions, 30 seeds; a regime change every ~5,000 sessions.
     "full": SizeSpec(n_obs=276_000, n_seeds=30, window=1000, flip_rate=1.0 / 5000.0),
 }
 EXPERIMENT_SEED = 0

@@ -1,4 +1,4 @@
-"""jit_basics: seed 002's first microbenchmarks (selu, a matmul, boolean masks) as a rewrite chain.
+"""jit_basics: a 'JAX basics' post's first microbenchmarks (selu, a matmul, boolean masks) as a rewrite chain.
 
 Every stage runs all three microbenchmarks on each input matrix, in their before or after form, so
 the harness measures the cumulative effect; `microbench.py` times each one alone, and shows the
@@ -16,7 +16,7 @@ PIPELINE = Pipeline(
     name="jit_basics",
     title="JAX basics: eager vs jit selu, a matmul kept on device, boolean masks as jnp.where",
     description=(
-        "Seed 002's microbenchmarks on device-resident float32 matrices (3000x3000 at full size, four "
+        "A 'JAX basics' post's microbenchmarks on device-resident float32 matrices (3000x3000 at full size, four "
         "of them): per matrix, selu, the Gram matrix jnp.dot(x, x.T) and the sum of the negative "
         "entries. Stage 0 is eager, copies each Gram matrix to the host with np.array and sums "
         "x[x < 0]; the rewrites jit selu and the matmul, replace the boolean mask (which jit cannot "

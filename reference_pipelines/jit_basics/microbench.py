@@ -1,7 +1,7 @@
 """Times each jit_basics microbenchmark alone, before and after its rewrite, and the async-dispatch pitfall.
 
 The pipeline's stages run all microbenchmarks together (the harness times whole stages, and on CPU
-the 3000x3000 matmul dominates). This script times each one on its own, as seed 002 does with
+the 3000x3000 matmul dominates). This script times each one on its own, as the post does with
 %timeit, reusing the stages' own functions. It also shows the timing pitfall (JAX701): JAX returns
 from a call as soon as the work is dispatched, so a timer stopped when the call returns measures
 dispatch, not compute; `jax.block_until_ready` before stopping it measures the real cost.

@@ -1,4 +1,4 @@
-"""Original (seed 002): eager selu, the Gram matrix brought back to the host, boolean-mask indexing.
+"""Original: eager selu, the Gram matrix brought back to the host, boolean-mask indexing.
 
 As a user first writes it: every function runs op by op (JAX101), `np.array` copies each 3000x3000
 result to the host and waits for it (JAX301), and `x[x < 0]` has a value-dependent shape, which works

@@ -1,4 +1,4 @@
-"""The jit_basics workload (seed 002): a few square float32 matrices already on the device.
+"""The jit_basics workload: a few square float32 matrices already on the device.
 
 The seed benchmarks selu, `jnp.dot(x, x.T)` and boolean-mask indexing on a 3000x3000 matrix created
 on the device with `jax.random.normal` ("inputs are pre-loaded on device"). Here a short stream of

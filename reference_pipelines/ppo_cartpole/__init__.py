@@ -1,4 +1,4 @@
-"""ppo_cartpole: PPO on CartPole-v1, from a host NumPy environment to PureJaxRL and data parallelism (seed 003)."""
+"""ppo_cartpole: PPO on CartPole-v1, from a host NumPy environment to PureJaxRL and data parallelism."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ PIPELINE = Pipeline(
     description=(
         "PPO (PureJaxRL's CartPole-v1 recipe: actor-critic MLPs 64-64, GAE, clipped loss, 4 epochs "
         "x 4 minibatches per update) trained for a fixed budget of environment steps (small: 2^13, "
-        "full: 2^24). Stage 0 is how such code often starts (seed 003's 'traditional approach'): "
+        "full: 2^24). Stage 0 is how such code often starts (the 'traditional approach' of RL write-ups): "
         "gym-like NumPy environments on the host, the policy on the device, a transfer each way "
         "every step. The stages move the environment into JAX with the rollout as a scan, vmap it "
         "over thousands of environments, jit the whole update and then shard the environments "

@@ -1,6 +1,6 @@
 """PPO's math shared by every stage: the actor-critic network, GAE, the clipped loss, one minibatch step.
 
-This follows PureJaxRL's `ppo.py` for CartPole (seed 003): separate actor and critic MLPs
+This follows PureJaxRL's `ppo.py` for CartPole: separate actor and critic MLPs
 (64-64, tanh, orthogonal initialisation), GAE(lambda), the clipped surrogate with a clipped value
 loss and an entropy bonus, Adam behind global-norm clipping with a linearly annealed learning
 rate. The stages differ only in how they drive these functions (host loop, scan, vmap, one jit,

@@ -1,4 +1,4 @@
-"""training_loop: seed 001's MLP regression training loop, from the original to a scanned epoch.
+"""training_loop: a published case study's MLP regression training loop, from the original to a scanned epoch.
 
 Stage by stage as the case study: jit, device-resident data with JAX preprocessing, optax, and one
 `lax.scan` per epoch; the original's constant-key augmentation noise is fixed in a stage of its own.
@@ -15,7 +15,7 @@ PIPELINE = Pipeline(
     name="training_loop",
     title="MLP training loop: 15,630 SGD steps from op-by-op Python to one scan per epoch",
     description=(
-        "Seed 001's case study: a 64-1024-1024-1 tanh MLP (dict params) regresses synthetic targets from "
+        "After a published case study: a 64-1024-1024-1 tanh MLP (dict params) regresses synthetic targets from "
         "50,000 samples, batch 32, 10 epochs (15,630 steps incl. each epoch's partial last batch), "
         "plain SGD at lr 0.01, per-batch normalisation and Gaussian augmentation noise (scale 0.01). "
         "Every stage sees the same shuffled batches. Stages 0-2 keep the original's bug: the noise is "

@@ -1,4 +1,4 @@
-"""Original (seed 001): no jit, NumPy preprocessing and a jnp.array conversion per batch, hand-written SGD.
+"""Original: no jit, NumPy preprocessing and a jnp.array conversion per batch, hand-written SGD.
 
 Kept as the case study wrote it, mistakes included: train_step runs op by op (JAX101), every batch is
 preprocessed with NumPy and copied to the device (JAX302), the augmentation noise is pulled to the

@@ -1,4 +1,4 @@
-"""The training_loop workload (seed 001): synthetic regression data, MLP initial weights, epoch orders.
+"""The training_loop workload: synthetic regression data, MLP initial weights, epoch orders.
 
 The case study trains an MLP on 50,000 samples, batch 32, for 10 epochs (15,630 steps). The data
 here is synthetic: raw features with an offset and scale (so the per-batch normalisation in the
@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 LEARNING_RATE = 0.01  # plain SGD; the same rate for the hand-written update and optax.sgd
-NOISE_SCALE = 0.01  # augmentation noise added to the normalised features (seed 001)
+NOISE_SCALE = 0.01  # augmentation noise added to the normalised features (as in the case study)
 INPUT_DIM = 64
 HIDDEN_DIM = 1024  # wide enough that a batch-32 step is matmul work, not per-op overhead
 TEACHER_DIM = 32
