@@ -54,8 +54,9 @@ class LoopToScan(Rule):
     state inside the object: `obs, r, done, info = envs.step(action)`, a value read to the host and
     handed back as the next step's input: `tok = int(jnp.argmax(logits))`, then
     `jnp.array([[tok]])`), loops over a pytree's structure (`range(len(layers))`, dict items), loops
-    whose body already runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer
-    literal iterations (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration),
+    whose body already runs a compiled scan (epochs around a scanned epoch), loops of 8 or fewer
+    literal iterations (`range(8)`, or `range(n)` with `n = 8` bound once: so few steps are
+    better written out than scanned),
     rollouts recorded for a renderer (`rollout.append(state)` every step, then
     `env.render(rollout)`: a rollout made to be watched), a loop kept as the eager `debug` branch of
     an `if` whose other branch runs the steps in `lax.fori_loop`/`scan`, loops that stop on a value

@@ -81,8 +81,8 @@ class HostSyncInStep(Rule):
     after such a needed read in the same iteration (it already waited), on a test that adopts a
     candidate
     (`if loss_fn(params_new) < loss: params = params_new`: a line search's accept/reject, which
-    the algorithm needs every step), in loops of 20 or fewer literal
-    iterations or over a dict's entries, on tests of objects that merely hold arrays
+    the algorithm needs every step), in loops over a dict's entries or of one literal
+    iteration, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
     timer, or waits for a result it then throws away), nor on a read between two timer readings
     of one iteration (`t0 = time()`, the step, `bar.set_postfix_str(f"{loss:.3e}")`, `t += time()

@@ -166,7 +166,7 @@ def test_quiet_under_memoisation_periodic_guard_and_in_cached_functions():
     """) == []
 
 
-def test_quiet_in_traced_code_and_short_literal_loops():
+def test_quiet_in_traced_code_and_single_pass_loops():
     assert lines("""
         import jax
         import jax.numpy as jnp
@@ -178,10 +178,25 @@ def test_quiet_in_traced_code_and_short_literal_loops():
             return x
 
         def check(x):
-            for _ in range(2):
+            for _ in range(1):
                 y = jax.jit(jnp.cos)(x)
             return y
     """) == []
+
+
+def test_a_short_literal_loop_is_reported_and_named():
+    # five passes compile five times: a small cost, but a fact of the code (impact says how small)
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def refine(x, lr):
+            for _ in range(5):
+                x = jax.jit(lambda v: v - lr * jnp.sin(v))(x)
+            return x
+    """)
+    assert [f.line for f in found] == [6]
+    assert "for _ in range(5)" in found[0].message
 
 
 def test_quiet_on_one_compilation_per_configuration():

@@ -158,10 +158,10 @@ def train(params, x, steps):
 """) == []
 
 
-def test_quiet_on_few_literal_iterations_discarded_fetches_and_process_ids():
+def test_few_literal_iterations_are_reported_discarded_fetches_and_process_ids_are_not():
     assert lines(TRAIN_STEP + """
 def demo(w, x, state, variants):
-    for i in range(3):  # a demonstration of three calls, not a loop over steps
+    for i in range(3):  # three calls, three reads: a small cost, but what the code does
         w, loss = train_step(w, x)
         print(f"after {i + 1} calls: {loss}")
     for a in [w, 2 * w]:
@@ -178,7 +178,7 @@ def train(w, x, steps):
             print(f"host {jax.host_id()}")
         print(float(loss))
     return w
-""") == [27]
+""") == [14, 27]
 
 
 def test_a_test_on_an_attribute_or_method_of_an_array_holder_is_not_a_sync():

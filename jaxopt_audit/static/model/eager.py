@@ -32,7 +32,7 @@ from ..walk import read_names, walk
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
 from .loops import carried_names, has_fixed_trip_count, is_numpy_value, iterates_rows, literal_trip_count
-from .per_step import SHORT_LOOP
+from .per_step import SINGLE_PASS
 
 # Libraries whose calls are host work by nature (plots, images, logging, progress bars).
 HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
@@ -381,7 +381,7 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
     if fn.traced or not loop.is_step or iterates_structure(model, loop):
         return False
     count = literal_trip_count(loop, model.resolve)
-    if count is not None and count <= SHORT_LOOP:
+    if count is not None and count <= SINGLE_PASS:
         return False
     if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
         return False
