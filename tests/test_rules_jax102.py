@@ -382,6 +382,41 @@ def test_a_wrapper_rebuilt_and_called_each_step_is_still_reported():
     """) == [9]
 
 
+def test_a_wrapper_rebuilt_alike_on_each_epoch_is_reported_and_one_per_configuration_is_not():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def update(p, x, lr):
+            return p - lr * jnp.mean(x) * p
+
+        def train(params, batches, lr):
+            for epoch in range(5):
+                step = jax.jit(lambda p, x: update(p, x, lr))
+                for x in batches:
+                    params = step(params, x)
+            return params
+
+        def train_decorated(params, batches, lr):
+            for epoch in range(5):
+                @jax.jit
+                def step(p, x):
+                    return update(p, x, lr)
+                for x in batches:
+                    params = step(params, x)
+            return params
+
+        def sweep(params, batches, rates):
+            for lr in rates:
+                step = jax.jit(lambda p, x: update(p, x, lr))
+                for x in batches:
+                    params = step(params, x)
+            return params
+    """)
+    assert [f.line for f in found] == [9, 16]
+    assert all("for epoch in range(5)" in f.message and "compiled again" in f.message for f in found)
+
+
 def test_a_wrapper_never_called_never_compiles():
     # Round an: a benchmark builds `jitted_loop = jax.jit(vmapped_loop, ...)` each run and then
     # calls `vmapped_loop` itself (judged wrong: nothing compiles).
