@@ -926,3 +926,43 @@ def fit(w, x, n, tol):
             break
     return w
 """) == [28]
+
+
+def test_a_read_in_a_helper_is_reported_at_the_read_and_names_the_loop_that_calls_it():
+    found = scan_text(TRAIN_STEP + """
+def log_progress(w):
+    print("norm", float(jnp.linalg.norm(w)))
+
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        log_progress(w)
+    return w
+""", [HostSyncInStep])
+    assert [f.line for f in found] == [12]
+    assert "each time `log_progress` runs, and the loop at line 15 calls it" in found[0].message
+
+
+def test_a_growing_list_of_device_values_read_whole_every_iteration_is_quadratic_traffic():
+    found = scan_text(TRAIN_STEP + """
+def train(w, x, steps):
+    losses = []
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        losses.append(loss)
+        curve = jax.device_get(losses)
+        recent = jnp.stack(losses[-10:])
+    return w, curve, recent
+
+def quiet(w, x, steps):
+    losses = []
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        losses.append(loss)
+        batch = []
+        batch.append(loss)
+        print(len(jax.device_get(batch)))
+    return w, jax.device_get(losses)
+""", [HostSyncInStep])
+    assert [f.line for f in found] == [16]
+    assert "all of `losses`" in found[0].message and "square of the iteration count" in found[0].message

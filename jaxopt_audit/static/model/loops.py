@@ -305,6 +305,38 @@ def grown_list(call: cst.Call) -> str | None:
     return None
 
 
+# Calls that turn a list of arrays into one array holding all of them (`jnp.stack(history)`).
+_WHOLE_LIST_CALLS = frozenset({"jax.numpy.stack", "jax.numpy.array", "jax.numpy.asarray", "jax.numpy.concatenate",
+                               "jax.numpy.vstack", "jax.numpy.hstack", "numpy.stack", "numpy.array",
+                               "numpy.asarray", "numpy.concatenate", "numpy.vstack", "numpy.hstack"})
+
+
+def device_history(model: SemanticModel, loop: Loop) -> set[str]:
+    """Lists the loop grows by a device value on each iteration (`history.append(x)`, unguarded,
+    with `x` an array) and binds only outside the loop: their length is the iteration count,
+    so a read of the whole list inside the loop costs more on each iteration."""
+    fn = loop.function
+    grown: set[str] = set()
+    for site in fn.calls:
+        name = grown_list(site.node)
+        if name is None or site.guarded or site.loop is None or not loop.encloses(site.loop) \
+                or not site.node.args or not model.is_array(site.node.args[0].value, fn):
+            continue
+        if all(not loop.encloses(a.site.loop) for a in fn.bindings(name)) and fn.bindings(name):
+            grown.add(name)
+    return grown
+
+
+def whole_list_read(model: SemanticModel, expr: cst.BaseExpression, names: set[str]) -> str | None:
+    """The name in `names` that `expr` hands over whole: `history` itself, or inside
+    `jnp.stack(history)` (not `history[-1]`, one entry)."""
+    if isinstance(expr, cst.Name):
+        return expr.value if expr.value in names else None
+    if isinstance(expr, cst.Call) and expr.args and model.resolve(expr.func) in _WHOLE_LIST_CALLS:
+        return whole_list_read(model, expr.args[0].value, names)
+    return None
+
+
 def _grown(name: str, loop: Loop) -> bool:
     """`name.append(...)` (or extend, insert) anywhere in the scope that binds `name` or in the
     functions nested in it."""
