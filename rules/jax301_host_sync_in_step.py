@@ -200,13 +200,13 @@ class HostSyncInStep(Rule):
             import numpy as np
 
             @jax.jit
-            def step(x):
-                return 0.99 * x + jnp.sin(x)
+            def step(x, force):
+                return 0.99 * x + jnp.sin(x) * force
 
-            def simulate(x, n_steps):
+            def simulate(x, forces):
                 history = []
-                for t in range(n_steps):
-                    x = step(x)
+                for t, force in enumerate(forces):
+                    x = step(x, force)
                     history.append(x)
                     if t % 100 == 0:
                         print(np.mean(jnp.stack(history)))  # periodic

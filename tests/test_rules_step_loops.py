@@ -675,9 +675,10 @@ def test_an_objax_jit_rebinding_is_jitted(all_rules):
 
 
 def test_a_loop_driving_a_jitted_step_over_batches_is_not_a_scan_candidate(all_rules):
-    """The idiomatic training loop (a jitted step per batch or per counted step) saves only a
-    dispatch per step when scanned; the same jitted update per row of the data is a per-element
-    recurrence whose steps are tiny, and stays a scan candidate."""
+    """The idiomatic training loop (a jitted step per batch from a stream) saves only a dispatch
+    per step when scanned; the same jitted update per row of the data is a per-element
+    recurrence whose steps are tiny, and a counted loop of a step of five operations on fixed
+    data is dispatch-bound: both stay scan candidates."""
     source = """
         import jax
         import jax.numpy as jnp
@@ -701,7 +702,7 @@ def test_a_loop_driving_a_jitted_step_over_batches_is_not_a_scan_candidate(all_r
                 w = train_step(w, xs[t])
             return w
     """
-    assert found(source, all_rules, "JAX201") == [19]
+    assert found(source, all_rules, "JAX201") == [14, 19]
 
 
 def test_batch_preparation_around_a_compiled_step_and_a_decode_loop_with_a_stop_test(all_rules):
@@ -1343,3 +1344,37 @@ def test_an_eager_baseline_timed_beside_its_jitted_twin_is_no_missing_jit(all_ru
     assert found(untimed, all_rules, "JAX101") == [5]
     alone = source.replace("fast = jax.jit(boxes)", "fast = boxes")
     assert found(alone, all_rules, "JAX101") == [5]
+
+
+def test_a_small_jitted_step_is_a_scan_candidate_but_not_when_fed_minibatches(all_rules):
+    """A jitted step of a few operations driven by a counted loop is dispatch-bound; the same step
+    fed a slice of a data set each iteration works on a minibatch of a size the file does not
+    show, and a history filled row by row needs carried state beside it to be a scan."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(w, x):
+            return w * 0.9 + jnp.tanh(x)
+
+        def integrate(w, x, n):
+            for _ in range(n):
+                w = step(w, x)
+            return w
+
+        def fit(w, data, n, bs):
+            for i in range(n):
+                xb = data[i * bs:(i + 1) * bs]
+                w = step(w, xb)
+            return w
+
+        def table(xs, n):
+            out = jnp.zeros((n, 3))
+            for i in range(n):
+                out = out.at[i].set(jnp.sin(xs[i]))
+            return out
+    """
+    findings = [f for f in scan_text(source, all_rules) if f.code == "JAX201"]
+    assert [f.line for f in findings] == [9]
+    assert "`step` (3 array operations)" in findings[0].message

@@ -119,13 +119,11 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     after the loop, that no step depends on)."""
     fn = loop.function
     state = set()
+    filled = filled_buffers(model, loop)
     for name in carried_names(model, loop):
-        if _only_accumulated(name, loop):
+        if _only_accumulated(name, loop) or name in filled:
             continue
         bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
-        values = [a.value for a in bindings if a.value is not None]
-        if values and all(_fills_by_index(value, name, loop) for value in values):
-            continue
         if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in apis.KEY_DERIVATIONS
                             for a in bindings):
             continue
@@ -133,6 +131,17 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     return state
 
 
+def filled_buffers(model: SemanticModel, loop: Loop) -> set[str]:
+    """Carried arrays the loop fills row by row (`hist = hist.at[t].set(state)` with the loop's
+    counter, and no other rebinding in the loop): left out of `step_state`, but outside jit each
+    `.at[t].set` copies the whole array, and `lax.scan` would return the rows stacked."""
+    fn = loop.function
+    filled = set()
+    for name in carried_names(model, loop):
+        values = [a.value for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
+        if values and all(_fills_by_index(value, name, loop) for value in values):
+            filled.add(name)
+    return filled
 
 
 def _only_accumulated(name: str, loop: Loop) -> bool:

@@ -1,0 +1,75 @@
+"""How much work one iteration of a step loop hands to compiled code.
+
+A loop around a jitted step pays one dispatch from Python per iteration (several microseconds
+on CPU, more on an accelerator, benchmarks/eager_dispatch.py). Next to a training step of
+thousands of operations on large arrays that is noise; next to a physics or environment step of
+a few elementwise operations it is most of the time, and `lax.scan` removes it. The file shows
+the step's size as the number of array operations its body (and the traced helpers it calls)
+writes: that count is the evidence a finding gives, not a timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..walk import walk
+from .core import Function, Loop, SemanticModel
+from .eager import differentiates, eager_ops
+
+# Array operations a compiled step may write and still be "small": a few elementwise updates
+# of a state (an integrator, an environment's dynamics). A training step differentiates and is
+# never small.
+SMALL_STEP_OPS = 20
+
+
+@dataclass(frozen=True)
+class CompiledStep:
+    """A jitted function of this file called on every iteration of a loop, and its size."""
+
+    function: Function
+    ops: int  # array operations its body and its traced helpers write
+
+
+def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep] | None:
+    """The compiled calls one iteration of `loop` makes (unguarded), when every one of them is a
+    named jitted function of this file writing fewer than `SMALL_STEP_OPS` array operations, with
+    no derivative and no loop of its own, given no slice of an array (`x[i:i + bs]`: a minibatch
+    of a data set, whose size the file does not show); None when any compiled call is larger or
+    not shown (a jitted function of another file, `model.apply`, an optimizer)."""
+    fn = loop.function
+    steps: dict[Function, CompiledStep] = {}
+    for site in fn.calls:
+        if not loop.encloses(site.loop) or site.guarded or model.call_work(site.node, fn) != "dispatch":
+            continue
+        callee = model.callee(site.node, fn)
+        target = callee.function
+        if not callee.jitted or target is None or callee.transform is not None or _fed_slices(site.node, loop) \
+                or target.loops or target.uses_scan or differentiates(model, target):
+            return None
+        ops = eager_ops(model, target) + _negations(model, target)
+        if ops >= SMALL_STEP_OPS:
+            return None
+        steps[target] = CompiledStep(target, ops)
+    return list(steps.values()) or None
+
+
+def _fed_slices(call: cst.Call, loop: Loop) -> bool:
+    """An argument slices an array (`step(w, x[i:i + bs])`, `step(w, x[:n])`), or is a name the
+    loop binds to such a slice (`xb = X[i:i + bs]`, then `step(w, xb)`)."""
+    fn = loop.function
+    values: list[cst.CSTNode] = []
+    for arg in call.args:
+        values.append(arg.value)
+        if isinstance(arg.value, cst.Name):
+            values.extend(a.value for a in fn.bindings(arg.value.value)
+                          if a.value is not None and loop.encloses(a.site.loop))
+    return any(isinstance(node, cst.Slice) for value in values for node in walk(value))
+
+
+def _negations(model: SemanticModel, fn: Function) -> int:
+    """Unary minus on arrays in `fn`'s body (`acc = -pos`): array operations that
+    `Function.array_ops`, which counts binary operators, calls and indexing, leaves out."""
+    return sum(1 for node in walk(fn.body) if isinstance(node, cst.UnaryOperation)
+               and isinstance(node.operator, cst.Minus) and model.is_array(node.expression, fn))
