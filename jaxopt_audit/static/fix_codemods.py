@@ -201,12 +201,25 @@ class _ParameterUses(cst.CSTVisitor):
             return True
         if isinstance(parent, cst.Subscript) and parent.value is node:
             return True
+        if isinstance(parent, (cst.Param, cst.AssignTarget)):
+            return True  # a binding (a nested function's parameter, `m = update(m, g)`), not a use
+        if isinstance(parent, (cst.CompFor, cst.For)) and parent.iter is node:
+            return True  # `{k: params[k] - lr * g[k] for k in params}`: a dict's keys are static
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return True
         if isinstance(parent, cst.Arg) and len(self.stack) >= 2 and isinstance(self.stack[-2], cst.Call):
-            callee = self.model.resolve(self.stack[-2].func) or ""
-            return callee.split(".", 1)[0] == "jax"
+            func = self.stack[-2].func
+            # `jax.value_and_grad(loss)(w, x)`: an argument of a JAX transform's result
+            callee = self.model.resolve(func.func if isinstance(func, cst.Call) else func) or ""
+            # or a function of this file doing array work (`model_forward(params, x)`): jitted with
+            # the caller, it is traced too, and the trace rules are asked about the whole file
+            return callee.split(".", 1)[0] == "jax" or self._array_function(func)
         return False
+
+    def _array_function(self, func: cst.BaseExpression) -> bool:
+        return isinstance(func, cst.Name) and any(
+            fn.name == func.value and fn.parent is not None and fn.parent.is_module and fn.does_array_work
+            for fn in self.model.functions)
 
 
 def _array_only_parameters(model, function: cst.FunctionDef) -> bool:
@@ -236,10 +249,11 @@ def _no_new_trace_findings(model, old: cst.FunctionDef, new: cst.FunctionDef) ->
         return False
     rules = [r() for r in load_rules() if r.CODE in _TRACE_RULES]
 
-    def inside(text: str, end: int) -> int:
+    def count(text: str) -> int:
+        # the whole file: jitting the function traces the helpers it calls too
         result = scan_source(text, model.path, rules)
-        return -1 if result.error else sum(1 for f in result.findings if span.line <= f.line <= end)
+        return -1 if result.error else len(result.findings)
 
-    before = inside(model.source, span.end_line)
+    before = count(model.source)
     fixed = model.module.deep_replace(old, new).code
-    return before >= 0 and inside(fixed, span.end_line + 1) == before
+    return before >= 0 and count(fixed) == before
