@@ -127,3 +127,37 @@ def train(w, loader, path):
         w = update(w, jnp.array(row))
     return w
 """) == [14, 18]
+
+
+def test_a_data_set_unpacked_from_a_file_and_indexed_per_step_is_reported_float64_when_shown():
+    found = scan_text("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def step(w, xb, yb):
+            return w - 0.01 * xb.T @ (xb @ w - yb)
+
+        def train(path, n_epochs, bs):
+            data = np.load(path)
+            X, Y = data["x"], data["y"]
+            w = jnp.zeros(X.shape[1])
+            for epoch in range(n_epochs):
+                perm = np.random.permutation(len(X))
+                for i in range(len(X) // bs):
+                    idx = perm[i * bs:(i + 1) * bs]
+                    w = step(w, X[idx], Y[idx])
+            return w
+
+        def simulate(n_steps, bs):
+            X = np.random.randn(10_000, 8)
+            Y = np.zeros(10_000)
+            w = jnp.zeros(8)
+            for i in range(n_steps):
+                w = step(w, X[i * bs:(i + 1) * bs], Y[i * bs:(i + 1) * bs])
+            return w
+    """, [HostToDeviceInStep])
+    assert [f.line for f in found] == [17, 25]
+    assert "float64" not in found[0].message and "loop at line 15" in found[0].message
+    assert "(float64: also converted to float32 on each copy" in found[1].message

@@ -450,9 +450,10 @@ def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> b
     return False
 
 
-def _binds_numpy(model: SemanticModel, a, scope, depth: int) -> bool:
-    if a.value is not None:
-        return is_numpy_value(model, a.value, scope, depth + 1)
+def _binds_numpy(model: SemanticModel, a, scope, depth: int, name: str | None = None) -> bool:
+    value = _element_bound(a, name) if name is not None else a.value  # `X, Y = data["x"], data["y"]`
+    if value is not None:
+        return is_numpy_value(model, value, scope, depth + 1)
     node = a.site.node  # `for batch, labels in zip(DATA, LABELS)`: rows of NumPy arrays
     if isinstance(node, cst.For):
         return _iterates_numpy(model, node.iter, scope, depth + 1)
@@ -475,7 +476,8 @@ _NUMPY_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "i
 
 def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
     """A NumPy array on the host: built by `np.*`, a row or slice of one, or a name bound to one
-    (in this function or at module level)."""
+    (in this function or at module level, also by unpacking a tuple), or an attribute of `self`
+    the class binds only to one."""
     if depth > 6:
         return False
     if isinstance(expr, cst.Call):
@@ -489,7 +491,8 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
             return is_numpy_value(model, expr.func.value, fn, depth + 1)
         if isinstance(expr.func, cst.Attribute) and _is_numpy_generator(model, expr.func.value, fn):
             return True  # rng.normal(...), rng.integers(...)
-        return False
+        return batch_getter(model, expr, fn) and any(is_numpy_value(model, a.value, fn, depth + 1)
+                                                     for a in expr.args)
     if isinstance(expr, cst.Subscript):
         return is_numpy_value(model, expr.value, fn, depth + 1)
     if isinstance(expr, cst.Name):
@@ -497,8 +500,76 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
             return False
         owner = fn.binding_scope(expr.value)
         bindings = owner.bindings(expr.value) if owner is not None else []
-        return bool(bindings) and all(_binds_numpy(model, a, owner, depth) for a in bindings)
+        return bool(bindings) and all(_binds_numpy(model, a, owner, depth, expr.value) for a in bindings)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+            and fn.cls is not None:
+        # `self.X` where the class binds `self.X = np.random.randn(...)`: a data set the object holds
+        values = fn.cls.attribute_values.get(expr.attr.value, [])
+        return bool(values) and all(is_numpy_value(model, v, owner, depth + 1) for v, owner in values)
     return False
+
+
+# NumPy functions whose result is float64 unless a dtype says otherwise.
+_FLOAT64_MAKERS = frozenset({"numpy.random.randn", "numpy.random.rand", "numpy.random.random", "numpy.random.normal",
+                             "numpy.random.uniform", "numpy.random.standard_normal", "numpy.zeros", "numpy.ones",
+                             "numpy.empty", "numpy.linspace"})
+
+
+def is_float64_numpy(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
+    """A NumPy value the code shows is float64: made by a NumPy function that returns float64
+    without a `dtype=` (`np.random.randn(n, d)`, `np.zeros(shape)`), cast with
+    `.astype(np.float64)`, or a slice, row, name, tuple element, `self.` attribute or batch getter
+    result of one (as `is_numpy_value` follows them)."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Call):
+        q = model.resolve(expr.func)
+        if q is not None:
+            if q in _FLOAT64_MAKERS:
+                return not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
+            return False
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "astype" and expr.args:
+            dtype = expr.args[0].value
+            return model.resolve(dtype) == "numpy.float64" or (
+                isinstance(dtype, cst.SimpleString) and dtype.evaluated_value == "float64")
+        if batch_getter(model, expr, fn):
+            return any(is_float64_numpy(model, a.value, fn, depth + 1) for a in expr.args)
+        return False
+    if isinstance(expr, cst.Subscript):
+        return is_float64_numpy(model, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Name):
+        owner = fn.binding_scope(expr.value)
+        bindings = owner.bindings(expr.value) if owner is not None else []
+        values = [_element_bound(a, expr.value) for a in bindings]
+        return bool(values) and all(v is not None and is_float64_numpy(model, v, owner, depth + 1) for v in values)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+            and fn.cls is not None:
+        values = fn.cls.attribute_values.get(expr.attr.value, [])
+        return bool(values) and all(is_float64_numpy(model, v, owner, depth + 1) for v, owner in values)
+    return False
+
+
+def _element_bound(a, name: str) -> cst.BaseExpression | None:
+    """The value `name` gets from assignment `a` (its element, when a tuple is unpacked)."""
+    value = a.value
+    if isinstance(value, (cst.Tuple, cst.List)) and name in a.targets and len(value.elements) == len(a.targets):
+        return value.elements[a.targets.index(name)].value
+    return value
+
+
+def batch_getter(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """A call of a function of this file doing no JAX work that returns only slices or rows of
+    its parameters (`def get_batch(X, Y, i, bs): return X[i * bs:...], Y[i * bs:...]`): its result
+    is part of what it is given, not new data."""
+    helper = model.callee(call, fn).function
+    if helper is None or helper.does_jax_work or not helper.returns:
+        return False
+    for returned in helper.returns:
+        parts = [e.value for e in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
+        if not all(isinstance(p, cst.Subscript) and isinstance(p.value, cst.Name) and p.value.value in helper.params
+                   for p in parts):
+            return False
+    return True
 
 
 def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:

@@ -17,6 +17,7 @@ import libcst as cst
 from ..walk import walk
 from .core import Function, Loop, SemanticModel
 from .eager import differentiates, eager_ops
+from .loops import is_numpy_value
 
 # Array operations a compiled step may write and still be "small": a few elementwise updates
 # of a state (an integrator, an environment's dynamics). A training step differentiates and is
@@ -35,9 +36,10 @@ class CompiledStep:
 def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep] | None:
     """The compiled calls one iteration of `loop` makes (unguarded), when every one of them is a
     named jitted function of this file writing fewer than `SMALL_STEP_OPS` array operations, with
-    no derivative and no loop of its own, given no slice of an array (`x[i:i + bs]`: a minibatch
-    of a data set, whose size the file does not show); None when any compiled call is larger or
-    not shown (a jitted function of another file, `model.apply`, an optimizer)."""
+    no derivative and no loop of its own, given no data (`x[i:i + bs]`, NumPy rows, a host
+    helper's batch: a minibatch of a data set, whose size the file does not show); None when any
+    compiled call is larger or not shown (a jitted function of another file, `model.apply`, an
+    optimizer)."""
     fn = loop.function
     steps: dict[Function, CompiledStep] = {}
     for site in fn.calls:
@@ -45,7 +47,7 @@ def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep]
             continue
         callee = model.callee(site.node, fn)
         target = callee.function
-        if not callee.jitted or target is None or callee.transform is not None or _fed_slices(site.node, loop) \
+        if not callee.jitted or target is None or callee.transform is not None or _fed_data(model, site.node, loop) \
                 or target.loops or target.uses_scan or differentiates(model, target):
             return None
         ops = eager_ops(model, target) + _negations(model, target)
@@ -55,17 +57,25 @@ def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep]
     return list(steps.values()) or None
 
 
-def _fed_slices(call: cst.Call, loop: Loop) -> bool:
-    """An argument slices an array (`step(w, x[i:i + bs])`, `step(w, x[:n])`), or is a name the
-    loop binds to such a slice (`xb = X[i:i + bs]`, then `step(w, xb)`)."""
+def _fed_data(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
+    """An argument is data rather than state: it slices an array (`step(w, x[i:i + bs])`,
+    `step(w, x[:n])`), is NumPy data, or is a name the loop binds to such a value or to the result
+    of a host helper of the file (`xb, yb = get_batch(X, Y, i)`)."""
     fn = loop.function
-    values: list[cst.CSTNode] = []
+    values: list[cst.BaseExpression] = []
     for arg in call.args:
         values.append(arg.value)
         if isinstance(arg.value, cst.Name):
             values.extend(a.value for a in fn.bindings(arg.value.value)
                           if a.value is not None and loop.encloses(a.site.loop))
-    return any(isinstance(node, cst.Slice) for value in values for node in walk(value))
+    for value in values:
+        if any(isinstance(node, cst.Slice) for node in walk(value)) or is_numpy_value(model, value, fn):
+            return True
+        if isinstance(value, cst.Call):
+            helper = model.callee(value, fn).function
+            if helper is not None and not helper.does_jax_work:
+                return True
+    return False
 
 
 def _negations(model: SemanticModel, fn: Function) -> int:
