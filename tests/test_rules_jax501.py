@@ -992,3 +992,29 @@ def test_a_split_rebound_before_anything_reads_it_is_no_use_of_the_key():
             keys = jr.split(key, n + 5)
             return first, keys
     """) == [12, 18]
+
+
+def test_layers_built_from_one_key_are_reported_and_the_loop_reuse_is_named_over_a_one_off():
+    found = scan_text("""
+        import jax
+        import jax.numpy as jnp
+
+        def init_layer(key, n_in, n_out):
+            return jax.random.normal(key, (n_in, n_out)), jnp.zeros(n_out)
+
+        def init_mlp(key, layer_sizes):
+            params = []
+            for n_in, n_out in zip(layer_sizes[:-1], layer_sizes[1:]):
+                params.append(init_layer(key, n_in, n_out))
+            return params
+
+        def walk(key, x, n):
+            start = x + jax.random.normal(key, x.shape)
+            for _ in range(n):
+                x = x + jax.random.normal(key, x.shape)
+            return start, x
+    """, RULE)
+    assert [f.line for f in found] == [10, 16]
+    assert "every iteration of the loop at line 9" in found[0].message
+    assert "every iteration of the loop at line 15 (after `jax.random.normal(key, x.shape)` at line 14" \
+        in found[1].message
