@@ -23,7 +23,7 @@ from jaxopt_audit.static import (
     target_names,
     walk,
 )
-from jaxopt_audit.static.model.eager import iterates_structure
+from jaxopt_audit.static.model.eager import host_side, iterates_structure
 from jaxopt_audit.static.model.loops import (
     carried_names,
     host_bound_call,
@@ -33,6 +33,7 @@ from jaxopt_audit.static.model.loops import (
 )
 from jaxopt_audit.static.model.per_step import SHORT_LOOP
 from jaxopt_audit.static.model.timing import reads_timer
+from jaxopt_audit.static.trace_check import traces_as_written
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",
@@ -93,9 +94,16 @@ class LoopToVmap(Rule):
     optimizer), on loops over dict items and files, on loops that do host I/O each iteration,
     on loops that do not collect their results, and in functions that read a timer (a benchmark
     measures the loop of calls as it is written). Nor does it report a handful of cases written
-    out in the file (at most 20: `for lr in [1e-3, 1e-2, 1e-1]`, `for hand in TEST_HANDS` with
+    out in the file (at most 8: `for lr in [1e-3, 1e-2, 1e-1]`, `for hand in TEST_HANDS` with
     the list spelled out): batching that few items gains next to nothing, and such cases often
     differ in shape.
+
+    A function of the file that is not jitted is suggested for `jax.vmap` only if it can be
+    vmapped as it is written: it does no host work (prints, reads values back with `float()`
+    or `.item()`, plots), and, for a module-level def, jitting it with the parameters the item
+    does not reach marked static gives the trace rules (JAX401-JAX404) nothing new to report (no
+    Python `if` on a mapped value, no NumPy on it, no value-dependent shape). A loop whose only
+    candidate fails this is left alone.
 
     ## Measured
     Seed 000: 4 conditions x 30 seeds, ~63 min sequential, ~2.1 min batched (~30x); see the
@@ -146,6 +154,22 @@ class LoopToVmap(Rule):
         """),
     ]
     VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            def run(key, n):
+                x = jax.random.normal(key, (n,))
+                if x.sum() > 0:  # a Python branch on the drawn value: vmap fails on it
+                    return x
+                return -x
+
+            def sweep(n_seeds):
+                outs = []
+                for seed in range(n_seeds):
+                    outs.append(run(jax.random.key(seed), 100))
+                return outs
+        """),
         Valid("""
             import jax
             import jax.numpy as jnp
@@ -248,8 +272,32 @@ class LoopToVmap(Rule):
             callee = model.callee(call, fn)
             # a function of the user's (jitted or not, or a model's method), not one primitive
             if callee.function is not None or callee.jitted or model.receiver_kind(call, fn) == "object":
+                if callee.function is not None and not callee.jitted and not _vmappable(model, call, callee.function,
+                                                                                        items):
+                    continue  # vmap would fail on it as written (a branch or a read on the item)
                 candidates.append(site)
         return candidates[0] if candidates else None
+
+
+def _vmappable(model: SemanticModel, call: cst.Call, target: Function, items: set[str]) -> bool:
+    """The un-jitted function of this file can run under `jax.vmap` as it is written: it does no
+    host work (prints, reads values back, plots), and, for a module-level def, jitting it with
+    the parameters the loop's item does not reach marked static adds no trace-rule finding (no
+    Python branch, NumPy call or value-dependent shape on a mapped value). Nested functions and
+    methods are judged by the first test alone."""
+    if host_side(model, target):
+        return False
+    if not isinstance(target.node, cst.FunctionDef) or target.parent is None or not target.parent.is_module:
+        return True
+    params = list(target.params)
+    mapped: set[str] = set()
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return False  # `f(*args)`: which parameters are mapped is unknown
+        name = arg.keyword.value if arg.keyword is not None else (params[index] if index < len(params) else None)
+        if name is not None and read_names(arg.value) & items:
+            mapped.add(name)
+    return traces_as_written(model, target.node, static=set(params) - mapped)
 
 
 def _updates_shared_object(model: SemanticModel, fn: Function, call: cst.Call, items: set[str]) -> bool:

@@ -239,3 +239,36 @@ def evaluate_all(key, batches):
     return outs
 """)
     assert found == [(24, "JAX202")]
+
+
+def test_vmap_is_suggested_only_for_a_function_that_can_be_vmapped_as_written():
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def branchy(key, n):
+            x = jax.random.normal(key, (n,))
+            if x.sum() > 0:
+                return x
+            return -x
+
+        def clean(key, n):
+            x = jax.random.normal(key, (n,))
+            return jnp.where(x.sum() > 0, x, -x)
+
+        def chatty(key, n):
+            x = jax.random.normal(key, (n,))
+            print(float(x.sum()))
+            return x
+
+        def sweep(n_seeds):
+            a, b, c = [], [], []
+            for seed in range(n_seeds):
+                a.append(branchy(jax.random.key(seed), 100))
+            for seed in range(n_seeds):
+                b.append(clean(jax.random.key(seed), 100))
+            for seed in range(n_seeds):
+                c.append(chatty(jax.random.key(seed), 100))
+            return a, b, c
+    """
+    assert [f.line for f in scan_text(source, [LoopToVmap])] == [23]

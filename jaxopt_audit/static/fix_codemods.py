@@ -14,6 +14,7 @@ import libcst as cst
 from .deprecations import DEPRECATIONS, lookup
 from .fixes import SAFE, UNSAFE, Fix, dotted_expression, module_alias, wrap_call
 from .rule import describe
+from .trace_check import no_new_trace_findings
 
 _DOTTED = re.compile(r"jax(?:\.\w+)+")
 # Listed replacements that are not drop-in renames: the migrations the data describes (a
@@ -149,10 +150,6 @@ def _split_spelling(model, call: cst.Call) -> str | None:
     return f"{alias}.random.split" if alias else None
 
 
-# Rules whose findings inside a function show that jitting it as is would break or mislead.
-_TRACE_RULES = ("JAX401", "JAX402", "JAX403", "JAX404")
-
-
 def jit_decorator(model, function: cst.FunctionDef) -> Fix | None:
     """JAX101: `@jax.jit` on a plain function (not a method), offered only when no argument has to
     be static: every parameter is used as an array, nothing branches on or checks a value, and
@@ -163,7 +160,7 @@ def jit_decorator(model, function: cst.FunctionDef) -> Fix | None:
         return None
     decorator = dotted_expression(cst.Name(jax_alias), "jit")
     new = function.with_changes(decorators=[cst.Decorator(decorator=decorator)])
-    if not _no_new_trace_findings(model, function, new):
+    if not no_new_trace_findings(model, function, new):
         return None
     return Fix(UNSAFE, ((function, new),), f"`{function.name.value}` decorated with `@{jax_alias}.jit`")
 
@@ -238,22 +235,3 @@ def _array_only_parameters(model, function: cst.FunctionDef) -> bool:
     visitor = _ParameterUses(model, names)
     function.body.visit(visitor)
     return visitor.ok
-
-
-def _no_new_trace_findings(model, old: cst.FunctionDef, new: cst.FunctionDef) -> bool:
-    from .engine import scan_source
-    from .registry import load_rules
-
-    span = model.positions.get(old)
-    if span is None or model.source is None:
-        return False
-    rules = [r() for r in load_rules() if r.CODE in _TRACE_RULES]
-
-    def count(text: str) -> int:
-        # the whole file: jitting the function traces the helpers it calls too
-        result = scan_source(text, model.path, rules)
-        return -1 if result.error else len(result.findings)
-
-    before = count(model.source)
-    fixed = model.module.deep_replace(old, new).code
-    return before >= 0 and count(fixed) == before
