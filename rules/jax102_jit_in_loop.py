@@ -29,11 +29,6 @@ from jaxopt_audit.static.model.per_step import SINGLE_PASS, StepContext, where, 
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})
 # pmap wrappers: a fresh one around a cached function costs little (Measured), unlike jit's.
 PMAPS = frozenset({"jax.pmap", "equinox.filter_pmap", "flax.nnx.pmap"})
-# The consequence of a wrapper rebuilt alike on each pass of an outer loop and called in a loop
-# of its own.
-REBUILT_ALIKE = (", though it wraps the same code each time: the function it wraps is a new object on each "
-                 "iteration, so it is traced and compiled again on each one (the calls in its inner loop "
-                 "reuse it); build it once, before the loop")
 # Decorators that memoise a function's result: a jit inside runs once per distinct argument.
 MEMOISING_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property",
                                   "builtins.property"})
@@ -221,9 +216,10 @@ class JitInLoop(Rule):
                         or _closes_over_configuration(model, model.function_ref(target, fn), site):
                     continue
                 if reuse == "inner loop":
-                    if _rebuilt_alike(model, target, site):
+                    schedule = _rebuilt_alike(model, target, site)
+                    if schedule is not None:
                         yield Report(site.node, f"`{describe(site.node)}` is evaluated {where(model, site, context)}"
-                                                f"{REBUILT_ALIKE}")
+                                                f"{_rebuilt_consequence(schedule)}")
                     continue
                 if _wrapper(model, site.node) in PMAPS and not _fresh_function(model, target, site) \
                         and _stable_function(model, target, fn):
@@ -247,9 +243,10 @@ class JitInLoop(Rule):
                     or _closes_over_configuration(model, fn, def_site) or _builds_functions(model, def_site):
                 continue
             reuse = _reuse(parent, fn.node, def_site.loop)
-            if reuse == "inner loop" and _rebuilt_alike(model, fn.node.name, def_site):
+            schedule = _rebuilt_alike(model, fn.node.name, def_site) if reuse == "inner loop" else None
+            if schedule is not None:
                 yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
-                                        f"{where(model, def_site, context)}{REBUILT_ALIKE}")
+                                        f"{where(model, def_site, context)}{_rebuilt_consequence(schedule)}")
             if reuse is not None:
                 continue
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
@@ -375,6 +372,18 @@ def _reuse(fn: Function, node: cst.CSTNode, loop: Loop | None) -> str | None:
     return found
 
 
+def _rebuilt_consequence(schedule: list[str]) -> str:
+    """What a wrapper rebuilt on each pass of an outer loop costs, and the fix."""
+    if not schedule:
+        return (", though it wraps the same code each time: the function it wraps is a new object on each "
+                "iteration, so it is traced and compiled again on each one (the calls in its inner loop reuse "
+                "it); build it once, before the loop")
+    names = ", ".join(f"`{n}`" for n in schedule)
+    return (f": the function it wraps is a new object on each iteration, with {names} baked in as a constant, so "
+            "it is traced and compiled again on each one (the calls in its inner loop reuse it); build it "
+            f"once, before the loop, with {names} as an argument")
+
+
 def _outer_pass(model: SemanticModel, site: Site) -> StepContext | None:
     """The site runs once per pass of an untraced loop around a loop over steps (an epoch loop),
     unguarded: a wrapper built there and called in its inner loop is rebuilt once per pass."""
@@ -385,21 +394,48 @@ def _outer_pass(model: SemanticModel, site: Site) -> StepContext | None:
     return StepContext(site, None) if count is None or count > SINGLE_PASS else None
 
 
-def _rebuilt_alike(model: SemanticModel, target: cst.BaseExpression, site: Site) -> bool:
+def _rebuilt_alike(model: SemanticModel, target: cst.BaseExpression, site: Site) -> list[str] | None:
     """The wrapper, called in a loop of its own, wraps a function made anew on each iteration of
     the loop that builds it (a lambda, a `partial`, a def in the loop) from nothing that changes
-    between iterations (`jax.jit(lambda p, x: update(p, x, lr))` once per epoch): each build
-    traces and compiles the same program again. One that reads the loop's own values (a
-    configuration, a batch size) is a program per configuration."""
+    between iterations but Python numbers of a schedule (`jax.jit(lambda p, x: update(p, x, lr))`
+    once per epoch, `lr = 0.5 * 0.95 ** epoch`): each build traces and compiles the same program
+    again. Returns those schedule names ([] when none), or None when the function reads another
+    value of the loop (a configuration of a sweep, a size: a program per value)."""
     if site.loop is None or not _fresh_function(model, target, site):
-        return False
+        return None
     fn = site.function
     defined = model.function_ref(target, fn)
     if defined is not None and not defined.is_module:
         read = read_names(defined.body) - set(defined.params)
     else:
         read = read_names(target)
-    return not read & _varying_names(site)
+    varying = read & _varying_names(site)
+    if not all(_schedule_value(model, fn, site.loop, name) for name in varying):
+        return None
+    return sorted(varying)
+
+
+def _schedule_value(model: SemanticModel, fn: Function, loop: Loop, name: str) -> bool:
+    """`name` is the counter of a `range` loop around the site, or bound in the loop only to
+    arithmetic on numbers and such counters (`lr = 0.5 * 0.95 ** epoch`): a Python number that
+    could be an argument of the function instead of a constant baked into it."""
+    counters: set[str] = set()
+    current: Loop | None = loop
+    while current is not None:
+        node = current.node
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Call) \
+                and model.resolve(node.iter.func) == "builtins.range":
+            counters.update(current.targets)
+        current = current.parent
+    if name in counters:
+        return True
+    bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop)]
+    return bool(bindings) and all(
+        a.value is not None and len(a.targets) == 1 and all(
+            isinstance(n, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float, cst.Name,
+                           cst.BaseBinaryOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen))
+            for n in walk(a.value))
+        and read_names(a.value) <= counters for a in bindings)
 
 
 def _binding_names(body: cst.CSTNode) -> list[cst.Name]:

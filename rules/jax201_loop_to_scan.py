@@ -8,7 +8,13 @@ from typing import cast
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Loop, Report, Rule, SemanticModel, Site, Valid, apis, describe, walk
-from jaxopt_audit.static.model.eager import dispatch_loop, eager_ops, iterates_structure, prepares_compiled_input
+from jaxopt_audit.static.model.eager import (
+    differentiates,
+    dispatch_loop,
+    eager_ops,
+    iterates_structure,
+    prepares_compiled_input,
+)
 from jaxopt_audit.static.model.host_loops import ends_episode, exits_on_device, fed_back
 from jaxopt_audit.static.model.loops import (
     filled_buffers,
@@ -291,8 +297,24 @@ def _compiled_driver(model: SemanticModel, loop: Loop) -> bool:
             eager.append(site)
         compiled = compiled or work == "dispatch"
     # eager helpers around a compiled step fed a fresh batch each iteration (a slice of the data
-    # set, `x[j * bs:(j + 1) * bs]`) are the batch's preparation: still one training step a batch
-    return compiled and (not eager or _slices_batches(loop) or _samples_batches(model, eager))
+    # set, `x[j * bs:(j + 1) * bs]`) are the batch's preparation: still one training step a batch;
+    # a key split for a compiled gradient step (which samples its batch on the device) is too
+    return compiled and (not eager or _slices_batches(loop) or _samples_batches(model, eager)
+                         or _keys_for_a_training_step(model, loop, eager))
+
+
+def _keys_for_a_training_step(model: SemanticModel, loop: Loop, eager: list[Site]) -> bool:
+    """The body's only eager work splits keys, and every compiled call it makes is a jitted
+    function of this file that differentiates (`params, loss = train_step(params, x, y, sub)`):
+    a training step, whose size dwarfs the dispatch a scan would save. A key split around a
+    tiny jitted environment step is still reported."""
+    if any(model.resolve(s.node.func) not in apis.KEY_DERIVATIONS for s in eager):
+        return False
+    fn = loop.function
+    compiled = [s for s in fn.calls if loop.encloses(s.loop) and not s.guarded
+                and model.call_work(s.node, fn) == "dispatch"]
+    targets = [model.callee(s.node, fn).function for s in compiled]
+    return bool(targets) and all(t is not None and differentiates(model, t) for t in targets)
 
 
 def _samples_batches(model: SemanticModel, eager: list[Site]) -> bool:

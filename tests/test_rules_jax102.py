@@ -436,3 +436,23 @@ def test_a_wrapper_never_called_never_compiles():
     """
     assert lines(source.replace("{call}", "run")) == []
     assert lines(source.replace("{call}", "jitted")) == [10]
+
+
+def test_a_wrapper_rebuilt_each_epoch_around_a_scheduled_number_says_to_pass_it_as_an_argument():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def update(c, x, lr):
+            return c - lr * jnp.mean(x) * c
+
+        def train(c, xs, epochs):
+            for epoch in range(epochs):
+                lr = 0.5 * 0.95 ** epoch
+                step = jax.jit(lambda c, x: update(c, x, lr))
+                for x in xs:
+                    c = step(c, x)
+            return c
+    """)
+    assert [f.line for f in found] == [10]
+    assert "`lr` baked in as a constant" in found[0].message and "with `lr` as an argument" in found[0].message

@@ -58,3 +58,14 @@ def train(w, x, bs, n, every):
         w = step(w, x[:size])
     return w
 """) == []
+
+
+def test_a_tuple_of_converted_slices_is_followed():
+    assert lines(STEP + """
+def train(w, x_np, y_np, steps):
+    for step_number in range(steps):
+        n = 32 + step_number
+        xb, yb = jnp.asarray(x_np[:n]), jnp.asarray(y_np[:n])
+        w = step(w, xb)
+    return w
+""") == [16]

@@ -1018,3 +1018,24 @@ def test_layers_built_from_one_key_are_reported_and_the_loop_reuse_is_named_over
     assert "every iteration of the loop at line 9" in found[0].message
     assert "every iteration of the loop at line 15 (after `jax.random.normal(key, x.shape)` at line 14" \
         in found[1].message
+
+
+def test_quiet_on_a_benchmark_warm_up_before_the_timed_repeats():
+    assert lines("""
+        import time
+        import jax
+
+        @jax.jit
+        def kernel(keys):
+            return jax.vmap(lambda k: jax.random.normal(k, (8,)).sum())(keys)
+
+        def bench(key, repeats):
+            keys = jax.random.split(key, 16)
+            kernel(keys).block_until_ready()
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                kernel(keys).block_until_ready()
+                times.append(time.perf_counter() - start)
+            return times
+    """) == []

@@ -1378,3 +1378,33 @@ def test_a_small_jitted_step_is_a_scan_candidate_but_not_when_fed_minibatches(al
     findings = [f for f in scan_text(source, all_rules) if f.code == "JAX201"]
     assert [f.line for f in findings] == [9]
     assert "`step` (3 array operations)" in findings[0].message
+
+
+def test_a_key_split_around_a_jitted_gradient_step_is_a_training_loop_not_a_scan_candidate(all_rules):
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def train_step(w, x, key):
+            idx = jax.random.randint(key, (32,), 0, x.shape[0])
+            loss, g = jax.value_and_grad(lambda w: jnp.mean((x[idx] @ w) ** 2))(w)
+            return w - 0.1 * g, loss
+
+        @jax.jit
+        def env_step(state, key):
+            return state * 0.9 + jax.random.normal(key, state.shape)
+
+        def train(w, x, key, steps):
+            for _ in range(steps):
+                key, sub = jax.random.split(key)
+                w, loss = train_step(w, x, sub)
+            return w
+
+        def rollout(state, key, steps):
+            for _ in range(steps):
+                key, sub = jax.random.split(key)
+                state = env_step(state, sub)
+            return state
+    """
+    assert found(source, all_rules, "JAX201") == [21]

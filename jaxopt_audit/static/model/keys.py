@@ -12,7 +12,8 @@ derives a new key without consuming. In the body of `lax.scan` / `fori_loop` / `
 `lax.map`, consuming a key captured from the enclosing scope is a reuse on every iteration.
 A key consumed on every k-th iteration under a periodic guard (`if step % k == 0:`) is left
 alone: a fixed evaluation or sampling key is a deliberate choice there; so is the same key in
-every repetition of a loop that reads a timer (a benchmark repeats the same workload), and
+every repetition of a loop that reads a timer (a benchmark repeats the same workload) and in
+the same call made once before it (the warm-up), and
 two draws compared within one assertion (a determinism test). A call named for evaluation or a
 plot (`evaluate_loss`, `plot_samples`, or one given `test_batch`) is neither a reuse nor a use:
 its draws feed no result.
@@ -473,6 +474,10 @@ class _FunctionFlow:
             # time), and so is the same workload in every repetition of a timed benchmark loop
             fixed_on_purpose = id(call) in self.analysis.periodic_calls or any(
                 f.loop_id in self.analysis.timed_loops for f in repeating) or _evaluation(call, base)
+            # the same call on the same key before a timed loop repeats it: a warm-up of the
+            # workload the benchmark measures (`f(keys).block_until_ready()`, then timed calls)
+            warm_up = callee is not None and previous.callee == callee \
+                and any(f.loop_id in self.analysis.timed_loops for f in self.loops)
             # `assert (sample(key) == sample(key)).all()`: a determinism test reuses on purpose
             determinism_check = self.in_assertion and previous.statement == self.statement_id \
                 or _aligned_draw(self.model, previous.node, call)
@@ -491,7 +496,7 @@ class _FunctionFlow:
             derived = self.split_after_draw(previous.node, call) and (
                 not self.loops or self.rebinds(self.loops[-1].loop_id, base))
             if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay or derived
-                    or another_element):
+                    or another_element or warm_up):
                 if recorded is None:
                     self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
                 elif looping and previous.node is call:

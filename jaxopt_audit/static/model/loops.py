@@ -451,7 +451,15 @@ def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> b
 
 
 def _binds_numpy(model: SemanticModel, a, scope, depth: int, name: str | None = None) -> bool:
-    value = _element_bound(a, name) if name is not None else a.value  # `X, Y = data["x"], data["y"]`
+    value = element_bound(a, name) if name is not None else a.value  # `X, Y = data["x"], data["y"]`
+    if isinstance(value, cst.Call) and name is not None and len(a.targets) > 1 and name in a.targets \
+            and not batch_getter(model, value, scope):
+        # `x, y = make_dataset()`: the element of what a host helper of the file returns
+        element = a.targets.index(name)
+        returned = _host_helper_returns(model, value, scope)
+        return bool(returned) and all(
+            isinstance(r, cst.Tuple) and len(r.elements) == len(a.targets)
+            and is_numpy_value(model, r.elements[element].value, helper, depth + 1) for r, helper in returned)
     if value is not None:
         return is_numpy_value(model, value, scope, depth + 1)
     node = a.site.node  # `for batch, labels in zip(DATA, LABELS)`: rows of NumPy arrays
@@ -470,6 +478,11 @@ def _iterates_numpy(model: SemanticModel, it: cst.BaseExpression, scope, depth: 
     return is_numpy_value(model, it, scope, depth)
 
 
+# How far the NumPy questions follow names, helpers and operators (a guard against cycles).
+_MAX_DEPTH = 10
+# Methods of a NumPy array whose result is a NumPy array.
+_NUMPY_METHODS = frozenset({"astype", "reshape", "copy", "T", "sum", "mean", "std", "clip", "squeeze", "ravel",
+                            "flatten", "transpose"})
 _NUMPY_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
                             "uint32", "bool_", "complex64", "complex128", "dtype", "finfo", "iinfo"})
 
@@ -478,7 +491,7 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
     """A NumPy array on the host: built by `np.*`, a row or slice of one, or a name bound to one
     (in this function or at module level, also by unpacking a tuple), or an attribute of `self`
     the class binds only to one."""
-    if depth > 6:
+    if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.Call):
         q = model.resolve(expr.func)
@@ -487,12 +500,20 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
                     or q.startswith(("numpy.random.default_rng", "numpy.random.seed", "numpy.random.RandomState")):
                 return False
             return not model.is_array(expr, fn)
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("astype", "reshape", "copy", "T"):
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _NUMPY_METHODS:
             return is_numpy_value(model, expr.func.value, fn, depth + 1)
         if isinstance(expr.func, cst.Attribute) and _is_numpy_generator(model, expr.func.value, fn):
             return True  # rng.normal(...), rng.integers(...)
-        return batch_getter(model, expr, fn) and any(is_numpy_value(model, a.value, fn, depth + 1)
-                                                     for a in expr.args)
+        if batch_getter(model, expr, fn):
+            return any(is_numpy_value(model, a.value, fn, depth + 1) for a in expr.args)
+        returned = _host_helper_returns(model, expr, fn)
+        return bool(returned) and all(is_numpy_value(model, r, helper, depth + 1) for r, helper in returned)
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        # `rng.normal(size=s) * scale`, `x.sum(axis=1) > 0`: NumPy stays NumPy unless a JAX array
+        # takes part
+        right = [expr.right] if isinstance(expr, cst.BinaryOperation) else [c.comparator for c in expr.comparisons]
+        return not model.is_array(expr, fn) and any(is_numpy_value(model, part, fn, depth + 1)
+                                                    for part in (expr.left, *right))
     if isinstance(expr, cst.Subscript):
         return is_numpy_value(model, expr.value, fn, depth + 1)
     if isinstance(expr, cst.Name):
@@ -513,6 +534,8 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
 _FLOAT64_MAKERS = frozenset({"numpy.random.randn", "numpy.random.rand", "numpy.random.random", "numpy.random.normal",
                              "numpy.random.uniform", "numpy.random.standard_normal", "numpy.zeros", "numpy.ones",
                              "numpy.empty", "numpy.linspace"})
+# Methods of a NumPy random generator whose result is float64 unless a dtype says otherwise.
+_FLOAT64_DRAWS = frozenset({"normal", "uniform", "standard_normal", "random", "exponential"})
 
 
 def is_float64_numpy(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
@@ -520,7 +543,7 @@ def is_float64_numpy(model: SemanticModel, expr: cst.BaseExpression, fn, depth: 
     without a `dtype=` (`np.random.randn(n, d)`, `np.zeros(shape)`), cast with
     `.astype(np.float64)`, or a slice, row, name, tuple element, `self.` attribute or batch getter
     result of one (as `is_numpy_value` follows them)."""
-    if depth > 6:
+    if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.Call):
         q = model.resolve(expr.func)
@@ -528,20 +551,26 @@ def is_float64_numpy(model: SemanticModel, expr: cst.BaseExpression, fn, depth: 
             if q in _FLOAT64_MAKERS:
                 return not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
             return False
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _FLOAT64_DRAWS \
+                and _is_numpy_generator(model, expr.func.value, fn):
+            return not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "astype" and expr.args:
             dtype = expr.args[0].value
             return model.resolve(dtype) == "numpy.float64" or (
                 isinstance(dtype, cst.SimpleString) and dtype.evaluated_value == "float64")
         if batch_getter(model, expr, fn):
             return any(is_float64_numpy(model, a.value, fn, depth + 1) for a in expr.args)
-        return False
+        returned = _host_helper_returns(model, expr, fn)
+        return bool(returned) and all(is_float64_numpy(model, r, helper, depth + 1) for r, helper in returned)
+    if isinstance(expr, cst.BinaryOperation):
+        parts = [p for p in (expr.left, expr.right) if not isinstance(p, (cst.Integer, cst.Float))]
+        return bool(parts) and all(is_float64_numpy(model, p, fn, depth + 1) for p in parts)
     if isinstance(expr, cst.Subscript):
         return is_float64_numpy(model, expr.value, fn, depth + 1)
     if isinstance(expr, cst.Name):
         owner = fn.binding_scope(expr.value)
         bindings = owner.bindings(expr.value) if owner is not None else []
-        values = [_element_bound(a, expr.value) for a in bindings]
-        return bool(values) and all(v is not None and is_float64_numpy(model, v, owner, depth + 1) for v in values)
+        return bool(bindings) and all(_binds_float64(model, a, owner, expr.value, depth) for a in bindings)
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
             and fn.cls is not None:
         values = fn.cls.attribute_values.get(expr.attr.value, [])
@@ -549,12 +578,33 @@ def is_float64_numpy(model: SemanticModel, expr: cst.BaseExpression, fn, depth: 
     return False
 
 
-def _element_bound(a, name: str) -> cst.BaseExpression | None:
+def _binds_float64(model: SemanticModel, a, scope, name: str, depth: int) -> bool:
+    value = element_bound(a, name)
+    if isinstance(value, cst.Call) and len(a.targets) > 1 and name in a.targets \
+            and not batch_getter(model, value, scope):
+        element = a.targets.index(name)  # `x, y = make_dataset()`
+        returned = _host_helper_returns(model, value, scope)
+        return bool(returned) and all(
+            isinstance(r, cst.Tuple) and len(r.elements) == len(a.targets)
+            and is_float64_numpy(model, r.elements[element].value, helper, depth + 1) for r, helper in returned)
+    return value is not None and is_float64_numpy(model, value, scope, depth + 1)
+
+
+def element_bound(a, name: str) -> cst.BaseExpression | None:
     """The value `name` gets from assignment `a` (its element, when a tuple is unpacked)."""
     value = a.value
     if isinstance(value, (cst.Tuple, cst.List)) and name in a.targets and len(value.elements) == len(a.targets):
         return value.elements[a.targets.index(name)].value
     return value
+
+
+def _host_helper_returns(model: SemanticModel, call: cst.Call, fn) -> list[tuple[cst.BaseExpression, Function]]:
+    """What a function of this file that does no JAX work returns (each with the function, the
+    scope to read it in); empty for anything else, or a helper that loops (a generator)."""
+    helper = model.callee(call, fn).function
+    if helper is None or helper is fn or helper.does_jax_work or helper.loops:
+        return []
+    return [(r, helper) for r in helper.returns]
 
 
 def batch_getter(model: SemanticModel, call: cst.Call, fn: Function) -> bool:

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..walk import names_in
 from .core import Function, Loop, SemanticModel
+from .loops import element_bound
 
 # Array makers whose positional arguments (or `shape=`/`size=`) are the shape of the result.
 SHAPED_MAKERS = frozenset({
@@ -23,6 +24,8 @@ SHAPED_MAKERS = frozenset({
     "numpy.arange", "jax.random.normal", "jax.random.uniform",
 })
 _SHAPE_KEYWORDS = frozenset({"shape", "size"})
+# Conversions that keep the shape of what they are given.
+_CONVERSIONS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "numpy.asarray", "numpy.array", "jax.device_put"})
 
 
 def rebound_each_iteration(loop: Loop) -> set[str]:
@@ -54,7 +57,10 @@ def changing_shape(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, d
                 return _reads(moving[0], varying)
         return None
     if isinstance(expr, cst.Call):
-        if model.resolve(expr.func) in SHAPED_MAKERS:
+        q = model.resolve(expr.func)
+        if q in _CONVERSIONS and expr.args:  # `jnp.asarray(x_np[:n])`: the same shape on the device
+            return changing_shape(model, expr.args[0].value, loop, depth + 1)
+        if q in SHAPED_MAKERS:
             for arg in expr.args:
                 if arg.keyword is None or arg.keyword.value in _SHAPE_KEYWORDS:
                     name = _reads(arg.value, varying)
@@ -63,8 +69,9 @@ def changing_shape(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, d
         return None
     if isinstance(expr, cst.Name):
         for a in _bindings_in(fn, expr.value, loop):
-            if a.value is not None and len(a.targets) == 1:
-                found = changing_shape(model, a.value, loop, depth + 1)
+            value = element_bound(a, expr.value)  # `xb, yb = x[:n], y[:n]` too
+            if value is not None and (len(a.targets) == 1 or value is not a.value):
+                found = changing_shape(model, value, loop, depth + 1)
                 if found is not None:
                     return found
     return None
