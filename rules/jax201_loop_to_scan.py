@@ -247,11 +247,11 @@ class LoopToScan(Rule):
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)
                 if growth == "concatenated":
-                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation every "
-                                            "step, so each step is a separate dispatch and every jitted call "
-                                            "on it re-traces for the new length; preallocate the full-length "
-                                            "buffer, fill it with `lax.dynamic_update_slice` and run the steps "
-                                            "in `jax.lax.fori_loop`/`scan`")
+                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation on every "
+                                            "iteration, so each iteration is a separate dispatch and every "
+                                            "jitted call on it re-traces for the new length; preallocate the "
+                                            "full-length buffer, fill it with `lax.dynamic_update_slice` and run "
+                                            "the iterations in `jax.lax.fori_loop`/`scan`")
                     continue
                 yield Report(loop.node, _message(header, names, sorted(filled), small))
 

@@ -1408,3 +1408,25 @@ def test_a_key_split_around_a_jitted_gradient_step_is_a_training_loop_not_a_scan
             return state
     """
     assert found(source, all_rules, "JAX201") == [21]
+
+
+def test_a_matrix_updated_row_by_row_and_read_in_the_loop_is_not_a_history(all_rules):
+    """`R = R.at[k].set(...)` where the loop also reads `R` (a factorisation updating in place) is
+    not a record of the steps; a history written and never read in the loop is."""
+    source = """
+        import jax.numpy as jnp
+
+        def rotate(R, z, n):
+            for k in range(n):
+                row, z = R[k] * 0.5 + z, z * 0.9
+                R = R.at[k].set(row)
+            return R
+
+        def record(state, n):
+            hist = jnp.zeros((n, 3))
+            for t in range(n):
+                state = jnp.tanh(state)
+                hist = hist.at[t].set(state)
+            return hist
+    """
+    assert found(source, all_rules, "JAX201") == [11]

@@ -119,9 +119,8 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     after the loop, that no step depends on)."""
     fn = loop.function
     state = set()
-    filled = filled_buffers(model, loop)
     for name in carried_names(model, loop):
-        if _only_accumulated(name, loop) or name in filled:
+        if _only_accumulated(name, loop) or _written_by_index(fn, name, loop):
             continue
         bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
         if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in apis.KEY_DERIVATIONS
@@ -132,16 +131,31 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
 
 
 def filled_buffers(model: SemanticModel, loop: Loop) -> set[str]:
-    """Carried arrays the loop fills row by row (`hist = hist.at[t].set(state)` with the loop's
-    counter, and no other rebinding in the loop): left out of `step_state`, but outside jit each
+    """Carried arrays the loop fills row by row and never reads otherwise (`hist =
+    hist.at[t].set(state)` with the loop's counter, and no other rebinding or read in the loop:
+    a record of the steps): left out of `step_state`, but outside jit each
     `.at[t].set` copies the whole array, and `lax.scan` would return the rows stacked."""
     fn = loop.function
     filled = set()
     for name in carried_names(model, loop):
-        values = [a.value for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
-        if values and all(_fills_by_index(value, name, loop) for value in values):
-            filled.add(name)
+        writes = _written_by_index(fn, name, loop)
+        if writes and _reads_of(name, loop.node.body) == writes:
+            filled.add(name)  # written, never read, in the loop: a record of the steps
     return filled
+
+
+def _written_by_index(fn: Function, name: str, loop: Loop) -> int:
+    """How many times the loop rebinds `name`, when every one is `name.at[i].set(v)` with `i`
+    reading the loop's counter (0 when some rebinding is anything else)."""
+    values = [a.value for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
+    return len(values) if all(_fills_by_index(value, name, loop) for value in values) else 0
+
+
+def _reads_of(name: str, body: cst.CSTNode) -> int:
+    """How many times `body` reads `name` (its own `name.at[...]` rebinding counts once; the
+    names an assignment binds are not reads)."""
+    bound = {id(n) for node in walk(body) if isinstance(node, cst.AssignTarget) for n in walk(node.target)}
+    return sum(1 for node in walk(body) if isinstance(node, cst.Name) and node.value == name and id(node) not in bound)
 
 
 def _only_accumulated(name: str, loop: Loop) -> bool:
