@@ -1430,3 +1430,37 @@ def test_a_matrix_updated_row_by_row_and_read_in_the_loop_is_not_a_history(all_r
             return hist
     """
     assert found(source, all_rules, "JAX201") == [11]
+
+
+def test_an_eager_gradient_beside_a_small_jitted_update_is_the_steps_own_work(all_rules):
+    """`loss_grad_fn(params, x, y)` (a transform bound to a name) or `jax.grad(loss)(p)` in the
+    loop is eager work of each step, not the preparation of a batch: the loop is reported as it
+    is, not as a loop around a small compiled step."""
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def mse(params, x, y):
+            return jnp.mean((x @ params - y) ** 2)
+
+        loss_grad_fn = jax.value_and_grad(mse)
+
+        @jax.jit
+        def update_params(params, grads):
+            return params - 0.1 * grads
+
+        def fit(params, x, y, steps):
+            for _ in range(steps):
+                loss_val, grads = loss_grad_fn(params, x, y)
+                params = update_params(params, grads)
+            return params
+
+        def fit_eager_grad(params, x, y, steps):
+            for _ in range(steps):
+                grads = jax.grad(mse)(params, x, y)
+                params = update_params(params, grads)
+            return params
+    """
+    findings = [f for f in scan_text(source, all_rules) if f.code == "JAX201"]
+    assert [f.line for f in findings] == [20]
+    assert "array operation" not in findings[0].message

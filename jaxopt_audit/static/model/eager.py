@@ -178,7 +178,8 @@ def rebound_globals(model: SemanticModel, fn: Function) -> list[str]:
     module = next((f for f in model.functions if f.is_module), None)
     if module is None or fn.is_module:
         return []
-    local = set(fn.params) | {t for a in fn.assignments for t in a.targets}
+    inner = [f for f in model.functions if _within(f, fn)]  # its own scope and its nested functions
+    local = {name for f in inner for name in (*f.params, *(t for a in f.assignments for t in a.targets))}
     found = []
     for name in sorted(read_names(fn.body) - local):
         if name in fn.global_names or not model.is_array_name(name, module):
@@ -189,6 +190,16 @@ def rebound_globals(model: SemanticModel, fn: Function) -> list[str]:
         if in_loop or through_global:
             found.append(name)
     return found
+
+
+def _within(inner: Function, outer: Function) -> bool:
+    """`inner` is `outer` or defined (at any depth) inside it."""
+    current: Function | None = inner
+    while current is not None:
+        if current is outer:
+            return True
+        current = current.parent
+    return False
 
 
 def differentiates(model: SemanticModel, fn: Function) -> bool:
@@ -207,9 +218,10 @@ def prepares_compiled_input(model: SemanticModel, site: Site) -> bool:
     fn, loop = site.function, site.loop
     if loop is None:
         return False
-    target = model.callee(site.node, fn).function
-    if target is not None and differentiates(model, target):
-        return False
+    callee = model.callee(site.node, fn)
+    target = callee.function
+    if callee.transform in _DIFFERENTIATING or (target is not None and differentiates(model, target)):
+        return False  # an eager gradient (`loss_grad_fn(params, x, y)`) is the step's own work
     made = {t for a in fn.assignments if a.value is site.node and loop.encloses(a.site.loop) for t in a.targets}
     made -= carried_names(model, loop)
     for other in fn.calls:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .. import apis
 from ..walk import walk
 from .core import Function, Loop, SemanticModel
 from .eager import differentiates, eager_ops
@@ -43,18 +44,51 @@ def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep]
     fn = loop.function
     steps: dict[Function, CompiledStep] = {}
     for site in fn.calls:
-        if not loop.encloses(site.loop) or site.guarded or model.call_work(site.node, fn) != "dispatch":
+        if not loop.encloses(site.loop) or site.guarded:
+            continue
+        if model.call_work(site.node, fn) != "dispatch":
+            if _unshown_work(model, site.node, fn):
+                return None  # `loss_grad_fn(params, x, y)` bound elsewhere: work the count misses
             continue
         callee = model.callee(site.node, fn)
         target = callee.function
         if not callee.jitted or target is None or callee.transform is not None or _fed_data(model, site.node, loop) \
-                or target.loops or target.uses_scan or differentiates(model, target):
+                or target.loops or target.uses_scan or differentiates(model, target) or _opaque(model, target):
             return None
         ops = eager_ops(model, target) + _negations(model, target)
         if ops >= SMALL_STEP_OPS:
             return None
         steps[target] = CompiledStep(target, ops)
     return list(steps.values()) or None
+
+
+# JAX namespaces whose functions are array operations the count can stand for.
+_ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.", "jax.tree", "builtins.")
+
+
+def _opaque(model: SemanticModel, fn: Function, depth: int = 0) -> bool:
+    """The step calls something whose work the file does not show (an optimizer's `update`, a
+    model's `apply`, a function bound to a transform elsewhere, another module's function):
+    its operation count says nothing of its size."""
+    for site in fn.calls:
+        callee = model.callee(site.node, fn)
+        if callee.function is not None:
+            if callee.transform is not None or depth > 4 or _opaque(model, callee.function, depth + 1):
+                return True
+            continue
+        if not (callee.qualname or "").startswith(_ARRAY_NAMESPACES) or callee.transform is not None:
+            return True
+    return False
+
+
+def _unshown_work(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """A call in the loop that is neither a builtin, a list's bookkeeping, nor a function of the
+    file: something the file does not show (a gradient function bound to a transform, an
+    environment's step), which may be most of an iteration's work."""
+    q = model.resolve(call.func) or ""
+    if q.startswith(_ARRAY_NAMESPACES) or model.callee(call, fn).function is not None:
+        return False
+    return not (isinstance(call.func, cst.Attribute) and call.func.attr.value in apis.CONTAINER_METHODS)
 
 
 def _fed_data(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
