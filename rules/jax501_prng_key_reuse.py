@@ -20,6 +20,7 @@ from jaxopt_audit.static import (
     children,
     describe,
     names_in,
+    read_names,
     walk,
 )
 from jaxopt_audit.static.demonstrations import shows_same_draw
@@ -282,7 +283,8 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     if site is None:
         return False
     fn = site.function
-    if not all(_stored_as_data(fn, call) for call in (previous, node)):
+    if not all(_stored_as_data(fn, call) for call in (previous, node)) \
+            or _starts_a_simulation(fn, previous, node):
         return False
     if not fn.is_module:
         return bool(_STAND_IN_NAME.search(fn.name.lower())) or reads_timer(model, fn.calls) or _lowers(model, fn)
@@ -295,6 +297,15 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     cell = model.cell_of(node)
     return cell is not None and cell == model.cell_of(previous) \
         and reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
+
+
+def _starts_a_simulation(fn: Function, *draws: cst.Call) -> bool:
+    """A draw is bound to a name the function then evolves with a call that reads it (`u =
+    normal(key, s)`, then `u = simulate(u, kappa)` or `for t in ...: u = diffuse(u, kappa)`):
+    the initial state of a run the function times, not a stand-in input of a measurement."""
+    bound = {t for a in fn.assignments if any(a.value is d for d in draws) for t in a.targets}
+    return any(isinstance(a.value, cst.Call) and set(a.targets) & bound & read_names(a.value)
+               for a in fn.assignments)
 
 
 def _lowers(model: SemanticModel, fn: Function) -> bool:

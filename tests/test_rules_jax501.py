@@ -1039,3 +1039,24 @@ def test_quiet_on_a_benchmark_warm_up_before_the_timed_repeats():
                 times.append(time.perf_counter() - start)
             return times
     """) == []
+
+
+def test_a_timed_simulation_whose_initial_state_and_field_share_a_key_is_reported():
+    # the timer makes the function look like a benchmark, but the first draw is the state it evolves
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def simulate(u, kappa):
+            return jax.lax.fori_loop(0, 100, lambda _, u: u + 0.1 * kappa * jnp.roll(u, 1), u)
+
+        def main():
+            key = jax.random.key(9)
+            u = jax.random.normal(key, (16, 16))
+            kappa = jax.random.uniform(key, (16, 16))
+            start = time.perf_counter()
+            u = simulate(u, kappa).block_until_ready()
+            return u, time.perf_counter() - start
+    """) == [12]
