@@ -457,7 +457,7 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
             followers[id(before)] = followers.get(id(before), 0) + 1
             continue  # `np.array(loss)` then `np.array(aux)`: the queue was drained by the first
         kept.append(entry)
-        if loop is not None and _unconditional(site.function, node, loop):
+        if (loop is not None or site.function.per_step) and _unconditional(site.function, node, loop):
             last_wait[id(loop)] = node
             if values:
                 done |= values
@@ -492,10 +492,11 @@ def _dispatches_between(model: SemanticModel, site: Site, first: cst.CSTNode, th
 
 def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tuple[int, str]] | None:
     """The arrays a read brings to the host, each as (id of the loop's assignment that bound it,
-    its name), when every one is a plain name bound in the loop; None otherwise (`acceptance[1]`
+    its name), when every one is a plain name bound in the loop (in a function called per step:
+    a parameter it does not rebind, as (0, name)); None otherwise (`acceptance[1]`
     or `evaluate(w)` is a new array, a name bound before the loop is not this iteration's)."""
     fn, loop = site.function, site.loop
-    if loop is None:
+    if loop is None and not fn.per_step:
         return None
     if isinstance(node, cst.Call):
         func = node.func
@@ -515,6 +516,11 @@ def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tup
             continue
         if not isinstance(expr, cst.Name):
             return None
+        if loop is None:  # a per-step function: its parameters hold one value per call
+            if expr.value not in fn.params or fn.bindings(expr.value):
+                return None
+            out.add((0, expr.value))
+            continue
         binding = model.reaching_binding(expr, fn)
         if binding is None or binding.value is None or not loop.encloses(binding.site.loop):
             return None
@@ -527,9 +533,12 @@ def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tup
 
 
 def _inside_loop(fn, node: cst.CSTNode, loop) -> list[cst.CSTNode] | None:
-    """The block statements around `node` inside `loop`, outermost first; None when the loop
-    is not around it in `fn`'s own body."""
+    """The block statements around `node` inside `loop`, outermost first (in a per-step
+    function, `loop` None: those of its body); None when the loop is not around it in `fn`'s
+    own body."""
     around = enclosing_statements(fn, node) or []
+    if loop is None and fn.per_step:
+        return around  # a function called once per step: its body is part of one iteration
     return around[around.index(loop.node) + 1:] if loop is not None and loop.node in around else None
 
 

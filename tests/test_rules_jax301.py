@@ -966,3 +966,19 @@ def quiet(w, x, steps):
 """, [HostSyncInStep])
     assert [f.line for f in found] == [16]
     assert "all of `losses`" in found[0].message and "square of the iteration count" in found[0].message
+
+
+def test_in_a_helper_a_second_read_of_the_same_parameter_uses_the_host_copy():
+    found = scan_text(TRAIN_STEP + """
+class Trainer:
+    def log(self, step, loss):
+        self.history.append(loss.item())
+        print(f"step {step}: loss {loss}")
+
+    def fit(self, w, xs):
+        for step, x in enumerate(xs):
+            w, loss = train_step(w, x)
+            self.log(step, loss)
+        return w
+""", [HostSyncInStep])
+    assert [f.line for f in found] == [13]
