@@ -6,14 +6,27 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, read_names, walk
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    describe,
+    read_names,
+    walk,
+)
 from jaxopt_audit.static.fix_codemods import jit_decorator
 from jaxopt_audit.static.model.eager import (
     WORTH_JIT,
     dispatch_loop,
     eager_ops,
+    eager_tree_updates,
     host_side,
     prepares_compiled_input,
+    rebound_globals,
 )
 from jaxopt_audit.static.model.loops import grown_names
 from jaxopt_audit.static.model.timing import reads_timer
@@ -24,8 +37,12 @@ class MissingJit(Rule):
     """
     ## What it does
     Finds functions and methods that do JAX array work (`jnp.*`, `lax.*`, `jax.grad(f)(x)`,
-    arithmetic on arrays) and are called every step of a loop, yet are neither jitted nor
-    reached from jitted code. Reported at the `def`; the message names the loop.
+    arithmetic on arrays, a function mapped over a pytree with `jax.tree.map`) and are called on
+    every iteration of a loop, yet are neither jitted nor reached from jitted code. Reported at
+    the `def`; the message names the loop. Also an update of a whole pytree written in the loop
+    itself (`params = jax.tree.map(lambda p, g: p - lr * g, params, grads)`) after a compiled
+    `grads = grad_fn(params, batch)`: every operation of the update is dispatched for every
+    leaf on every iteration, beside a compiled call it could be part of; reported at the map.
 
     ## Why is this bad?
     Without `jit`, JAX runs op by op: every `jnp` call is dispatched separately from Python,
@@ -34,7 +51,10 @@ class MissingJit(Rule):
 
     ## How to fix
     Decorate the function with `@jax.jit` (mark arguments that select code paths or shapes as
-    `static_argnames`), or wrap it once outside the loop: `step = jax.jit(step)`.
+    `static_argnames`), or wrap it once outside the loop: `step = jax.jit(step)`. When the
+    function reads a module-level array that the program rebinds (a loop at module level
+    updating `W` that `forward` reads), jit would freeze the value it saw when tracing: the
+    message says so, and the fix is to pass the array as an argument first.
 
     The rule stays quiet on functions jitted by any form (decorator, `partial(jax.jit, ...)`,
     `f = jax.jit(f)`, `self.f = jax.jit(self._f)`, equinox/flax/objax jit wrappers), functions
@@ -55,9 +75,12 @@ class MissingJit(Rule):
 
     ## Automatic fix
     Unsafe (`--unsafe-fixes`): `scan --fix` adds `@jax.jit` to a plain function when no argument
-    has to be static, that is when the trace rules (JAX401-JAX404) find nothing new in it once
-    jitted. Unsafe because jitting changes when Python side effects run. Methods and functions
-    that need `static_argnames` are left for you.
+    has to be static (each is used as an array: an operand, indexed, passed to a JAX function or
+    a transform's result such as `jax.value_and_grad(loss)(w, x)`, or to an array function of
+    the file), that is when the trace rules (JAX401-JAX404) find nothing new in the file once it
+    is jitted. Unsafe because jitting changes when Python side effects run. Methods, functions
+    that need `static_argnames` and functions reading rebound module-level arrays are left for
+    you.
 
     ## Measured
     Seed 001 measured 20x from adding `@jit` to the training step; see the `training_loop`
@@ -120,6 +143,47 @@ class MissingJit(Rule):
                     w = update(w, x)
                 return w
         """, note="fixed by --unsafe-fixes: no argument needs to be static"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def loss(w, x, y):
+                return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+            def train_step(w, x, y):  # <- JAX101
+                value, g = jax.value_and_grad(loss)(w, x, y)
+                return w - 0.1 * g, value
+
+            def fit(w, x, y, steps):
+                for _ in range(steps):  # <- JAX201
+                    w, value = train_step(w, x, y)
+                return w
+        """, note="a gradient step over a fixed data set; fixed by --unsafe-fixes"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def loss(params, x, y):
+                return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
+
+            grad_fn = jax.jit(jax.grad(loss))
+
+            def adam(params, grads, m, v, lr=1e-3):  # <- JAX101
+                m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+                v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+                return jax.tree.map(lambda p, m, v: p - lr * m / (jnp.sqrt(v) + 1e-8), params, m, v), m, v
+
+            def train(params, m, v, batches):
+                for x, y in batches:
+                    params, m, v = adam(params, grad_fn(params, x, y), m, v)
+                return params
+
+            def train_sgd(params, batches):
+                for x, y in batches:
+                    grads = grad_fn(params, x, y)
+                    params = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)  # <- JAX101 JAX702
+                return params
+        """, note="a jitted gradient, then an eager update of every leaf: in a function, and inline"),
     ]
     VALID = [
         Valid("""
@@ -173,8 +237,9 @@ class MissingJit(Rule):
     def fix(self, model: SemanticModel, report: Report):
         target = next((fn for fn in model.functions
                        if isinstance(fn.node, cst.FunctionDef) and fn.node.name is report.node), None)
-        if target is None or target.cls is not None or not isinstance(target.node, cst.FunctionDef):
-            return None
+        if target is None or target.cls is not None or not isinstance(target.node, cst.FunctionDef) \
+                or rebound_globals(model, target):
+            return None  # jitted as it is, it would freeze the module-level arrays it reads
         return jit_decorator(model, target.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
@@ -203,16 +268,57 @@ class MissingJit(Rule):
         for target, site in called_from.values():
             loop_line = model.line_of(site.loop.node) if site.loop is not None else 0
             node = target.node
+            frozen = rebound_globals(model, target)
             yield Report(node.name if isinstance(node, cst.FunctionDef) else node,
-                         f"`{target.qualname}` does JAX array work and is called every step of the loop "
-                         f"at line {loop_line} without jit, so each of its operations is dispatched "
-                         "one by one from Python")
+                         f"`{target.qualname}` does JAX array work and is called on every iteration of the "
+                         f"loop at line {loop_line} without jit, so each of its operations is dispatched "
+                         f"one by one from Python{_frozen_note(frozen)}",
+                         fix=_frozen_fix(frozen))
         for summary, site in imported.values():  # reported at the call: the def is in another file
             loop_line = model.line_of(site.loop.node) if site.loop is not None else 0
             yield Report(site.node,
-                         f"`{summary.name}` (imported) does JAX array work and is called every step of the "
-                         f"loop at line {loop_line} without jit, so each of its operations is dispatched "
-                         "one by one from Python")
+                         f"`{summary.name}` (imported) does JAX array work and is called on every iteration "
+                         f"of the loop at line {loop_line} without jit, so each of its operations is "
+                         "dispatched one by one from Python")
+        yield from _inline_tree_updates(model)
+
+
+def _frozen_fix(frozen: list[str]) -> str | None:
+    """The fix to give instead of `@jax.jit` when jit would freeze module-level arrays."""
+    if not frozen:
+        return None
+    names = ", ".join(f"`{n}`" for n in frozen)
+    return (f"Pass {names} as argument{'s' if len(frozen) > 1 else ''}, then jit it (`@jax.jit`); jitted as it "
+            "is, it would keep computing with the values it saw when traced.")
+
+
+def _frozen_note(frozen: list[str]) -> str:
+    """What the message adds when jit would freeze module-level arrays the function reads."""
+    if not frozen:
+        return ""
+    names = ", ".join(f"`{n}`" for n in frozen)
+    what = "module-level arrays" if len(frozen) > 1 else "a module-level array"
+    return f"; it reads {names}, {what} that the program rebinds, which jit would freeze at the value seen " \
+           "when it traces"
+
+
+def _inline_tree_updates(model: SemanticModel) -> Iterator[Report]:
+    """`params = jax.tree.map(lambda p, g: p - lr * g, params, grads)` in the loop, after a
+    compiled `grads = grad_fn(params, batch)`: the update is a function doing array work on every
+    leaf, run eagerly on every iteration; reported at the map."""
+    for fn in model.functions:
+        if fn.traced:
+            continue
+        for loop in fn.loops:
+            if not dispatch_loop(model, loop):
+                continue
+            for site, mapped, feeding in eager_tree_updates(model, loop):
+                yield Report(site.node, f"`{describe(site.node.func)}` runs `{describe(mapped.body, 40)}` "
+                                        f"eagerly on every leaf, on every iteration of the loop at line "
+                                        f"{model.line_of(loop.node)}: one dispatch per operation per leaf, "
+                                        f"beside the compiled `{describe(feeding.node.func)}`",
+                             fix="Do the update inside a jitted function: one jitted step that computes the "
+                                 "gradient and applies it.")
 
 
 def _candidate(model: SemanticModel, fn: Function) -> bool:

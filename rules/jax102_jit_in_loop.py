@@ -22,7 +22,8 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model.per_step import where, why_every_step
+from jaxopt_audit.static.model.loops import literal_trip_count
+from jaxopt_audit.static.model.per_step import SINGLE_PASS, StepContext, where, why_every_step
 
 # Methods that run once per object: jitting there is the recommended place.
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})
@@ -65,7 +66,10 @@ class JitInLoop(Rule):
     `jax.jit(make_fn(config))` where the factory's arguments change with the loop (each
     configuration needs its own compilation). It also stays quiet when each wrapper serves many
     calls: handed to another function (a benchmark's timer), returned, stored, captured by a
-    nested function or called in a loop of its own, and on a jit in a builder that returns a
+    nested function or called in a loop of its own (unless, built on each pass of an outer loop
+    such as an epoch loop, it wraps a new lambda, `partial` or def made from nothing that
+    changes between passes: the same program compiled again on each pass, which is reported),
+    and on a jit in a builder that returns a
     function (one build per configuration of a sweep, a benchmark or a server), and on a
     wrapper bound to a name nothing reads (never called, it never compiles). Real code
     rebuilds wrappers that way once per case; the step loops that rebuild one call it directly.
@@ -125,6 +129,21 @@ class JitInLoop(Rule):
                     w = trainer.step(w, batch)
                 return w
         """, note="jit inside an un-jitted method called every step"),
+        Invalid("""
+            import functools
+            import jax
+            import jax.numpy as jnp
+
+            def update(p, x, lr):
+                return p - lr * jnp.mean(x) * p
+
+            def train(params, batches, lr, epochs):
+                for epoch in range(epochs):
+                    step = jax.jit(functools.partial(update, lr=lr))  # <- JAX102
+                    for x in batches:
+                        params = step(params, x)
+                return params
+        """, note="the same program rebuilt, traced and compiled once per epoch"),
     ]
     VALID = [
         Valid("""
@@ -185,14 +204,21 @@ class JitInLoop(Rule):
                 target = _jit_target(model, site.node)
                 if target is None:
                     continue
-                context = why_every_step(model, site)
+                context = why_every_step(model, site) or _outer_pass(model, site)
                 if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node) \
                         or fn.binds_unread(site.node):  # a wrapper never called never compiles (round an)
                     continue
+                reuse = _reuse(fn, site.node, site.loop)
                 if _factory_of_varying_values(model, target, site) \
                         or _returned_per_configuration(model, site, context.step_call) \
-                        or _serves_many_calls(fn, site.node, site.loop) or _builds_functions(model, site) \
+                        or reuse == "kept" or _builds_functions(model, site) \
                         or _closes_over_configuration(model, model.function_ref(target, fn), site):
+                    continue
+                if reuse == "inner loop":
+                    schedule = _rebuilt_alike(model, target, site)
+                    if schedule is not None:
+                        yield Report(site.node, f"`{describe(site.node)}` is evaluated {where(model, site, context)}"
+                                                f"{_rebuilt_consequence(schedule)}")
                     continue
                 if _wrapper(model, site.node) in PMAPS and not _fresh_function(model, target, site) \
                         and _stable_function(model, target, fn):
@@ -211,10 +237,16 @@ class JitInLoop(Rule):
             def_site = next((a.site for a in parent.assignments if a.site.node is fn.node), None)
             if def_site is None:
                 continue
-            context = why_every_step(model, def_site)
+            context = why_every_step(model, def_site) or _outer_pass(model, def_site)
             if context is None or _under_memo_guard(parent, fn.node, def_site.loop) \
-                    or _closes_over_configuration(model, fn, def_site) \
-                    or _serves_many_calls(parent, fn.node, def_site.loop) or _builds_functions(model, def_site):
+                    or _closes_over_configuration(model, fn, def_site) or _builds_functions(model, def_site):
+                continue
+            reuse = _reuse(parent, fn.node, def_site.loop)
+            schedule = _rebuilt_alike(model, fn.node.name, def_site) if reuse == "inner loop" else None
+            if schedule is not None:
+                yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
+                                        f"{where(model, def_site, context)}{_rebuilt_consequence(schedule)}")
+            if reuse is not None:
                 continue
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
                                     f"{where(model, def_site, context)}: each time a new function is "
@@ -301,34 +333,33 @@ def _under_memo_guard(fn: Function, node: cst.CSTNode, loop: Loop | None = None)
     return False
 
 
-def _serves_many_calls(fn: Function, node: cst.CSTNode, loop: Loop | None) -> bool:
-    """The wrapper built at `node` (a jit call or a jitted def) outlives one call: it is handed
-    to another function, returned, stored, captured by a nested function, or called in a loop
-    of its own. Each build then serves a benchmark's repeats, a server's requests or one
-    configuration of a sweep; the step loops that rebuild a wrapper call it once."""
+def _reuse(fn: Function, node: cst.CSTNode, loop: Loop | None) -> str | None:
+    """How the wrapper built at `node` serves more than one call: "kept" (handed on, returned,
+    stored, captured) or "inner loop" (called in a loop of its own); None when it does not."""
     if any(r is node for r in fn.returns) or any(
             a.value is node for s in fn.calls for a in s.node.args):
-        return True
+        return "kept"
     if isinstance(node, cst.FunctionDef):
         name = node.name.value
     else:
         bound = [a for a in fn.assignments if a.value is node]
         if not bound:
-            return False
+            return None
         if any(a.attribute_target is not None or len(a.targets) != 1 for a in bound):
-            return True  # `self._fn = jax.jit(...)`, `fns[k] = ...`: kept for later calls
+            return "kept"  # `self._fn = jax.jit(...)`, `fns[k] = ...`: kept for later calls
         name = bound[0].targets[0]
     called_in = {id(s.node.func): s.loop for s in fn.calls if isinstance(s.node.func, cst.Name)}
     bound_names = {id(t) for t in _binding_names(fn.body)}
     stack: list[tuple[cst.CSTNode, bool]] = [(fn.body, False)]
+    found: str | None = None
     while stack:
         current, nested = stack.pop()
         if isinstance(current, cst.Name) and current.value == name and id(current) not in bound_names:
             if nested or id(current) not in called_in:
-                return True  # captured by a nested function, or used as a value
+                return "kept"  # captured by a nested function, or used as a value
             use_loop = called_in[id(current)]
             if use_loop is not None and use_loop is not loop and (loop is None or loop.encloses(use_loop)):
-                return True  # called in a loop of its own: many calls per build
+                found = "inner loop"  # called in a loop of its own: many calls per build
         if isinstance(current, cst.Attribute):  # `obj.name` and `name=` are not reads of name
             stack.append((current.value, nested))
         elif isinstance(current, cst.Arg):
@@ -337,7 +368,73 @@ def _serves_many_calls(fn: Function, node: cst.CSTNode, loop: Loop | None) -> bo
             inner = nested or isinstance(current, (cst.FunctionDef, cst.Lambda)) and current is not node
             stack.extend((child, inner) for child in children(current)
                          if not (isinstance(current, cst.FunctionDef) and child is current.name))
-    return False
+    return found
+
+
+def _rebuilt_consequence(schedule: list[str]) -> str:
+    """What a wrapper rebuilt on each pass of an outer loop costs, and the fix."""
+    if not schedule:
+        return (", though it wraps the same code each time: the function it wraps is a new object on each "
+                "iteration, so it is traced and compiled again on each one (the calls in its inner loop reuse "
+                "it); build it once, before the loop")
+    names = ", ".join(f"`{n}`" for n in schedule)
+    return (f": the function it wraps is a new object on each iteration, with {names} baked in as a constant, so "
+            "it is traced and compiled again on each one (the calls in its inner loop reuse it); build it "
+            f"once, before the loop, with {names} as an argument")
+
+
+def _outer_pass(model: SemanticModel, site: Site) -> StepContext | None:
+    """The site runs once per pass of an untraced loop around a loop over steps (an epoch loop),
+    unguarded: a wrapper built there and called in its inner loop is rebuilt once per pass."""
+    loop = site.loop
+    if loop is None or site.guarded or site.function.traced or not loop.is_epoch:
+        return None
+    count = literal_trip_count(loop, model.resolve)
+    return StepContext(site, None) if count is None or count > SINGLE_PASS else None
+
+
+def _rebuilt_alike(model: SemanticModel, target: cst.BaseExpression, site: Site) -> list[str] | None:
+    """The wrapper, called in a loop of its own, wraps a function made anew on each iteration of
+    the loop that builds it (a lambda, a `partial`, a def in the loop) from nothing that changes
+    between iterations but Python numbers of a schedule (`jax.jit(lambda p, x: update(p, x, lr))`
+    once per epoch, `lr = 0.5 * 0.95 ** epoch`): each build traces and compiles the same program
+    again. Returns those schedule names ([] when none), or None when the function reads another
+    value of the loop (a configuration of a sweep, a size: a program per value)."""
+    if site.loop is None or not _fresh_function(model, target, site):
+        return None
+    fn = site.function
+    defined = model.function_ref(target, fn)
+    if defined is not None and not defined.is_module:
+        read = read_names(defined.body) - set(defined.params)
+    else:
+        read = read_names(target)
+    varying = read & _varying_names(site)
+    if not all(_schedule_value(model, fn, site.loop, name) for name in varying):
+        return None
+    return sorted(varying)
+
+
+def _schedule_value(model: SemanticModel, fn: Function, loop: Loop, name: str) -> bool:
+    """`name` is the counter of a `range` loop around the site, or bound in the loop only to
+    arithmetic on numbers and such counters (`lr = 0.5 * 0.95 ** epoch`): a Python number that
+    could be an argument of the function instead of a constant baked into it."""
+    counters: set[str] = set()
+    current: Loop | None = loop
+    while current is not None:
+        node = current.node
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Call) \
+                and model.resolve(node.iter.func) == "builtins.range":
+            counters.update(current.targets)
+        current = current.parent
+    if name in counters:
+        return True
+    bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop)]
+    return bool(bindings) and all(
+        a.value is not None and len(a.targets) == 1 and all(
+            isinstance(n, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float, cst.Name,
+                           cst.BaseBinaryOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen))
+            for n in walk(a.value))
+        and read_names(a.value) <= counters for a in bindings)
 
 
 def _binding_names(body: cst.CSTNode) -> list[cst.Name]:

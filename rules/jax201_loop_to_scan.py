@@ -8,9 +8,16 @@ from typing import cast
 import libcst as cst
 
 from jaxopt_audit.static import Invalid, Loop, Report, Rule, SemanticModel, Site, Valid, apis, describe, walk
-from jaxopt_audit.static.model.eager import dispatch_loop, eager_ops, prepares_compiled_input
+from jaxopt_audit.static.model.eager import (
+    differentiates,
+    dispatch_loop,
+    eager_ops,
+    iterates_structure,
+    prepares_compiled_input,
+)
 from jaxopt_audit.static.model.host_loops import ends_episode, exits_on_device, fed_back
 from jaxopt_audit.static.model.loops import (
+    filled_buffers,
     grows_carry,
     has_compiled_alternative,
     has_fixed_trip_count,
@@ -24,6 +31,7 @@ from jaxopt_audit.static.model.loops import (
     wraps_compiled_scan,
 )
 from jaxopt_audit.static.model.per_step import SHORT_LOOP
+from jaxopt_audit.static.model.step_size import CompiledStep, small_compiled_steps
 
 # Eager ops a step may spend making its batch beside a compiled step: about 5 us each, so under
 # 0.1 ms a step, little next to a step worth compiling (benchmarks/eager_dispatch.py).
@@ -54,8 +62,9 @@ class LoopToScan(Rule):
     state inside the object: `obs, r, done, info = envs.step(action)`, a value read to the host and
     handed back as the next step's input: `tok = int(jnp.argmax(logits))`, then
     `jnp.array([[tok]])`), loops over a pytree's structure (`range(len(layers))`, dict items), loops
-    whose body already runs a compiled scan (epochs around a scanned epoch), loops of 20 or fewer
-    literal iterations (`range(20)`, or `range(n)` with `n = 20` bound once: a demonstration),
+    whose body already runs a compiled scan (epochs around a scanned epoch), loops of 8 or fewer
+    literal iterations (`range(8)`, or `range(n)` with `n = 8` bound once: so few steps are
+    better written out than scanned),
     rollouts recorded for a renderer (`rollout.append(state)` every step, then
     `env.render(rollout)`: a rollout made to be watched), a loop kept as the eager `debug` branch of
     an `if` whose other branch runs the steps in `lax.fori_loop`/`scan`, loops that stop on a value
@@ -70,7 +79,15 @@ class LoopToScan(Rule):
     (1.1x in the training_loop pipeline). A compiled step per row of an array
     (`for t in range(n): w = update(w, xs[t])`), a rollout splitting its key eagerly around a
     jitted environment step, and a shock drawn in the loop beside a tiny jitted step are still
-    reported: such steps are tiny.
+    reported: such steps are tiny. So is a loop whose compiled steps are all jitted functions of
+    the file writing fewer than 20 array operations, with no derivative, no loop of their own and
+    no slice of a data set for input (an integrator, an environment's dynamics): the message gives
+    each step's operation count, the evidence that dispatch is most of its cost.
+
+    A loop that carries state and fills a history array row by row (`hist = hist.at[t].set(state)`)
+    is reported even where the file does not show whether a caller jits it: outside jit each write
+    copies the whole array, under jit the loop unrolls, and a scan returning the rows stacked is
+    the fix either way.
 
     ## Measured
     Seed 000 measured 2.78x from `lax.scan` alone on a per-step online learner; see the
@@ -112,6 +129,27 @@ class LoopToScan(Rule):
                     step += 1
                 return state
         """),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def physics_step(pos, vel):
+                vel = vel - 0.01 * pos
+                return pos + 0.01 * vel, vel
+
+            def simulate(pos, vel, n_steps):
+                for _ in range(n_steps):  # <- JAX201
+                    pos, vel = physics_step(pos, vel)
+                return pos, vel
+
+            def record(state, n_steps):
+                hist = jnp.zeros((n_steps, state.shape[0]))
+                for t in range(n_steps):  # <- JAX201
+                    state = jnp.tanh(1.1 * state + 0.1)
+                    hist = hist.at[t].set(state)
+                return hist
+        """, note="a jitted step of four operations, and a history filled row by row"),
     ]
     VALID = [
         Valid("""
@@ -158,6 +196,20 @@ class LoopToScan(Rule):
                     x = jnp.dot(params[k], x)
                 return x
         """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def train_step(w, x, y):
+                loss, g = jax.value_and_grad(lambda w: jnp.mean((jnp.tanh(x @ w) - y) ** 2))(w)
+                return w - 0.1 * g, loss
+
+            def fit(w, x, y, steps):
+                for _ in range(steps):  # a training step: the dispatch is small beside it
+                    w, loss = train_step(w, x, y)
+                return w
+        """),
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
@@ -165,7 +217,12 @@ class LoopToScan(Rule):
             if fn.traced:
                 continue
             for loop in fn.loops:
-                if not loop.is_step or loop.is_epoch or not dispatch_loop(model, loop):
+                if not loop.is_step or loop.is_epoch:
+                    continue
+                # a buffer filled by the counter beside carried state wants a scan whether or not a
+                # caller jits this code (outside jit: a copy per write; under jit: an unrolled loop)
+                filled = filled_buffers(model, loop)
+                if not dispatch_loop(model, loop) and (not filled or fn.traced or iterates_structure(model, loop)):
                     continue
                 count = literal_trip_count(loop, model.resolve)
                 if count is not None and count <= SHORT_LOOP:
@@ -181,20 +238,40 @@ class LoopToScan(Rule):
                 growth = grows_carry(model, loop, set(carried))
                 if growth == "starts as None":
                     continue  # a cache filled on the first step: not a fixed-shape carry to scan
+                small = None
                 if growth is None and _compiled_driver(model, loop):
-                    continue
+                    small = small_compiled_steps(model, loop)  # dispatch is most of a tiny step's cost
+                    if small is None:
+                        continue
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)
                 if growth == "concatenated":
-                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation every "
-                                            "step, so each step is a separate dispatch and every jitted call "
-                                            "on it re-traces for the new length; preallocate the full-length "
-                                            "buffer, fill it with `lax.dynamic_update_slice` and run the steps "
-                                            "in `jax.lax.fori_loop`/`scan`")
+                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation on every "
+                                            "iteration, so each iteration is a separate dispatch and every "
+                                            "jitted call on it re-traces for the new length; preallocate the "
+                                            "full-length buffer, fill it with `lax.dynamic_update_slice` and run "
+                                            "the iterations in `jax.lax.fori_loop`/`scan`")
                     continue
-                yield Report(loop.node, f"this loop over `{header}` carries {names} from one step to the "
-                                        "next through JAX calls, so every step is a separate dispatch "
-                                        "from Python; `jax.lax.scan` compiles all steps into one program")
+                yield Report(loop.node, _message(header, names, sorted(filled), small))
+
+
+def _message(header: str, names: str, filled: list[str], small: list[CompiledStep] | None) -> str:
+    """What the loop carries and what each iteration costs, as far as the code shows."""
+    head = f"this loop over `{header}` carries {names} from one iteration to the next"
+    if filled:
+        buffers = ", ".join(f"`{n}`" for n in filled)
+        return (f"{head} and writes a row of {buffers} with `.at[...].set` on each: outside jit every "
+                "iteration is a separate dispatch from Python and each write copies the whole array (under "
+                "jit, the loop unrolls into one copy of its body per iteration); `jax.lax.scan` runs the "
+                "iterations as one compiled loop and returns the rows stacked")
+    if small:
+        steps = ", ".join(f"`{s.function.name}` ({s.ops} array operation{'s' if s.ops != 1 else ''})"
+                          for s in small)
+        return (f"{head} through the jitted {steps}: every iteration is a separate dispatch from Python, "
+                "several microseconds each, around a step of only that much work; `jax.lax.scan` runs all "
+                "iterations in one dispatch")
+    return (f"{head} through JAX calls, so every iteration is a separate dispatch from Python; "
+            "`jax.lax.scan` compiles all iterations into one program")
 
 
 def _compiled_driver(model: SemanticModel, loop: Loop) -> bool:
@@ -219,8 +296,24 @@ def _compiled_driver(model: SemanticModel, loop: Loop) -> bool:
             eager.append(site)
         compiled = compiled or work == "dispatch"
     # eager helpers around a compiled step fed a fresh batch each iteration (a slice of the data
-    # set, `x[j * bs:(j + 1) * bs]`) are the batch's preparation: still one training step a batch
-    return compiled and (not eager or _slices_batches(loop) or _samples_batches(model, eager))
+    # set, `x[j * bs:(j + 1) * bs]`) are the batch's preparation: still one training step a batch;
+    # a key split for a compiled gradient step (which samples its batch on the device) is too
+    return compiled and (not eager or _slices_batches(loop) or _samples_batches(model, eager)
+                         or _keys_for_a_training_step(model, loop, eager))
+
+
+def _keys_for_a_training_step(model: SemanticModel, loop: Loop, eager: list[Site]) -> bool:
+    """The body's only eager work splits keys, and every compiled call it makes is a jitted
+    function of this file that differentiates (`params, loss = train_step(params, x, y, sub)`):
+    a training step, whose size dwarfs the dispatch a scan would save. A key split around a
+    tiny jitted environment step is still reported."""
+    if any(model.resolve(s.node.func) not in apis.KEY_DERIVATIONS for s in eager):
+        return False
+    fn = loop.function
+    compiled = [s for s in fn.calls if loop.encloses(s.loop) and not s.guarded
+                and model.call_work(s.node, fn) == "dispatch"]
+    targets = [model.callee(s.node, fn).function for s in compiled]
+    return bool(targets) and all(t is not None and differentiates(model, t) for t in targets)
 
 
 def _samples_batches(model: SemanticModel, eager: list[Site]) -> bool:

@@ -23,7 +23,7 @@ from jaxopt_audit.static import (
     target_names,
     walk,
 )
-from jaxopt_audit.static.model.eager import iterates_structure
+from jaxopt_audit.static.model.eager import host_side, iterates_structure
 from jaxopt_audit.static.model.loops import (
     carried_names,
     host_bound_call,
@@ -33,6 +33,7 @@ from jaxopt_audit.static.model.loops import (
 )
 from jaxopt_audit.static.model.per_step import SHORT_LOOP
 from jaxopt_audit.static.model.timing import reads_timer
+from jaxopt_audit.static.trace_check import traces_as_written
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",
@@ -93,9 +94,19 @@ class LoopToVmap(Rule):
     optimizer), on loops over dict items and files, on loops that do host I/O each iteration,
     on loops that do not collect their results, and in functions that read a timer (a benchmark
     measures the loop of calls as it is written). Nor does it report a handful of cases written
-    out in the file (at most 20: `for lr in [1e-3, 1e-2, 1e-1]`, `for hand in TEST_HANDS` with
+    out in the file (at most 8: `for lr in [1e-3, 1e-2, 1e-1]`, `for hand in TEST_HANDS` with
     the list spelled out): batching that few items gains next to nothing, and such cases often
     differ in shape.
+
+    A function of the file that is not jitted is suggested for `jax.vmap` only if it can be
+    vmapped as it is written: it does no host work (prints, reads values back with `float()`
+    or `.item()`, plots), and, for a module-level def, jitting it with the parameters the item
+    does not reach marked static gives the trace rules (JAX401-JAX404) nothing new to report (no
+    Python `if` on a mapped value, no NumPy on it, no value-dependent shape). A loop whose only
+    candidate fails this is left alone. A setting bound into the function with `partial` and
+    jitted per item (`objective = jax.jit(partial(nll, scale=s))`, then `objective(x, y)`) is
+    the same function called with `s`: reported when `nll` can be vmapped over `scale` as
+    written (not when the setting is a size or shape).
 
     ## Measured
     Seed 000: 4 conditions x 30 seeds, ~63 min sequential, ~2.1 min batched (~30x); see the
@@ -149,6 +160,22 @@ class LoopToVmap(Rule):
             import jax
             import jax.numpy as jnp
 
+            def run(key, n):
+                x = jax.random.normal(key, (n,))
+                if x.sum() > 0:  # a Python branch on the drawn value: vmap fails on it
+                    return x
+                return -x
+
+            def sweep(n_seeds):
+                outs = []
+                for seed in range(n_seeds):
+                    outs.append(run(jax.random.key(seed), 100))
+                return outs
+        """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
             @jax.jit
             def run_batched(keys, observations):
                 def single_seed_run(key):
@@ -198,8 +225,11 @@ class LoopToVmap(Rule):
                 found = self._independent_call(model, fn, loop)
                 if found is not None:
                     header = describe(loop.node.iter)
-                    yield Report(loop.node, f"this loop over `{header}` calls `{describe(found.node, 50)}` once per "
-                                            "independent item, carrying no state between iterations; "
+                    bound = _bound_with_the_item(model, fn, loop, found.node, _item_names(fn, loop))
+                    via = f" (`{bound[0].name}` with {', '.join(f'`{p}`' for p in sorted(bound[1]))} from the " \
+                          "item, bound by `partial`)" if bound is not None else ""
+                    yield Report(loop.node, f"this loop over `{header}` calls `{describe(found.node, 50)}`{via} once "
+                                            "per independent item, carrying no state between iterations; "
                                             "`jax.vmap` over the stacked items runs them in one call")
 
         for fn in model.functions:
@@ -233,8 +263,15 @@ class LoopToVmap(Rule):
             if not loop.encloses(site.loop):
                 continue
             call: cst.Call = site.node
+            bound = _bound_with_the_item(model, fn, loop, call, items)
+            if bound is not None:  # `objective = jax.jit(partial(nll, scale=s))`, then `objective(x, y)`
+                if _vmappable_as_written(model, *bound):
+                    candidates.append(site)
+                continue
             if not _mentions(call.args, items):
                 continue
+            if _builds_a_called_partial(model, fn, loop, call, items):
+                continue  # judged at the call of what it builds, above
             if _structural_use(model, fn, call, items):
                 return None
             if read_names(call.func) & items:
@@ -247,8 +284,74 @@ class LoopToVmap(Rule):
             callee = model.callee(call, fn)
             # a function of the user's (jitted or not, or a model's method), not one primitive
             if callee.function is not None or callee.jitted or model.receiver_kind(call, fn) == "object":
+                if callee.function is not None and not callee.jitted and not _vmappable(model, call, callee.function,
+                                                                                        items):
+                    continue  # vmap would fail on it as written (a branch or a read on the item)
                 candidates.append(site)
         return candidates[0] if candidates else None
+
+
+def _vmappable(model: SemanticModel, call: cst.Call, target: Function, items: set[str]) -> bool:
+    """The un-jitted function of this file can run under `jax.vmap` as it is written: it does no
+    host work (prints, reads values back, plots), and, for a module-level def, jitting it with
+    the parameters the loop's item does not reach marked static adds no trace-rule finding (no
+    Python branch, NumPy call or value-dependent shape on a mapped value). Nested functions and
+    methods are judged by the first test alone."""
+    params = list(target.params)
+    mapped: set[str] = set()
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return False  # `f(*args)`: which parameters are mapped is unknown
+        name = arg.keyword.value if arg.keyword is not None else (params[index] if index < len(params) else None)
+        if name is not None and read_names(arg.value) & items:
+            mapped.add(name)
+    return _vmappable_as_written(model, target, mapped)
+
+
+def _vmappable_as_written(model: SemanticModel, target: Function, mapped: set[str]) -> bool:
+    """`_vmappable` for a function and the parameters the items reach."""
+    if host_side(model, target):
+        return False
+    if not isinstance(target.node, cst.FunctionDef) or target.parent is None or not target.parent.is_module:
+        return True
+    return traces_as_written(model, target.node, static=set(target.params) - mapped)
+
+
+def _builds_a_called_partial(model: SemanticModel, fn: Function, loop: Loop, call: cst.Call, items: set[str]) -> bool:
+    """`objective = jax.jit(partial(nll, scale=s))` (or the `partial` inside it), where the loop
+    then calls `objective(...)`: the item is an argument of `nll` bound early, not a new program."""
+    names = {t for a in fn.assignments if loop.encloses(a.site.loop) and isinstance(a.value, cst.Call)
+             and (a.value is call or any(arg.value is call for arg in a.value.args)) for t in a.targets}
+    return any(isinstance(s.node.func, cst.Name) and s.node.func.value in names
+               and _bound_with_the_item(model, fn, loop, s.node, items) is not None
+               for s in fn.calls if loop.encloses(s.loop))
+
+
+def _bound_with_the_item(model: SemanticModel, fn: Function, loop: Loop, call: cst.Call,
+                         items: set[str]) -> tuple[Function, set[str]] | None:
+    """`objective(x, y)` where the loop binds `objective = jax.jit(partial(nll, scale=s))` (or
+    `partial(nll, s)`) with `s` from the item: the function of this file it calls, and the
+    parameters the item reaches through the partial."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    bindings = [a for a in fn.bindings(call.func.value) if loop.encloses(a.site.loop)]
+    if len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
+        return None
+    value = bindings[0].value
+    if model.resolve(value.func) in apis.JIT_WRAPPERS and value.args and isinstance(value.args[0].value, cst.Call):
+        value = value.args[0].value
+    if model.resolve(value.func) != "functools.partial" or not value.args:
+        return None
+    target = model.function_ref(value.args[0].value, fn)
+    if target is None:
+        return None
+    mapped: set[str] = set()
+    for index, arg in enumerate(value.args[1:]):
+        name = arg.keyword.value if arg.keyword is not None else (
+            target.params[index] if index < len(target.params) else None)
+        if name is not None and read_names(arg.value) & items:
+            mapped.add(name)
+    return (target, mapped) if mapped else None
 
 
 def _updates_shared_object(model: SemanticModel, fn: Function, call: cst.Call, items: set[str]) -> bool:

@@ -33,7 +33,7 @@ from jaxopt_audit.static.model.host_loops import (
     over_structure,
     runs_compiled_loops,
 )
-from jaxopt_audit.static.model.loops import records_for_rendering
+from jaxopt_audit.static.model.loops import device_history, records_for_rendering, whole_list_read
 from jaxopt_audit.static.model.timing import timed_regions
 
 
@@ -44,7 +44,9 @@ class HostSyncInStep(Rule):
     `float(x)`, `int(x)`, `bool(x)`, `x.item()`, `x.tolist()`, `np.asarray(x)`, `np.array(x)`,
     `jax.device_get(x)`, `print(x)` or an f-string of an array, an `if` on an array, and
     `x.block_until_ready()`, where `x` is a JAX array; in the loop body or in a function the loop
-    calls every step.
+    calls every step. A read of a whole list that the loop grows by a device value every
+    iteration (`jax.device_get(history)`, `np.mean(jnp.stack(history))`) is reported as such:
+    its traffic grows with the square of the iteration count.
 
     ## Why is this bad?
     JAX dispatches work asynchronously: the Python loop runs ahead while the device computes.
@@ -81,8 +83,8 @@ class HostSyncInStep(Rule):
     after such a needed read in the same iteration (it already waited), on a test that adopts a
     candidate
     (`if loss_fn(params_new) < loss: params = params_new`: a line search's accept/reject, which
-    the algorithm needs every step), in loops of 20 or fewer literal
-    iterations or over a dict's entries, on tests of objects that merely hold arrays
+    the algorithm needs every step), in loops over a dict's entries or of one literal
+    iteration, on tests of objects that merely hold arrays
     (`layer.is_stateful()`), and on `block_until_ready` in a benchmark loop (one that reads a
     timer, or waits for a result it then throws away), nor on a read between two timer readings
     of one iteration (`t0 = time()`, the step, `bar.set_postfix_str(f"{loss:.3e}")`, `t += time()
@@ -135,6 +137,23 @@ class HostSyncInStep(Rule):
                     state = state / 2
                 state.block_until_ready()  # <- JAX301
         """),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+
+            @jax.jit
+            def step(x):
+                return 0.99 * x + jnp.sin(x)
+
+            def simulate(x, n_steps):
+                history = []
+                for t in range(n_steps):  # <- JAX201
+                    x = step(x)
+                    history.append(x)
+                    running_mean = np.mean(jnp.stack(history))  # <- JAX301
+                return x, running_mean
+        """, note="a growing list of device values pulled whole every iteration: quadratic traffic"),
     ]
     VALID = [
         Valid("""
@@ -174,6 +193,24 @@ class HostSyncInStep(Rule):
                 x = f(x)
                 print(int(epoch), float(lr))  # plain Python numbers
         """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+
+            @jax.jit
+            def step(x, force):
+                return 0.99 * x + jnp.sin(x) * force
+
+            def simulate(x, forces):
+                history = []
+                for t, force in enumerate(forces):
+                    x = step(x, force)
+                    history.append(x)
+                    if t % 100 == 0:
+                        print(np.mean(jnp.stack(history)))  # periodic
+                return x, jax.device_get(history)  # once, after the loop
+        """),
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
@@ -212,6 +249,10 @@ class HostSyncInStep(Rule):
             waits: list[tuple[cst.CSTNode, Site, str]] = []  # deliberate waits: they sync, unreported
             for site in fn.calls:
                 if not per_step(site):
+                    continue
+                history = _whole_history(model, site)
+                if history is not None:
+                    found.append((site.node, site, history))
                     continue
                 what = self._host_pull(model, site, timed_loops, statements)
                 if what is None and is_wait(site.node):
@@ -300,16 +341,46 @@ class HostSyncInStep(Rule):
 
     def _message(self, model: SemanticModel, site: Site, what: str, more: int = 0) -> str:
         loop = model.step_loop_of(site)
-        where = "every step"
+        line = f" at line {model.line_of(loop.node)}" if loop is not None else ""
+        if what.startswith(_WHOLE):
+            name = what[len(_WHOLE):]
+            return f"`{describe(site.node)}` copies all of `{name}` to the host on every iteration of the " \
+                   f"loop{line}, and `{name}` gains a device value on each: the traffic grows with the square " \
+                   f"of the iteration count and each read stalls the loop; read only the newest value, or " \
+                   f"stack `{name}` once after the loop"
         if site.loop is None and site.function.per_step:
-            where = f"every step (`{site.function.name}` is called per step)"
-        elif loop is not None:
-            where = "every iteration of the step loop"
+            caller = site.function.step_call_sites[0] if site.function.step_call_sites else None
+            via = f" (via `{describe(caller.node.func, 30)}`)" if caller is not None \
+                and model.callee(caller.node, caller.function).function is not site.function else ""
+            where = f"each time `{site.function.name}` runs, and the loop{line} calls it on every " \
+                    f"iteration{via}"
+        else:
+            where = f"on every iteration of the loop{line}"
         then = ""
         if more:
             then = f" (the {more} read{'s' if more > 1 else ''} right after it, with no new device work between, " \
                    f"wait{'' if more > 1 else 's'} no longer: move {'them' if more > 1 else 'it'} too)"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes{then}"
+
+
+# `what` of a read of a whole device history list: the marker, then the list's name.
+_WHOLE = "whole list "
+
+
+def _whole_history(model: SemanticModel, site: Site) -> str | None:
+    """`jax.device_get(history)`, `np.mean(jnp.stack(history))`, `print(history)` in a loop that
+    appends a device value to `history` every iteration: each read pulls every value so far."""
+    call: cst.Call = site.node
+    q = model.resolve(call.func) or ""
+    if site.loop is None or not (q in apis.HOST_PULL_FUNCTIONS or q.startswith("numpy.")):
+        return None
+    for loop in site.loop.outward():
+        grown = device_history(model, loop)
+        for arg in call.args if grown else ():
+            name = whole_list_read(model, arg.value, grown)
+            if name is not None:
+                return _WHOLE + name
+    return None
 
 
 def _timed_each_iteration(model: SemanticModel, fn) -> set[int]:
@@ -385,7 +456,7 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
             followers[id(before)] = followers.get(id(before), 0) + 1
             continue  # `np.array(loss)` then `np.array(aux)`: the queue was drained by the first
         kept.append(entry)
-        if loop is not None and _unconditional(site.function, node, loop):
+        if (loop is not None or site.function.per_step) and _unconditional(site.function, node, loop):
             last_wait[id(loop)] = node
             if values:
                 done |= values
@@ -420,10 +491,11 @@ def _dispatches_between(model: SemanticModel, site: Site, first: cst.CSTNode, th
 
 def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tuple[int, str]] | None:
     """The arrays a read brings to the host, each as (id of the loop's assignment that bound it,
-    its name), when every one is a plain name bound in the loop; None otherwise (`acceptance[1]`
+    its name), when every one is a plain name bound in the loop (in a function called per step:
+    a parameter it does not rebind, as (0, name)); None otherwise (`acceptance[1]`
     or `evaluate(w)` is a new array, a name bound before the loop is not this iteration's)."""
     fn, loop = site.function, site.loop
-    if loop is None:
+    if loop is None and not fn.per_step:
         return None
     if isinstance(node, cst.Call):
         func = node.func
@@ -443,6 +515,11 @@ def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tup
             continue
         if not isinstance(expr, cst.Name):
             return None
+        if loop is None:  # a per-step function: its parameters hold one value per call
+            if expr.value not in fn.params or fn.bindings(expr.value):
+                return None
+            out.add((0, expr.value))
+            continue
         binding = model.reaching_binding(expr, fn)
         if binding is None or binding.value is None or not loop.encloses(binding.site.loop):
             return None
@@ -455,9 +532,12 @@ def _arrays_read(model: SemanticModel, node: cst.CSTNode, site: Site) -> set[tup
 
 
 def _inside_loop(fn, node: cst.CSTNode, loop) -> list[cst.CSTNode] | None:
-    """The block statements around `node` inside `loop`, outermost first; None when the loop
-    is not around it in `fn`'s own body."""
+    """The block statements around `node` inside `loop`, outermost first (in a per-step
+    function, `loop` None: those of its body); None when the loop is not around it in `fn`'s
+    own body."""
     around = enclosing_statements(fn, node) or []
+    if loop is None and fn.per_step:
+        return around  # a function called once per step: its body is part of one iteration
     return around[around.index(loop.node) + 1:] if loop is not None and loop.node in around else None
 
 

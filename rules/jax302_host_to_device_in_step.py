@@ -21,7 +21,13 @@ from jaxopt_audit.static import (
     walk,
 )
 from jaxopt_audit.static.model.host_loops import Statements, over_structure
-from jaxopt_audit.static.model.loops import host_bound_call, is_numpy_value, iterates_rows
+from jaxopt_audit.static.model.loops import (
+    batch_getter,
+    host_bound_call,
+    is_float64_numpy,
+    is_numpy_value,
+    iterates_rows,
+)
 
 
 class HostToDeviceInStep(Rule):
@@ -30,6 +36,12 @@ class HostToDeviceInStep(Rule):
     Finds host data converted or copied to the device inside a step loop: `jnp.array(batch)`,
     `jnp.asarray(np_arr)`, `jax.device_put(x)` of host data, and NumPy arrays built in the loop
     (`np.*` preprocessing) passed straight to a jitted function, which copies them on every call.
+
+    NumPy data counts when the file shows where it lives: built by `np.*`, a name or tuple
+    element bound to it, a `self.` attribute the class binds only to it, or a slice of one
+    returned by a helper of the file (`xb, yb = get_batch(X, Y, i, bs)`). The message says when
+    the data is float64 (`np.random.randn`, `np.zeros` without a dtype, `.astype(np.float64)`):
+    JAX also converts it to float32 on every copy unless x64 is enabled.
 
     ## Why is this bad?
     Every step pays a host-to-device copy, and the NumPy work before it runs on one CPU core
@@ -101,6 +113,29 @@ class HostToDeviceInStep(Rule):
                 w = step(w, x)  # <- JAX302
                 y = jax.device_put(data[i] * 2)  # <- JAX302
         """),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+
+            @jax.jit
+            def step(w, xb, yb):
+                return w - 0.01 * xb.T @ (xb @ w - yb) / xb.shape[0]
+
+            def get_batch(X, Y, i, bs):
+                return X[i * bs:(i + 1) * bs], Y[i * bs:(i + 1) * bs]
+
+            class Regression:
+                def __init__(self, n, d):
+                    self.X = np.random.randn(n, d)
+                    self.Y = np.random.randn(n)
+                    self.w = jnp.zeros(d)
+
+                def fit(self, n_steps, bs=256):
+                    for i in range(n_steps):
+                        xb, yb = get_batch(self.X, self.Y, i, bs)
+                        self.w = step(self.w, xb, yb)  # <- JAX302
+        """, note="a float64 data set held by the object, sliced on the host by a helper every step"),
     ]
     VALID = [
         Valid("""
@@ -159,8 +194,9 @@ class HostToDeviceInStep(Rule):
                     if not _host_data(model, fn, site, value) or _measured(fn, site, statements) \
                             or not from_data_set(model, fn, site, value, loader_batches=q != "jax.device_put"):
                         continue
-                    yield Report(call, f"`{describe(call)}` copies host data to the device on every step "
-                                       "of the loop; move the data set to the device once and slice it there")
+                    yield Report(call, f"`{describe(call)}` copies host data to the device "
+                                       f"{_each_iteration(model, site)}; move the data set to the device once "
+                                       "and slice it there")
                     continue
                 work = model.call_work(call, fn)
                 if work is None or not _is_step_call(model, call, fn):
@@ -183,12 +219,24 @@ class HostToDeviceInStep(Rule):
                     continue
                 if built:
                     names = ", ".join(f"`{describe(v)}` ({origin})" for v, origin in built)
-                    yield Report(built[0][0], f"{names}: NumPy built this step and passed to "
-                                              f"`{describe(call.func)}`, which copies it to the device on every call")
+                    yield Report(built[0][0], f"{names}: NumPy built {_each_iteration(model, site)} and passed "
+                                              f"to `{describe(call.func)}`, which copies it to the device on every "
+                                              "call")
                 elif held:
                     names = ", ".join(f"`{describe(v)}`" for v in held)
+                    wide = " (float64: also converted to float32 on each copy, unless x64 is enabled)" \
+                        if all(is_float64_numpy(model, v, fn) for v in held) else ""
                     yield Report(held[0], f"{names}: NumPy data on the host passed to `{describe(call.func)}` "
-                                          "every step, which copies it to the device on every call")
+                                          f"{_each_iteration(model, site)}, which copies it to the device on "
+                                          f"every call{wide}; move the data set to the device once, before the "
+                                          "loop, and slice it there")
+
+
+def _each_iteration(model: SemanticModel, site: Site) -> str:
+    """`on every iteration of the loop at line N` (the loop that makes the site run per step)."""
+    loop = model.step_loop_of(site)
+    return f"on every iteration of the loop at line {model.line_of(loop.node)}" if loop is not None \
+        else "on every step"
 
 
 def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.BaseExpression,
@@ -221,6 +269,8 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         if q is not None and q.startswith("numpy.") and not q.startswith("numpy.random.") \
                 and q not in apis.NUMPY_METADATA and not set(names_in(value)) & _assigned_in(fn, loop):
             return True  # `np.zeros(4)`: the same array built and uploaded every step
+        if batch_getter(model, value, fn):
+            return any(follow(x) for x in args)  # `xb, yb = get_batch(X, Y, i)`: slices of what it is given
         # a helper or NumPy work on this step's item carries it on; anything else makes new data
         drawn = _drawn_names(fn, loop)
         return any(set(names_in(x)) & drawn and follow(x, work=True) for x in args)
@@ -231,6 +281,8 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         return any(isinstance(e, cst.DictElement) and follow(e.value) for e in value.elements)
     if isinstance(value, cst.DictComp):
         return follow(value.for_in.iter)
+    if isinstance(value, cst.Attribute):
+        return is_numpy_value(model, value, fn)  # `self.X`, a data set the object holds
     if not isinstance(value, cst.Name):
         return False
     inside = [a for a in fn.bindings(value.value) if loop.encloses(a.site.loop)]
@@ -310,8 +362,8 @@ def _numpy_origin(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
     if not bindings:
         return None
     for a in bindings:
-        if not isinstance(a.value, cst.Call):
-            return None
+        if not isinstance(a.value, cst.Call) or batch_getter(model, a.value, fn):
+            return None  # (slices of a data set the file holds are held data, not built)
         if is_numpy_value(model, a.value, fn):
             continue
         target = model.callee(a.value, fn).function

@@ -20,6 +20,7 @@ from jaxopt_audit.static import (
     children,
     describe,
     names_in,
+    read_names,
     walk,
 )
 from jaxopt_audit.static.demonstrations import shows_same_draw
@@ -41,7 +42,8 @@ class PrngKeyReuse(Rule):
     that samples with it counts as consuming it, and so does a flax linen module's
     `init(key, x)` or `apply(..., rngs={"dropout": key})`; calling a nested function or lambda
     consumes the keys it captured (`noise = lambda s: jax.random.normal(key, s)`, then
-    `noise(shape)` and `jax.random.uniform(key)`).
+    `noise(shape)` and `jax.random.uniform(key)`). A key drawn with once before a loop and then
+    on every iteration is reported as the loop's reuse, naming the loop and the earlier draw.
 
     ## Why is this bad?
     JAX random functions are pure: the same key gives the same numbers. Two draws from one
@@ -79,7 +81,9 @@ class PrngKeyReuse(Rule):
     get an equal copy (`params=init(k, x)`, `target_params=init(k, x)`: an online and a target
     network that must start equal), or candidates compared on common random numbers (`train(key,
     setting_a)` then `train(key, setting_b)`, or `for setting in settings: train(key, setting)` in
-    a loop that carries no state), draws that only make example inputs for a model's `init` (`x =
+    a loop that carries no state; a loop or comprehension over a model's layers, `zip(sizes[:-1],
+    sizes[1:])` or a sequence named for layers or sizes, builds one model and is reported), draws
+    that only make example inputs for a model's `init` (`x =
     normal(key, shape)`, then `model.init(key, x)`: initialisation reads their shapes), a flax
     `init` and any other use of its key (flax folds each submodule's path into the key rather than
     drawing with it: an actor and a critic initialised from one key are independent), two different
@@ -155,6 +159,22 @@ class PrngKeyReuse(Rule):
                 b = random.normal(rng, (3,))  # <- JAX501
                 return w, b
         """),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def init_layer(key, n_in, n_out):
+                return jax.random.normal(key, (n_in, n_out)) / jnp.sqrt(n_in), jnp.zeros(n_out)
+
+            def init_mlp(key, sizes):
+                return [init_layer(key, m, n) for m, n in zip(sizes[:-1], sizes[1:])]  # <- JAX501
+
+            def noisy_walk(key, x, n):
+                start = x + jax.random.normal(key, x.shape)
+                for _ in range(n):
+                    x = 0.9 * x + jax.random.normal(key, x.shape)  # <- JAX501
+                return start, x
+        """, note="every layer from one key; a loop's reuse after a one-off draw, reported as the loop's"),
     ]
     VALID = [
         Valid("""
@@ -239,7 +259,7 @@ class PrngKeyReuse(Rule):
                          or _named_stand_in(model, reuse.previous) or _named_stand_in(model, reuse.node)
                          or _result_unread(model, reuse.previous) or _result_unread(model, reuse.node)):
                 continue
-            yield Report(reuse.node, _message(reuse))
+            yield Report(reuse.node, _message(model, reuse))
 
 
 # Functions whose draws are stand-in data: a benchmark's inputs, mock or dummy arrays.
@@ -263,7 +283,8 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     if site is None:
         return False
     fn = site.function
-    if not all(_stored_as_data(fn, call) for call in (previous, node)):
+    if not all(_stored_as_data(fn, call) for call in (previous, node)) \
+            or _starts_a_simulation(fn, previous, node):
         return False
     if not fn.is_module:
         return bool(_STAND_IN_NAME.search(fn.name.lower())) or reads_timer(model, fn.calls) or _lowers(model, fn)
@@ -276,6 +297,15 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     cell = model.cell_of(node)
     return cell is not None and cell == model.cell_of(previous) \
         and reads_timer(model, [s for s in fn.calls if model.cell_of(s.node) == cell])
+
+
+def _starts_a_simulation(fn: Function, *draws: cst.Call) -> bool:
+    """A draw is bound to a name the function then evolves with a call that reads it (`u =
+    normal(key, s)`, then `u = simulate(u, kappa)` or `for t in ...: u = diffuse(u, kappa)`):
+    the initial state of a run the function times, not a stand-in input of a measurement."""
+    bound = {t for a in fn.assignments if any(a.value is d for d in draws) for t in a.targets}
+    return any(isinstance(a.value, cst.Call) and set(a.targets) & bound & read_names(a.value)
+               for a in fn.assignments)
 
 
 def _lowers(model: SemanticModel, fn: Function) -> bool:
@@ -573,7 +603,21 @@ def _module_level(module, node: cst.Call) -> bool:
     return any(site.node is node for site in module.calls)
 
 
-def _message(reuse: Reuse) -> str:
+def _loop_named(model: SemanticModel, node: cst.Call) -> str:
+    """`the loop at line N` or `the comprehension at line N` around `node` (the innermost)."""
+    site = _site_of(model, node)
+    fn = site.function if site is not None else None
+    comprehension = next((c.node for c in reversed(fn.comprehensions) if any(n is node for n in walk(c.node))),
+                         None) if fn is not None else None
+    if comprehension is not None and (site is None or site.loop is None
+                                      or any(n is comprehension for n in walk(site.loop.node))):
+        return f"the comprehension at line {model.line_of(comprehension)}"
+    if site is not None and site.loop is not None:
+        return f"the loop at line {model.line_of(site.loop.node)}"
+    return "the loop"
+
+
+def _message(model: SemanticModel, reuse: Reuse) -> str:
     call = f"`{describe(reuse.node)}`"
     key = f"`{reuse.key}`"
     if reuse.kind == "iteration":
@@ -586,8 +630,11 @@ def _message(reuse: Reuse) -> str:
         return (f"{call} consumes {key}, which `{describe(reuse.previous)}` already consumed in the previous "
                 f"iteration after {key} was last split: both draw the same (or correlated) random numbers")
     if reuse.kind == "loop":
-        return (f"{call} consumes {key} on every iteration of the loop and {key} is never re-split in the loop: "
-                f"every iteration draws the same numbers")
+        where = _loop_named(model, reuse.node)
+        before = f" (after `{describe(reuse.before)}` at line {model.line_of(reuse.before)} consumed it first)" \
+            if reuse.before is not None else ""
+        return (f"{call} consumes {key} on every iteration of {where}{before} and {key} is never re-split in the "
+                f"loop: every iteration draws the same numbers (correlated ones, where the shapes differ)")
     previous = f"`{describe(reuse.previous)}`" if reuse.previous is not None else "an earlier call"
     return (f"{call} consumes {key}, which {previous} already consumed with no split in between: "
             f"both draw the same (or correlated) random numbers")

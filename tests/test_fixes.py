@@ -207,3 +207,21 @@ def test_renames_keep_the_rest_of_the_chain_and_spell_modules_that_are_there(sou
         assert fixed == source
     else:
         assert fixed.endswith(expected) and fixed.splitlines()[:-1] == source.splitlines()[:-1]
+
+
+def test_jit_is_offered_on_a_gradient_step_and_not_where_it_would_freeze_rebound_globals():
+    instances = [r() for r in RULES]
+    jax101 = next(r for r in RULES if r.CODE == "JAX101")
+    gradient_step = next(e.source for e in jax101.INVALID if "value_and_grad" in e.source)
+    findings = [f for f in scan_source(gradient_step, "x.py", instances).findings if f.code == "JAX101"]
+    assert [f.fix_applicability for f in findings] == ["unsafe"]
+    assert "@jax.jit\ndef train_step" in fix_source(gradient_step, "x.py", instances, unsafe=True).fixed
+
+    frozen = ("import jax.numpy as jnp\nimport jax\n\nW = jnp.ones((4, 4))\n\n"
+              "def forward(x):\n    return jnp.tanh(x @ W) * 2.0 - jnp.mean(x) + jnp.std(x)\n\n"
+              "x = jnp.ones(4)\nfor step in range(100):\n    x = forward(x)\n    W = W * 0.99\n")
+    findings = [f for f in scan_source(frozen, "x.py", instances).findings if f.code == "JAX101"]
+    assert [f.fix_applicability for f in findings] == [None]
+    assert "`W`, a module-level array that the program rebinds" in findings[0].message
+    assert findings[0].fix.startswith("Pass `W` as argument,")
+    assert "@jax.jit" not in fix_source(frozen, "x.py", instances, unsafe=True).fixed

@@ -166,7 +166,7 @@ def test_quiet_under_memoisation_periodic_guard_and_in_cached_functions():
     """) == []
 
 
-def test_quiet_in_traced_code_and_short_literal_loops():
+def test_quiet_in_traced_code_and_single_pass_loops():
     assert lines("""
         import jax
         import jax.numpy as jnp
@@ -178,10 +178,25 @@ def test_quiet_in_traced_code_and_short_literal_loops():
             return x
 
         def check(x):
-            for _ in range(2):
+            for _ in range(1):
                 y = jax.jit(jnp.cos)(x)
             return y
     """) == []
+
+
+def test_a_short_literal_loop_is_reported_and_named():
+    # five passes compile five times: a small cost, but a fact of the code (impact says how small)
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def refine(x, lr):
+            for _ in range(5):
+                x = jax.jit(lambda v: v - lr * jnp.sin(v))(x)
+            return x
+    """)
+    assert [f.line for f in found] == [6]
+    assert "for _ in range(5)" in found[0].message
 
 
 def test_quiet_on_one_compilation_per_configuration():
@@ -367,6 +382,41 @@ def test_a_wrapper_rebuilt_and_called_each_step_is_still_reported():
     """) == [9]
 
 
+def test_a_wrapper_rebuilt_alike_on_each_epoch_is_reported_and_one_per_configuration_is_not():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def update(p, x, lr):
+            return p - lr * jnp.mean(x) * p
+
+        def train(params, batches, lr):
+            for epoch in range(5):
+                step = jax.jit(lambda p, x: update(p, x, lr))
+                for x in batches:
+                    params = step(params, x)
+            return params
+
+        def train_decorated(params, batches, lr):
+            for epoch in range(5):
+                @jax.jit
+                def step(p, x):
+                    return update(p, x, lr)
+                for x in batches:
+                    params = step(params, x)
+            return params
+
+        def sweep(params, batches, rates):
+            for lr in rates:
+                step = jax.jit(lambda p, x: update(p, x, lr))
+                for x in batches:
+                    params = step(params, x)
+            return params
+    """)
+    assert [f.line for f in found] == [9, 16]
+    assert all("for epoch in range(5)" in f.message and "compiled again" in f.message for f in found)
+
+
 def test_a_wrapper_never_called_never_compiles():
     # A benchmark builds `jitted_loop = jax.jit(vmapped_loop, ...)` each run and then
     # calls `vmapped_loop` itself (nothing compiles).
@@ -386,3 +436,23 @@ def test_a_wrapper_never_called_never_compiles():
     """
     assert lines(source.replace("{call}", "run")) == []
     assert lines(source.replace("{call}", "jitted")) == [10]
+
+
+def test_a_wrapper_rebuilt_each_epoch_around_a_scheduled_number_says_to_pass_it_as_an_argument():
+    found = findings("""
+        import jax
+        import jax.numpy as jnp
+
+        def update(c, x, lr):
+            return c - lr * jnp.mean(x) * c
+
+        def train(c, xs, epochs):
+            for epoch in range(epochs):
+                lr = 0.5 * 0.95 ** epoch
+                step = jax.jit(lambda c, x: update(c, x, lr))
+                for x in xs:
+                    c = step(c, x)
+            return c
+    """)
+    assert [f.line for f in found] == [10]
+    assert "`lr` baked in as a constant" in found[0].message and "with `lr` as an argument" in found[0].message

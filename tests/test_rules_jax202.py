@@ -239,3 +239,66 @@ def evaluate_all(key, batches):
     return outs
 """)
     assert found == [(24, "JAX202")]
+
+
+def test_vmap_is_suggested_only_for_a_function_that_can_be_vmapped_as_written():
+    source = """
+        import jax
+        import jax.numpy as jnp
+
+        def branchy(key, n):
+            x = jax.random.normal(key, (n,))
+            if x.sum() > 0:
+                return x
+            return -x
+
+        def clean(key, n):
+            x = jax.random.normal(key, (n,))
+            return jnp.where(x.sum() > 0, x, -x)
+
+        def chatty(key, n):
+            x = jax.random.normal(key, (n,))
+            print(float(x.sum()))
+            return x
+
+        def sweep(n_seeds):
+            a, b, c = [], [], []
+            for seed in range(n_seeds):
+                a.append(branchy(jax.random.key(seed), 100))
+            for seed in range(n_seeds):
+                b.append(clean(jax.random.key(seed), 100))
+            for seed in range(n_seeds):
+                c.append(chatty(jax.random.key(seed), 100))
+            return a, b, c
+    """
+    assert [f.line for f in scan_text(source, [LoopToVmap])] == [23]
+
+
+def test_a_sweep_binding_each_setting_with_partial_is_a_vmap_candidate_when_the_setting_is_not_a_shape():
+    source = """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        SCALES = np.linspace(0.1, 2.0, 24)
+
+        def nll(x, y, scale):
+            return jnp.mean((y - jnp.exp(-x / scale)) ** 2)
+
+        def padded(x, width):
+            return jnp.zeros(width).at[: x.shape[0]].set(x).sum()
+
+        def sweep(x, y, widths):
+            scores, sums = [], []
+            for scale in SCALES:
+                objective = jax.jit(partial(nll, scale=scale))
+                scores.append(objective(x, y))
+            for width in np.arange(8, 64):
+                total = jax.jit(partial(padded, width=width))
+                sums.append(total(x))
+            return scores, sums
+    """
+    found = scan_text(source, [LoopToVmap])
+    assert [f.line for f in found] == [16]
+    assert "`nll` with `scale` from the item" in found[0].message

@@ -158,10 +158,10 @@ def train(params, x, steps):
 """) == []
 
 
-def test_quiet_on_few_literal_iterations_discarded_fetches_and_process_ids():
+def test_few_literal_iterations_are_reported_discarded_fetches_and_process_ids_are_not():
     assert lines(TRAIN_STEP + """
 def demo(w, x, state, variants):
-    for i in range(3):  # a demonstration of three calls, not a loop over steps
+    for i in range(3):  # three calls, three reads: a small cost, but what the code does
         w, loss = train_step(w, x)
         print(f"after {i + 1} calls: {loss}")
     for a in [w, 2 * w]:
@@ -178,7 +178,7 @@ def train(w, x, steps):
             print(f"host {jax.host_id()}")
         print(float(loss))
     return w
-""") == [27]
+""") == [14, 27]
 
 
 def test_a_test_on_an_attribute_or_method_of_an_array_holder_is_not_a_sync():
@@ -926,3 +926,59 @@ def fit(w, x, n, tol):
             break
     return w
 """) == [28]
+
+
+def test_a_read_in_a_helper_is_reported_at_the_read_and_names_the_loop_that_calls_it():
+    found = scan_text(TRAIN_STEP + """
+def log_progress(w):
+    print("norm", float(jnp.linalg.norm(w)))
+
+def train(w, x, steps):
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        log_progress(w)
+    return w
+""", [HostSyncInStep])
+    assert [f.line for f in found] == [12]
+    assert "each time `log_progress` runs, and the loop at line 15 calls it" in found[0].message
+
+
+def test_a_growing_list_of_device_values_read_whole_every_iteration_is_quadratic_traffic():
+    found = scan_text(TRAIN_STEP + """
+def train(w, x, steps):
+    losses = []
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        losses.append(loss)
+        curve = jax.device_get(losses)
+        recent = jnp.stack(losses[-10:])
+    return w, curve, recent
+
+def quiet(w, x, steps):
+    losses = []
+    for step in range(steps):
+        w, loss = train_step(w, x)
+        losses.append(loss)
+        batch = []
+        batch.append(loss)
+        print(len(jax.device_get(batch)))
+    return w, jax.device_get(losses)
+""", [HostSyncInStep])
+    assert [f.line for f in found] == [16]
+    assert "all of `losses`" in found[0].message and "square of the iteration count" in found[0].message
+
+
+def test_in_a_helper_a_second_read_of_the_same_parameter_uses_the_host_copy():
+    found = scan_text(TRAIN_STEP + """
+class Trainer:
+    def log(self, step, loss):
+        self.history.append(loss.item())
+        print(f"step {step}: loss {loss}")
+
+    def fit(self, w, xs):
+        for step, x in enumerate(xs):
+            w, loss = train_step(w, x)
+            self.log(step, loss)
+        return w
+""", [HostSyncInStep])
+    assert [f.line for f in found] == [13]

@@ -127,3 +127,64 @@ def train(w, loader, path):
         w = update(w, jnp.array(row))
     return w
 """) == [14, 18]
+
+
+def test_a_data_set_unpacked_from_a_file_and_indexed_per_step_is_reported_float64_when_shown():
+    found = scan_text("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        @jax.jit
+        def step(w, xb, yb):
+            return w - 0.01 * xb.T @ (xb @ w - yb)
+
+        def train(path, n_epochs, bs):
+            data = np.load(path)
+            X, Y = data["x"], data["y"]
+            w = jnp.zeros(X.shape[1])
+            for epoch in range(n_epochs):
+                perm = np.random.permutation(len(X))
+                for i in range(len(X) // bs):
+                    idx = perm[i * bs:(i + 1) * bs]
+                    w = step(w, X[idx], Y[idx])
+            return w
+
+        def simulate(n_steps, bs):
+            X = np.random.randn(10_000, 8)
+            Y = np.zeros(10_000)
+            w = jnp.zeros(8)
+            for i in range(n_steps):
+                w = step(w, X[i * bs:(i + 1) * bs], Y[i * bs:(i + 1) * bs])
+            return w
+    """, [HostToDeviceInStep])
+    assert [f.line for f in found] == [17, 25]
+    assert "float64" not in found[0].message and "loop at line 15" in found[0].message
+    assert "(float64: also converted to float32 on each copy" in found[1].message
+
+
+def test_a_data_set_returned_by_a_host_helper_of_the_file_is_followed():
+    found = scan_text("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def make_dataset(n, d):
+            rng = np.random.default_rng(0)
+            x = rng.normal(size=(n, d)) * 2.0
+            y = (x.sum(axis=1) > 0).astype(np.float64)
+            return x, y
+
+        @jax.jit
+        def step(w, x, y):
+            return w - 0.1 * x.T @ (x @ w - y) / x.shape[0]
+
+        def train(steps):
+            x, y = make_dataset(4096, 8)
+            w = jnp.zeros(8)
+            for _ in range(steps):
+                w = step(w, x[:2048], y[:2048])
+            return w
+    """, [HostToDeviceInStep])
+    assert [f.line for f in found] == [19]
+    assert "`x[:2048]`, `y[:2048]`" in found[0].message and "(float64:" in found[0].message

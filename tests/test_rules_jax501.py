@@ -992,3 +992,71 @@ def test_a_split_rebound_before_anything_reads_it_is_no_use_of_the_key():
             keys = jr.split(key, n + 5)
             return first, keys
     """) == [12, 18]
+
+
+def test_layers_built_from_one_key_are_reported_and_the_loop_reuse_is_named_over_a_one_off():
+    found = scan_text("""
+        import jax
+        import jax.numpy as jnp
+
+        def init_layer(key, n_in, n_out):
+            return jax.random.normal(key, (n_in, n_out)), jnp.zeros(n_out)
+
+        def init_mlp(key, layer_sizes):
+            params = []
+            for n_in, n_out in zip(layer_sizes[:-1], layer_sizes[1:]):
+                params.append(init_layer(key, n_in, n_out))
+            return params
+
+        def walk(key, x, n):
+            start = x + jax.random.normal(key, x.shape)
+            for _ in range(n):
+                x = x + jax.random.normal(key, x.shape)
+            return start, x
+    """, RULE)
+    assert [f.line for f in found] == [10, 16]
+    assert "every iteration of the loop at line 9" in found[0].message
+    assert "every iteration of the loop at line 15 (after `jax.random.normal(key, x.shape)` at line 14" \
+        in found[1].message
+
+
+def test_quiet_on_a_benchmark_warm_up_before_the_timed_repeats():
+    assert lines("""
+        import time
+        import jax
+
+        @jax.jit
+        def kernel(keys):
+            return jax.vmap(lambda k: jax.random.normal(k, (8,)).sum())(keys)
+
+        def bench(key, repeats):
+            keys = jax.random.split(key, 16)
+            kernel(keys).block_until_ready()
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                kernel(keys).block_until_ready()
+                times.append(time.perf_counter() - start)
+            return times
+    """) == []
+
+
+def test_a_timed_simulation_whose_initial_state_and_field_share_a_key_is_reported():
+    # the timer makes the function look like a benchmark, but the first draw is the state it evolves
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def simulate(u, kappa):
+            return jax.lax.fori_loop(0, 100, lambda _, u: u + 0.1 * kappa * jnp.roll(u, 1), u)
+
+        def main():
+            key = jax.random.key(9)
+            u = jax.random.normal(key, (16, 16))
+            kappa = jax.random.uniform(key, (16, 16))
+            start = time.perf_counter()
+            u = simulate(u, kappa).block_until_ready()
+            return u, time.perf_counter() - start
+    """) == [12]

@@ -118,7 +118,7 @@ def test_quiet_when_the_key_is_threaded_guarded_or_outside_the_loop():
                 w = step(w, jax.random.key(seed))
                 if i % 100 == 0:
                     scores.append(step(w, jax.random.key(1234)))
-            for _ in range(3):
+            for _ in range(1):
                 w = step(w, jax.random.key(5))
             return w, scores
 
@@ -129,6 +129,22 @@ def test_quiet_when_the_key_is_threaded_guarded_or_outside_the_loop():
 
         w0 = step(jnp.zeros(3), jax.random.key(0))
     """) == []
+
+
+def test_a_constant_key_in_a_loop_of_three_literal_iterations_is_reported():
+    assert lines("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(w, key):
+            return w + jax.random.normal(key, w.shape)
+
+        def warm_up(w):
+            for _ in range(3):
+                w = step(w, jax.random.key(5))
+            return w
+    """) == [10]
 
 
 def test_quiet_on_one_key_for_every_candidate_of_a_sweep():

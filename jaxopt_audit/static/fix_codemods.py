@@ -14,6 +14,7 @@ import libcst as cst
 from .deprecations import DEPRECATIONS, lookup
 from .fixes import SAFE, UNSAFE, Fix, dotted_expression, module_alias, wrap_call
 from .rule import describe
+from .trace_check import no_new_trace_findings
 
 _DOTTED = re.compile(r"jax(?:\.\w+)+")
 # Listed replacements that are not drop-in renames: the migrations the data describes (a
@@ -149,10 +150,6 @@ def _split_spelling(model, call: cst.Call) -> str | None:
     return f"{alias}.random.split" if alias else None
 
 
-# Rules whose findings inside a function show that jitting it as is would break or mislead.
-_TRACE_RULES = ("JAX401", "JAX402", "JAX403", "JAX404")
-
-
 def jit_decorator(model, function: cst.FunctionDef) -> Fix | None:
     """JAX101: `@jax.jit` on a plain function (not a method), offered only when no argument has to
     be static: every parameter is used as an array, nothing branches on or checks a value, and
@@ -163,7 +160,7 @@ def jit_decorator(model, function: cst.FunctionDef) -> Fix | None:
         return None
     decorator = dotted_expression(cst.Name(jax_alias), "jit")
     new = function.with_changes(decorators=[cst.Decorator(decorator=decorator)])
-    if not _no_new_trace_findings(model, function, new):
+    if not no_new_trace_findings(model, function, new):
         return None
     return Fix(UNSAFE, ((function, new),), f"`{function.name.value}` decorated with `@{jax_alias}.jit`")
 
@@ -201,12 +198,25 @@ class _ParameterUses(cst.CSTVisitor):
             return True
         if isinstance(parent, cst.Subscript) and parent.value is node:
             return True
+        if isinstance(parent, (cst.Param, cst.AssignTarget)):
+            return True  # a binding (a nested function's parameter, `m = update(m, g)`), not a use
+        if isinstance(parent, (cst.CompFor, cst.For)) and parent.iter is node:
+            return True  # `{k: params[k] - lr * g[k] for k in params}`: a dict's keys are static
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return True
         if isinstance(parent, cst.Arg) and len(self.stack) >= 2 and isinstance(self.stack[-2], cst.Call):
-            callee = self.model.resolve(self.stack[-2].func) or ""
-            return callee.split(".", 1)[0] == "jax"
+            func = self.stack[-2].func
+            # `jax.value_and_grad(loss)(w, x)`: an argument of a JAX transform's result
+            callee = self.model.resolve(func.func if isinstance(func, cst.Call) else func) or ""
+            # or a function of this file doing array work (`model_forward(params, x)`): jitted with
+            # the caller, it is traced too, and the trace rules are asked about the whole file
+            return callee.split(".", 1)[0] == "jax" or self._array_function(func)
         return False
+
+    def _array_function(self, func: cst.BaseExpression) -> bool:
+        return isinstance(func, cst.Name) and any(
+            fn.name == func.value and fn.parent is not None and fn.parent.is_module and fn.does_array_work
+            for fn in self.model.functions)
 
 
 def _array_only_parameters(model, function: cst.FunctionDef) -> bool:
@@ -225,21 +235,3 @@ def _array_only_parameters(model, function: cst.FunctionDef) -> bool:
     visitor = _ParameterUses(model, names)
     function.body.visit(visitor)
     return visitor.ok
-
-
-def _no_new_trace_findings(model, old: cst.FunctionDef, new: cst.FunctionDef) -> bool:
-    from .engine import scan_source
-    from .registry import load_rules
-
-    span = model.positions.get(old)
-    if span is None or model.source is None:
-        return False
-    rules = [r() for r in load_rules() if r.CODE in _TRACE_RULES]
-
-    def inside(text: str, end: int) -> int:
-        result = scan_source(text, model.path, rules)
-        return -1 if result.error else sum(1 for f in result.findings if span.line <= f.line <= end)
-
-    before = inside(model.source, span.end_line)
-    fixed = model.module.deep_replace(old, new).code
-    return before >= 0 and inside(fixed, span.end_line + 1) == before

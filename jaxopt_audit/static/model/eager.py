@@ -32,7 +32,7 @@ from ..walk import read_names, walk
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
 from .loops import carried_names, has_fixed_trip_count, is_numpy_value, iterates_rows, literal_trip_count
-from .per_step import SHORT_LOOP
+from .per_step import SINGLE_PASS
 
 # Libraries whose calls are host work by nature (plots, images, logging, progress bars).
 HOST_LIBRARIES = frozenset({"matplotlib", "PIL", "cv2", "imageio", "wandb", "logging", "tqdm", "pandas",
@@ -95,7 +95,8 @@ _DIFFERENTIATING = frozenset({"jax.grad", "jax.value_and_grad", "jax.jacfwd", "j
 
 def eager_ops(model: SemanticModel, fn: Function) -> int:
     """Array operations one eager call of `fn` dispatches: its own (`Function.array_ops`), those
-    of the un-jitted functions it calls, and those of a function it calls through a transform
+    of the un-jitted functions it calls, those of a function it maps over a pytree (once per
+    tree: the leaf count is not in the file), and those of a function it calls through a transform
     (`jax.grad(loss)(p)` counts at least `WORTH_JIT`, and `WORTH_JIT` when the transformed
     function is not in this file). A callee with loops of its own is a driver (an evaluation
     pass, a sampler): its work is per iteration of its loop, not one body to fuse, so only the
@@ -110,6 +111,11 @@ def eager_ops(model: SemanticModel, fn: Function) -> int:
         target = callee.function
         if callee.jitted or target is fn:
             continue
+        if callee.qualname in apis.TREE_MAPS and site.node.args:
+            mapped = model.function_ref(site.node.args[0].value, fn)
+            if mapped is not None and mapped is not fn and not mapped.loops:
+                total += _leaf_ops(model, mapped)
+            continue
         if callee.transform in _DIFFERENTIATING:
             # an eager derivative traces the function and runs its forward and backward passes
             # op by op: a whole training step's worth of dispatches, whatever the loss calls
@@ -123,6 +129,77 @@ def eager_ops(model: SemanticModel, fn: Function) -> int:
             total += callee.imported.eager_ops
     facts[fn] = total
     return total
+
+
+def _leaf_ops(model: SemanticModel, mapped: Function) -> int:
+    """Operations a function mapped over a pytree (`jax.tree.map(lambda p, g: p - lr * g, ...)`)
+    runs on each leaf: its operators and array calls, counted as on arrays (its parameters are
+    the leaves, which its own model does not know to be arrays), at least once per tree."""
+    calls = sum(1 for s in mapped.calls if model.call_work(s.node, mapped) == "array")
+    return max(eager_ops(model, mapped), len(mapped.operations) + calls)
+
+
+def eager_tree_updates(model: SemanticModel, loop: Loop) -> list[tuple[Site, Function, Site]]:
+    """`params = jax.tree.map(lambda p, g: p - lr * g, params, grads)` written in the loop itself,
+    unguarded, with `grads` from a compiled call of the same iteration (`grads = grad_fn(params,
+    batch)`) and the result carried to the next iteration: an update of the whole pytree
+    dispatched op by op, leaf by leaf, beside a compiled step it could be part of. Each as
+    (the map's call, the mapped function, the compiled call feeding it)."""
+    fn = loop.function
+    carried = carried_names(model, loop)
+    compiled: dict[str, Site] = {}  # names bound in the loop from a compiled call
+    for a in fn.assignments:
+        if a.value is not None and loop.encloses(a.site.loop) and isinstance(a.value, cst.Call):
+            site = next((s for s in fn.calls if s.node is a.value), None)
+            if site is not None and model.call_work(a.value, fn) == "dispatch":
+                compiled.update((t, site) for t in a.targets)
+    found = []
+    for a in fn.assignments:
+        value = a.value
+        if not isinstance(value, cst.Call) or not loop.encloses(a.site.loop) or a.site.guarded \
+                or not set(a.targets) & carried or model.resolve(value.func) not in apis.TREE_MAPS \
+                or len(value.args) < 2:
+            continue
+        mapped = model.function_ref(value.args[0].value, fn)
+        feeding = [compiled[n] for arg in value.args[1:] for n in read_names(arg.value) if n in compiled]
+        if mapped is None or mapped.loops or not feeding or _leaf_ops(model, mapped) < 2:
+            continue
+        site = next((s for s in fn.calls if s.node is value), None)
+        if site is not None:
+            found.append((site, mapped, feeding[0]))
+    return found
+
+
+def rebound_globals(model: SemanticModel, fn: Function) -> list[str]:
+    """Module-level arrays `fn` reads (not parameters, not its own locals) that the module
+    rebinds in a loop, or that a function rebinds through `global`: jit captures a global's
+    value when it traces, so a jitted `fn` would go on computing with the first value while the
+    loop moves on. Such arrays must become arguments before `fn` can be jitted."""
+    module = next((f for f in model.functions if f.is_module), None)
+    if module is None or fn.is_module:
+        return []
+    inner = [f for f in model.functions if _within(f, fn)]  # its own scope and its nested functions
+    local = {name for f in inner for name in (*f.params, *(t for a in f.assignments for t in a.targets))}
+    found = []
+    for name in sorted(read_names(fn.body) - local):
+        if name in fn.global_names or not model.is_array_name(name, module):
+            continue
+        in_loop = any(a.site.loop is not None for a in module.bindings(name))
+        through_global = any(name in other.global_names and other.bindings(name)
+                             for other in model.functions if other is not fn)
+        if in_loop or through_global:
+            found.append(name)
+    return found
+
+
+def _within(inner: Function, outer: Function) -> bool:
+    """`inner` is `outer` or defined (at any depth) inside it."""
+    current: Function | None = inner
+    while current is not None:
+        if current is outer:
+            return True
+        current = current.parent
+    return False
 
 
 def differentiates(model: SemanticModel, fn: Function) -> bool:
@@ -141,9 +218,10 @@ def prepares_compiled_input(model: SemanticModel, site: Site) -> bool:
     fn, loop = site.function, site.loop
     if loop is None:
         return False
-    target = model.callee(site.node, fn).function
-    if target is not None and differentiates(model, target):
-        return False
+    callee = model.callee(site.node, fn)
+    target = callee.function
+    if callee.transform in _DIFFERENTIATING or (target is not None and differentiates(model, target)):
+        return False  # an eager gradient (`loss_grad_fn(params, x, y)`) is the step's own work
     made = {t for a in fn.assignments if a.value is site.node and loop.encloses(a.site.loop) for t in a.targets}
     made -= carried_names(model, loop)
     for other in fn.calls:
@@ -381,7 +459,7 @@ def _dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
     if fn.traced or not loop.is_step or iterates_structure(model, loop):
         return False
     count = literal_trip_count(loop, model.resolve)
-    if count is not None and count <= SHORT_LOOP:
+    if count is not None and count <= SINGLE_PASS:
         return False
     if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
         return False
@@ -497,7 +575,7 @@ def _attribute_targets(target: cst.CSTNode) -> list[cst.Attribute]:
 def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
     """`w = self.update(w, x, y)`, `state = step(state, batch)`: the loop feeds a value back
     into a function of this module that does array work, over data it does not index by
-    structure: the shape of a training or simulation loop."""
+    structure, or into one that differentiates: the shape of a training or simulation loop."""
     counted = isinstance(loop.node, cst.For) and _is_range(model, loop.node.iter)
     carried = carried_names(model, loop)
     if not carried:
@@ -511,6 +589,10 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
         args = [arg.value for arg in a.value.args if not arg.star]
         if target is None or not target.does_array_work or not any(read_names(arg) & carried for arg in args):
             continue
+        # a function that differentiates, fed the carried state, is a gradient step whatever
+        # else it is given (`w = train_step(w, x, y)` over a fixed data set)
+        if differentiates(model, target):
+            return True
         # the state and this iteration's item go in, the new state comes out; under
         # `for k in range(n)` the item must be a row of data the loop does not write (`xs[t]`),
         # or `k` may count dimensions of something being built

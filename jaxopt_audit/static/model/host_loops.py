@@ -10,7 +10,7 @@ from .. import apis
 from ..walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
 from .loops import carried_names, grown_list, literal_trip_count
-from .per_step import SHORT_LOOP
+from .per_step import SINGLE_PASS
 
 # `for k, v in d.items()`: a walk over a dict's entries (metrics, splits, parameters), a few
 # iterations over structure, not over steps.
@@ -18,13 +18,13 @@ _STRUCTURE_METHODS = frozenset({"items", "keys", "values"})
 
 
 def over_structure(loop: Loop | None, resolve=None) -> bool:
-    """The innermost loop walks a dict's entries, or runs a few literal iterations (`for _ in
-    range(3)`, `for f in [a, b, c]`: a demonstration or a check), rather than steps."""
+    """The innermost loop walks a dict's entries, or runs its body once (`for _ in range(1)`),
+    rather than steps."""
     if loop is None or not isinstance(loop.node, cst.For):
         return False
     if resolve is not None:
         count = literal_trip_count(loop, resolve)
-        if count is not None and count <= SHORT_LOOP:
+        if count is not None and count <= SINGLE_PASS:
             return True
     it = loop.node.iter
     return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \

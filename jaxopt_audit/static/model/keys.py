@@ -12,7 +12,8 @@ derives a new key without consuming. In the body of `lax.scan` / `fori_loop` / `
 `lax.map`, consuming a key captured from the enclosing scope is a reuse on every iteration.
 A key consumed on every k-th iteration under a periodic guard (`if step % k == 0:`) is left
 alone: a fixed evaluation or sampling key is a deliberate choice there; so is the same key in
-every repetition of a loop that reads a timer (a benchmark repeats the same workload), and
+every repetition of a loop that reads a timer (a benchmark repeats the same workload) and in
+the same call made once before it (the warm-up), and
 two draws compared within one assertion (a determinism test). A call named for evaluation or a
 plot (`evaluate_loss`, `plot_samples`, or one given `test_batch`) is neither a reuse nor a use:
 its draws feed no result.
@@ -82,6 +83,9 @@ class Reuse:
     previous: cst.Call | None  # the earlier consuming call (None: captured by a scan body)
     kind: str  # "sequence" | "loop" | "iteration" (closure key in a scan body)
     transform: str | None = None  # for "iteration": the transform that iterates the body
+    # for "loop": a use before the loop that consumed the key first (`x0 = normal(key)`, then the
+    # loop draws with `key` every iteration); the loop's reuse is the one that matters
+    before: cst.Call | None = None
 
 
 @dataclass
@@ -143,8 +147,9 @@ def _merge(states: Iterable[_State | None]) -> _State | None:
 
 
 class _LoopFrame:
-    def __init__(self, loop_id: int) -> None:
+    def __init__(self, loop_id: int, iterable: cst.BaseExpression | None = None) -> None:
         self.loop_id = loop_id
+        self.iterable = iterable  # what a `for` or a comprehension iterates
         self.breaks: list[_State] = []
         self.continues: list[_State] = []
         self.second_pass = False
@@ -292,7 +297,7 @@ class _FunctionFlow:
     def loop(self, stmt: cst.For | cst.While, state: _State) -> _State | None:
         if isinstance(stmt, cst.For):
             self.expr(stmt.iter, state)
-        frame = _LoopFrame(id(stmt))
+        frame = _LoopFrame(id(stmt), stmt.iter if isinstance(stmt, cst.For) else None)
         self.loops.append(frame)
         passes = 2 if len(self.loops) <= _MAX_LOOP_DEPTH else 1
         entry = state
@@ -402,7 +407,7 @@ class _FunctionFlow:
                       state: _State) -> None:
         first = node.for_in
         self.expr(first.iter, state)
-        frame = _LoopFrame(id(node))
+        frame = _LoopFrame(id(node), first.iter)
         self.loops.append(frame)
         entry = state.copy()
         back: _State | None = None
@@ -452,7 +457,11 @@ class _FunctionFlow:
             previous = state.used.get(base)  # `keys` consumed whole, then `keys[0]`
         if previous is None and path == base:
             previous = next((u for k, u in state.used.items() if k.startswith(base + "[")), None)
-        if previous is not None and id(call) not in self.reuses:
+        recorded = self.reuses.get(id(call))
+        # a reuse seen first against a one-off use before the loop is a loop's reuse once the
+        # second pass shows it consumes the key again every iteration
+        upgradable = recorded is not None and recorded.kind == "sequence"
+        if previous is not None and (recorded is None or upgradable):
             # a use from an earlier iteration: recorded on the first pass of the loop and still
             # there on the second (a use recorded on the second pass precedes this call in the
             # same iteration, after the key was last bound)
@@ -465,6 +474,10 @@ class _FunctionFlow:
             # time), and so is the same workload in every repetition of a timed benchmark loop
             fixed_on_purpose = id(call) in self.analysis.periodic_calls or any(
                 f.loop_id in self.analysis.timed_loops for f in repeating) or _evaluation(call, base)
+            # the same call on the same key before a timed loop repeats it: a warm-up of the
+            # workload the benchmark measures (`f(keys).block_until_ready()`, then timed calls)
+            warm_up = callee is not None and previous.callee == callee \
+                and any(f.loop_id in self.analysis.timed_loops for f in self.loops)
             # `assert (sample(key) == sample(key)).all()`: a determinism test reuses on purpose
             determinism_check = self.in_assertion and previous.statement == self.statement_id \
                 or _aligned_draw(self.model, previous.node, call)
@@ -483,8 +496,11 @@ class _FunctionFlow:
             derived = self.split_after_draw(previous.node, call) and (
                 not self.loops or self.rebinds(self.loops[-1].loop_id, base))
             if not ((looping and fixed_on_purpose) or (not looping and determinism_check) or replay or derived
-                    or another_element):
-                self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
+                    or another_element or warm_up):
+                if recorded is None:
+                    self.reuses[id(call)] = Reuse(call, path, previous.node, "loop" if looping else "sequence")
+                elif looping and previous.node is call:
+                    self.reuses[id(call)] = Reuse(call, path, call, "loop", before=recorded.previous)
         elif previous is None and self.iterating is not None and _captured(base, self.fn) \
                 and id(call) not in self.reuses:
             self.reuses[id(call)] = Reuse(call, path, None, "iteration", self.iterating)
@@ -524,12 +540,39 @@ class _FunctionFlow:
         call varies from one iteration to the next (then it just repeats the same draw)."""
         reads = read_names(call)
         for frame in repeating:
+            if frame.iterable is not None and _walks_layers(frame.iterable):
+                return False  # one model's layers, not candidates: each needs its own draw
             loop = self.analysis.loop_of(self.fn, frame.loop_id)
             if loop is not None and carried_names(self.model, loop):
                 return False
             if not reads & frame.bound:
                 return False
         return bool(repeating)
+
+
+# Names of the sequences a model's layers are built from.
+_LAYER_NAMES = re.compile(r"(^|_)(layers?|sizes|layer_sizes|dims|widths|features|units|channels|shapes)$",
+                          re.IGNORECASE)
+
+
+def _walks_layers(iterable: cst.BaseExpression) -> bool:
+    """`zip(sizes[:-1], sizes[1:])` (adjacent pairs: the in and out width of each layer), or a
+    sequence named for layers or their sizes (`for n_out in layer_sizes`, also under
+    `enumerate`/`zip`): the iterations build the layers of one model."""
+    parts = [iterable]
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value in ("zip", "enumerate"):
+        parts = [a.value for a in iterable.args]
+        if len(parts) == 2 and all(isinstance(p, cst.Subscript) and isinstance(p.value, cst.Name) for p in parts) \
+                and _source(cast(cst.Subscript, parts[0]).value) == _source(cast(cst.Subscript, parts[1]).value):
+            return True  # zip(sizes[:-1], sizes[1:])
+    for part in parts:
+        base = part.value if isinstance(part, cst.Subscript) else part
+        if isinstance(base, cst.Attribute):
+            base = base.attr
+        if isinstance(base, cst.Name) and _LAYER_NAMES.search(base.value):
+            return True
+    return False
 
 
 def _replace(state: _State, new: _State | None) -> None:

@@ -120,12 +120,9 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     fn = loop.function
     state = set()
     for name in carried_names(model, loop):
-        if _only_accumulated(name, loop):
+        if _only_accumulated(name, loop) or _written_by_index(fn, name, loop):
             continue
         bindings = [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
-        values = [a.value for a in bindings if a.value is not None]
-        if values and all(_fills_by_index(value, name, loop) for value in values):
-            continue
         if bindings and all(isinstance(a.value, cst.Call) and model.resolve(a.value.func) in apis.KEY_DERIVATIONS
                             for a in bindings):
             continue
@@ -133,6 +130,32 @@ def step_state(model: SemanticModel, loop: Loop) -> set[str]:
     return state
 
 
+def filled_buffers(model: SemanticModel, loop: Loop) -> set[str]:
+    """Carried arrays the loop fills row by row and never reads otherwise (`hist =
+    hist.at[t].set(state)` with the loop's counter, and no other rebinding or read in the loop:
+    a record of the steps): left out of `step_state`, but outside jit each
+    `.at[t].set` copies the whole array, and `lax.scan` would return the rows stacked."""
+    fn = loop.function
+    filled = set()
+    for name in carried_names(model, loop):
+        writes = _written_by_index(fn, name, loop)
+        if writes and _reads_of(name, loop.node.body) == writes:
+            filled.add(name)  # written, never read, in the loop: a record of the steps
+    return filled
+
+
+def _written_by_index(fn: Function, name: str, loop: Loop) -> int:
+    """How many times the loop rebinds `name`, when every one is `name.at[i].set(v)` with `i`
+    reading the loop's counter (0 when some rebinding is anything else)."""
+    values = [a.value for a in fn.bindings(name) if loop.encloses(a.site.loop) and a.value is not None]
+    return len(values) if all(_fills_by_index(value, name, loop) for value in values) else 0
+
+
+def _reads_of(name: str, body: cst.CSTNode) -> int:
+    """How many times `body` reads `name` (its own `name.at[...]` rebinding counts once; the
+    names an assignment binds are not reads)."""
+    bound = {id(n) for node in walk(body) if isinstance(node, cst.AssignTarget) for n in walk(node.target)}
+    return sum(1 for node in walk(body) if isinstance(node, cst.Name) and node.value == name and id(node) not in bound)
 
 
 def _only_accumulated(name: str, loop: Loop) -> bool:
@@ -305,6 +328,38 @@ def grown_list(call: cst.Call) -> str | None:
     return None
 
 
+# Calls that turn a list of arrays into one array holding all of them (`jnp.stack(history)`).
+_WHOLE_LIST_CALLS = frozenset({"jax.numpy.stack", "jax.numpy.array", "jax.numpy.asarray", "jax.numpy.concatenate",
+                               "jax.numpy.vstack", "jax.numpy.hstack", "numpy.stack", "numpy.array",
+                               "numpy.asarray", "numpy.concatenate", "numpy.vstack", "numpy.hstack"})
+
+
+def device_history(model: SemanticModel, loop: Loop) -> set[str]:
+    """Lists the loop grows by a device value on each iteration (`history.append(x)`, unguarded,
+    with `x` an array) and binds only outside the loop: their length is the iteration count,
+    so a read of the whole list inside the loop costs more on each iteration."""
+    fn = loop.function
+    grown: set[str] = set()
+    for site in fn.calls:
+        name = grown_list(site.node)
+        if name is None or site.guarded or site.loop is None or not loop.encloses(site.loop) \
+                or not site.node.args or not model.is_array(site.node.args[0].value, fn):
+            continue
+        if all(not loop.encloses(a.site.loop) for a in fn.bindings(name)) and fn.bindings(name):
+            grown.add(name)
+    return grown
+
+
+def whole_list_read(model: SemanticModel, expr: cst.BaseExpression, names: set[str]) -> str | None:
+    """The name in `names` that `expr` hands over whole: `history` itself, or inside
+    `jnp.stack(history)` (not `history[-1]`, one entry)."""
+    if isinstance(expr, cst.Name):
+        return expr.value if expr.value in names else None
+    if isinstance(expr, cst.Call) and expr.args and model.resolve(expr.func) in _WHOLE_LIST_CALLS:
+        return whole_list_read(model, expr.args[0].value, names)
+    return None
+
+
 def _grown(name: str, loop: Loop) -> bool:
     """`name.append(...)` (or extend, insert) anywhere in the scope that binds `name` or in the
     functions nested in it."""
@@ -409,9 +464,18 @@ def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> b
     return False
 
 
-def _binds_numpy(model: SemanticModel, a, scope, depth: int) -> bool:
-    if a.value is not None:
-        return is_numpy_value(model, a.value, scope, depth + 1)
+def _binds_numpy(model: SemanticModel, a, scope, depth: int, name: str | None = None) -> bool:
+    value = element_bound(a, name) if name is not None else a.value  # `X, Y = data["x"], data["y"]`
+    if isinstance(value, cst.Call) and name is not None and len(a.targets) > 1 and name in a.targets \
+            and not batch_getter(model, value, scope):
+        # `x, y = make_dataset()`: the element of what a host helper of the file returns
+        element = a.targets.index(name)
+        returned = _host_helper_returns(model, value, scope)
+        return bool(returned) and all(
+            isinstance(r, cst.Tuple) and len(r.elements) == len(a.targets)
+            and is_numpy_value(model, r.elements[element].value, helper, depth + 1) for r, helper in returned)
+    if value is not None:
+        return is_numpy_value(model, value, scope, depth + 1)
     node = a.site.node  # `for batch, labels in zip(DATA, LABELS)`: rows of NumPy arrays
     if isinstance(node, cst.For):
         return _iterates_numpy(model, node.iter, scope, depth + 1)
@@ -428,14 +492,20 @@ def _iterates_numpy(model: SemanticModel, it: cst.BaseExpression, scope, depth: 
     return is_numpy_value(model, it, scope, depth)
 
 
+# How far the NumPy questions follow names, helpers and operators (a guard against cycles).
+_MAX_DEPTH = 10
+# Methods of a NumPy array whose result is a NumPy array.
+_NUMPY_METHODS = frozenset({"astype", "reshape", "copy", "T", "sum", "mean", "std", "clip", "squeeze", "ravel",
+                            "flatten", "transpose"})
 _NUMPY_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
                             "uint32", "bool_", "complex64", "complex128", "dtype", "finfo", "iinfo"})
 
 
 def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
     """A NumPy array on the host: built by `np.*`, a row or slice of one, or a name bound to one
-    (in this function or at module level)."""
-    if depth > 6:
+    (in this function or at module level, also by unpacking a tuple), or an attribute of `self`
+    the class binds only to one."""
+    if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.Call):
         q = model.resolve(expr.func)
@@ -444,11 +514,20 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
                     or q.startswith(("numpy.random.default_rng", "numpy.random.seed", "numpy.random.RandomState")):
                 return False
             return not model.is_array(expr, fn)
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("astype", "reshape", "copy", "T"):
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _NUMPY_METHODS:
             return is_numpy_value(model, expr.func.value, fn, depth + 1)
         if isinstance(expr.func, cst.Attribute) and _is_numpy_generator(model, expr.func.value, fn):
             return True  # rng.normal(...), rng.integers(...)
-        return False
+        if batch_getter(model, expr, fn):
+            return any(is_numpy_value(model, a.value, fn, depth + 1) for a in expr.args)
+        returned = _host_helper_returns(model, expr, fn)
+        return bool(returned) and all(is_numpy_value(model, r, helper, depth + 1) for r, helper in returned)
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        # `rng.normal(size=s) * scale`, `x.sum(axis=1) > 0`: NumPy stays NumPy unless a JAX array
+        # takes part
+        right = [expr.right] if isinstance(expr, cst.BinaryOperation) else [c.comparator for c in expr.comparisons]
+        return not model.is_array(expr, fn) and any(is_numpy_value(model, part, fn, depth + 1)
+                                                    for part in (expr.left, *right))
     if isinstance(expr, cst.Subscript):
         return is_numpy_value(model, expr.value, fn, depth + 1)
     if isinstance(expr, cst.Name):
@@ -456,8 +535,105 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
             return False
         owner = fn.binding_scope(expr.value)
         bindings = owner.bindings(expr.value) if owner is not None else []
-        return bool(bindings) and all(_binds_numpy(model, a, owner, depth) for a in bindings)
+        return bool(bindings) and all(_binds_numpy(model, a, owner, depth, expr.value) for a in bindings)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+            and fn.cls is not None:
+        # `self.X` where the class binds `self.X = np.random.randn(...)`: a data set the object holds
+        values = fn.cls.attribute_values.get(expr.attr.value, [])
+        return bool(values) and all(is_numpy_value(model, v, owner, depth + 1) for v, owner in values)
     return False
+
+
+# NumPy functions whose result is float64 unless a dtype says otherwise.
+_FLOAT64_MAKERS = frozenset({"numpy.random.randn", "numpy.random.rand", "numpy.random.random", "numpy.random.normal",
+                             "numpy.random.uniform", "numpy.random.standard_normal", "numpy.zeros", "numpy.ones",
+                             "numpy.empty", "numpy.linspace"})
+# Methods of a NumPy random generator whose result is float64 unless a dtype says otherwise.
+_FLOAT64_DRAWS = frozenset({"normal", "uniform", "standard_normal", "random", "exponential"})
+
+
+def is_float64_numpy(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
+    """A NumPy value the code shows is float64: made by a NumPy function that returns float64
+    without a `dtype=` (`np.random.randn(n, d)`, `np.zeros(shape)`), cast with
+    `.astype(np.float64)`, or a slice, row, name, tuple element, `self.` attribute or batch getter
+    result of one (as `is_numpy_value` follows them)."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call):
+        q = model.resolve(expr.func)
+        if q is not None:
+            if q in _FLOAT64_MAKERS:
+                return not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
+            return False
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _FLOAT64_DRAWS \
+                and _is_numpy_generator(model, expr.func.value, fn):
+            return not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "astype" and expr.args:
+            dtype = expr.args[0].value
+            return model.resolve(dtype) == "numpy.float64" or (
+                isinstance(dtype, cst.SimpleString) and dtype.evaluated_value == "float64")
+        if batch_getter(model, expr, fn):
+            return any(is_float64_numpy(model, a.value, fn, depth + 1) for a in expr.args)
+        returned = _host_helper_returns(model, expr, fn)
+        return bool(returned) and all(is_float64_numpy(model, r, helper, depth + 1) for r, helper in returned)
+    if isinstance(expr, cst.BinaryOperation):
+        parts = [p for p in (expr.left, expr.right) if not isinstance(p, (cst.Integer, cst.Float))]
+        return bool(parts) and all(is_float64_numpy(model, p, fn, depth + 1) for p in parts)
+    if isinstance(expr, cst.Subscript):
+        return is_float64_numpy(model, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Name):
+        owner = fn.binding_scope(expr.value)
+        bindings = owner.bindings(expr.value) if owner is not None else []
+        return bool(bindings) and all(_binds_float64(model, a, owner, expr.value, depth) for a in bindings)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+            and fn.cls is not None:
+        values = fn.cls.attribute_values.get(expr.attr.value, [])
+        return bool(values) and all(is_float64_numpy(model, v, owner, depth + 1) for v, owner in values)
+    return False
+
+
+def _binds_float64(model: SemanticModel, a, scope, name: str, depth: int) -> bool:
+    value = element_bound(a, name)
+    if isinstance(value, cst.Call) and len(a.targets) > 1 and name in a.targets \
+            and not batch_getter(model, value, scope):
+        element = a.targets.index(name)  # `x, y = make_dataset()`
+        returned = _host_helper_returns(model, value, scope)
+        return bool(returned) and all(
+            isinstance(r, cst.Tuple) and len(r.elements) == len(a.targets)
+            and is_float64_numpy(model, r.elements[element].value, helper, depth + 1) for r, helper in returned)
+    return value is not None and is_float64_numpy(model, value, scope, depth + 1)
+
+
+def element_bound(a, name: str) -> cst.BaseExpression | None:
+    """The value `name` gets from assignment `a` (its element, when a tuple is unpacked)."""
+    value = a.value
+    if isinstance(value, (cst.Tuple, cst.List)) and name in a.targets and len(value.elements) == len(a.targets):
+        return value.elements[a.targets.index(name)].value
+    return value
+
+
+def _host_helper_returns(model: SemanticModel, call: cst.Call, fn) -> list[tuple[cst.BaseExpression, Function]]:
+    """What a function of this file that does no JAX work returns (each with the function, the
+    scope to read it in); empty for anything else, or a helper that loops (a generator)."""
+    helper = model.callee(call, fn).function
+    if helper is None or helper is fn or helper.does_jax_work or helper.loops:
+        return []
+    return [(r, helper) for r in helper.returns]
+
+
+def batch_getter(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """A call of a function of this file doing no JAX work that returns only slices or rows of
+    its parameters (`def get_batch(X, Y, i, bs): return X[i * bs:...], Y[i * bs:...]`): its result
+    is part of what it is given, not new data."""
+    helper = model.callee(call, fn).function
+    if helper is None or helper.does_jax_work or not helper.returns:
+        return False
+    for returned in helper.returns:
+        parts = [e.value for e in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
+        if not all(isinstance(p, cst.Subscript) and isinstance(p.value, cst.Name) and p.value.value in helper.params
+                   for p in parts):
+            return False
+    return True
 
 
 def host_bound_call(model: SemanticModel, loop: Loop) -> cst.Call | None:

@@ -1,0 +1,91 @@
+"""Shapes a loop changes from one iteration to the next.
+
+A jitted function is compiled once per distinct input shape. A loop that hands it a slice whose
+length is rebound on every iteration (`x[:n]` with `n = 10 + i`), or an array made with a shape
+that reads such a name (`np.random.randn(n, 4)`), makes it trace and compile again for every new
+length. The file shows these shapes when the length is an expression of names the loop rebinds;
+a slice with both bounds moving together (`x[i:i + bs]`) keeps its length and is not one of
+them, and neither is a loop over a written-out list of sizes (a sweep: one compilation per
+size is what it asks for).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..walk import names_in
+from .core import Function, Loop, SemanticModel
+from .loops import element_bound
+
+# Array makers whose positional arguments (or `shape=`/`size=`) are the shape of the result.
+SHAPED_MAKERS = frozenset({
+    "numpy.random.randn", "numpy.random.rand", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
+    "jax.numpy.zeros", "jax.numpy.ones", "jax.numpy.empty", "jax.numpy.full", "jax.numpy.arange",
+    "numpy.arange", "jax.random.normal", "jax.random.uniform",
+})
+_SHAPE_KEYWORDS = frozenset({"shape", "size"})
+# Conversions that keep the shape of what they are given.
+_CONVERSIONS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "numpy.asarray", "numpy.array", "jax.device_put"})
+
+
+def rebound_each_iteration(loop: Loop) -> set[str]:
+    """The loop's targets and the names its body binds outside any periodic guard: their value
+    may differ on every iteration."""
+    fn = loop.function
+    names = set(loop.targets)
+    names.update(t for a in fn.assignments if loop.encloses(a.site.loop) and not a.site.guarded for t in a.targets)
+    return names
+
+
+def changing_shape(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: int = 0) -> str | None:
+    """The name whose new value on each iteration of `loop` gives `expr` a new shape, or None:
+    `x[:n]`, `x[n:]`, `x[i:end]` (one bound moving, the other fixed), `np.random.randn(n, 4)`, or a
+    name the loop binds to one of those."""
+    if depth > 3 or _sweeps_literal_sizes(loop):
+        return None
+    fn = loop.function
+    varying = rebound_each_iteration(loop)
+    if isinstance(expr, cst.Subscript):
+        for element in expr.slice:
+            part = element.slice
+            if not isinstance(part, cst.Slice):
+                continue
+            lower, upper = part.lower, part.upper
+            # one bound moving and the other fixed (or absent): the length moves with it
+            moving = [b for b in (lower, upper) if b is not None and _reads(b, varying)]
+            if len(moving) == 1:
+                return _reads(moving[0], varying)
+        return None
+    if isinstance(expr, cst.Call):
+        q = model.resolve(expr.func)
+        if q in _CONVERSIONS and expr.args:  # `jnp.asarray(x_np[:n])`: the same shape on the device
+            return changing_shape(model, expr.args[0].value, loop, depth + 1)
+        if q in SHAPED_MAKERS:
+            for arg in expr.args:
+                if arg.keyword is None or arg.keyword.value in _SHAPE_KEYWORDS:
+                    name = _reads(arg.value, varying)
+                    if name is not None:
+                        return name
+        return None
+    if isinstance(expr, cst.Name):
+        for a in _bindings_in(fn, expr.value, loop):
+            value = element_bound(a, expr.value)  # `xb, yb = x[:n], y[:n]` too
+            if value is not None and (len(a.targets) == 1 or value is not a.value):
+                found = changing_shape(model, value, loop, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _bindings_in(fn: Function, name: str, loop: Loop):
+    return [a for a in fn.bindings(name) if loop.encloses(a.site.loop) and not a.site.guarded]
+
+
+def _reads(expr: cst.BaseExpression, names: set[str]) -> str | None:
+    return next((n for n in names_in(expr) if n in names), None)
+
+
+def _sweeps_literal_sizes(loop: Loop) -> bool:
+    """`for n in [64, 128, 256]`: the sizes are written out; each is meant to compile once."""
+    node = loop.node
+    return isinstance(node, cst.For) and isinstance(node.iter, (cst.List, cst.Tuple, cst.Set))

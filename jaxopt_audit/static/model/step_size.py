@@ -1,0 +1,119 @@
+"""How much work one iteration of a step loop hands to compiled code.
+
+A loop around a jitted step pays one dispatch from Python per iteration (several microseconds
+on CPU, more on an accelerator, benchmarks/eager_dispatch.py). Next to a training step of
+thousands of operations on large arrays that is noise; next to a physics or environment step of
+a few elementwise operations it is most of the time, and `lax.scan` removes it. The file shows
+the step's size as the number of array operations its body (and the traced helpers it calls)
+writes: that count is the evidence a finding gives, not a timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from .. import apis
+from ..walk import walk
+from .core import Function, Loop, SemanticModel
+from .eager import differentiates, eager_ops
+from .loops import is_numpy_value
+
+# Array operations a compiled step may write and still be "small": a few elementwise updates
+# of a state (an integrator, an environment's dynamics). A training step differentiates and is
+# never small.
+SMALL_STEP_OPS = 20
+
+
+@dataclass(frozen=True)
+class CompiledStep:
+    """A jitted function of this file called on every iteration of a loop, and its size."""
+
+    function: Function
+    ops: int  # array operations its body and its traced helpers write
+
+
+def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep] | None:
+    """The compiled calls one iteration of `loop` makes (unguarded), when every one of them is a
+    named jitted function of this file writing fewer than `SMALL_STEP_OPS` array operations, with
+    no derivative and no loop of its own, given no data (`x[i:i + bs]`, NumPy rows, a host
+    helper's batch: a minibatch of a data set, whose size the file does not show); None when any
+    compiled call is larger or not shown (a jitted function of another file, `model.apply`, an
+    optimizer)."""
+    fn = loop.function
+    steps: dict[Function, CompiledStep] = {}
+    for site in fn.calls:
+        if not loop.encloses(site.loop) or site.guarded:
+            continue
+        if model.call_work(site.node, fn) != "dispatch":
+            if _unshown_work(model, site.node, fn):
+                return None  # `loss_grad_fn(params, x, y)` bound elsewhere: work the count misses
+            continue
+        callee = model.callee(site.node, fn)
+        target = callee.function
+        if not callee.jitted or target is None or callee.transform is not None or _fed_data(model, site.node, loop) \
+                or target.loops or target.uses_scan or differentiates(model, target) or _opaque(model, target):
+            return None
+        ops = eager_ops(model, target) + _negations(model, target)
+        if ops >= SMALL_STEP_OPS:
+            return None
+        steps[target] = CompiledStep(target, ops)
+    return list(steps.values()) or None
+
+
+# JAX namespaces whose functions are array operations the count can stand for.
+_ARRAY_NAMESPACES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.", "jax.tree", "builtins.")
+
+
+def _opaque(model: SemanticModel, fn: Function, depth: int = 0) -> bool:
+    """The step calls something whose work the file does not show (an optimizer's `update`, a
+    model's `apply`, a function bound to a transform elsewhere, another module's function):
+    its operation count says nothing of its size."""
+    for site in fn.calls:
+        callee = model.callee(site.node, fn)
+        if callee.function is not None:
+            if callee.transform is not None or depth > 4 or _opaque(model, callee.function, depth + 1):
+                return True
+            continue
+        if not (callee.qualname or "").startswith(_ARRAY_NAMESPACES) or callee.transform is not None:
+            return True
+    return False
+
+
+def _unshown_work(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """A call in the loop that is neither a builtin, a list's bookkeeping, nor a function of the
+    file: something the file does not show (a gradient function bound to a transform, an
+    environment's step), which may be most of an iteration's work."""
+    q = model.resolve(call.func) or ""
+    if q.startswith(_ARRAY_NAMESPACES) or model.callee(call, fn).function is not None:
+        return False
+    return not (isinstance(call.func, cst.Attribute) and call.func.attr.value in apis.CONTAINER_METHODS)
+
+
+def _fed_data(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
+    """An argument is data rather than state: it slices an array (`step(w, x[i:i + bs])`,
+    `step(w, x[:n])`), is NumPy data, or is a name the loop binds to such a value or to the result
+    of a host helper of the file (`xb, yb = get_batch(X, Y, i)`)."""
+    fn = loop.function
+    values: list[cst.BaseExpression] = []
+    for arg in call.args:
+        values.append(arg.value)
+        if isinstance(arg.value, cst.Name):
+            values.extend(a.value for a in fn.bindings(arg.value.value)
+                          if a.value is not None and loop.encloses(a.site.loop))
+    for value in values:
+        if any(isinstance(node, cst.Slice) for node in walk(value)) or is_numpy_value(model, value, fn):
+            return True
+        if isinstance(value, cst.Call):
+            helper = model.callee(value, fn).function
+            if helper is not None and not helper.does_jax_work:
+                return True
+    return False
+
+
+def _negations(model: SemanticModel, fn: Function) -> int:
+    """Unary minus on arrays in `fn`'s body (`acc = -pos`): array operations that
+    `Function.array_ops`, which counts binary operators, calls and indexing, leaves out."""
+    return sum(1 for node in walk(fn.body) if isinstance(node, cst.UnaryOperation)
+               and isinstance(node.operator, cst.Minus) and model.is_array(node.expression, fn))

@@ -1,0 +1,110 @@
+"""JAX103 recompile-on-changing-input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
+from jaxopt_audit.static.model.shapes import changing_shape
+
+
+class RecompileOnChangingInput(Rule):
+    """
+    ## What it does
+    Finds a jitted function called in a loop with an input whose shape the loop changes on every
+    iteration, as far as the file shows it: a slice with one bound the loop rebinds and the other
+    fixed (`x[:n]`, `x[n:]`, `tokens[:, :t]`), or an array made with a shape that reads such a
+    name (`np.random.randn(n, 4)`), passed directly or through a name the loop binds to it. `run`
+    reports the same code for every steady-state recompilation it sees, with the argument
+    that changed.
+
+    ## Why is this bad?
+    `jax.jit` compiles a function once per distinct input shape. A length that changes every
+    iteration traces and compiles the function again each time it takes a value not seen
+    before: a compilation costs milliseconds to seconds, far more than the step.
+
+    ## How to fix
+    Give the input a fixed shape: pad it to the largest length (or to a few bucket sizes) and
+    pass a mask or the true length as an array argument; or keep the full array and select
+    inside the function with `jnp.where` on an index comparison.
+
+    The rule stays quiet on slices whose bounds move together (`x[i:i + bs]`: the same length
+    every iteration, the last partial batch at most once more), on loops over a written-out list
+    of sizes (`for n in [64, 128]`: one compilation per size is the point of such a sweep), on
+    shapes changed under a periodic guard, and on functions that are not jitted (no compilation
+    to repeat).
+    """
+
+    CODE = "JAX103"
+    NAME = "recompile-on-changing-input"
+    SEVERITY = "warning"
+    SUMMARY = "Jitted function given an input whose shape changes every iteration: a compilation per new shape"
+    PREVIEW = True  # found at run time; the static part is opt-in until judged on held-out code
+    FIX = "Pad the input to a fixed length (or a few bucket sizes) and pass a mask or the true length as an array."
+
+    INVALID = [
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def step(w, xb):
+                return w - 0.01 * jnp.mean(xb, axis=0)
+
+            def train(w, x, n_steps):
+                for i in range(n_steps):
+                    n = 10 + i
+                    w = step(w, x[:n])  # <- JAX103
+                return w
+        """),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+
+            @jax.jit
+            def train_step(w, xb):
+                return w - 0.1 * jnp.mean(xb @ w) * w
+
+            w = jnp.ones(4)
+            for i in range(12):
+                xb = np.random.randn(8 + i, 4)
+                w = train_step(w, xb)  # <- JAX103
+        """, note="host batches of a new size every step"),
+    ]
+    VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def step(w, xb):
+                return w - 0.01 * jnp.mean(xb, axis=0)
+
+            def train(w, x, bs, n_batches):
+                for i in range(n_batches):
+                    w = step(w, x[i * bs:(i + 1) * bs])  # the same length each iteration
+                for n in [64, 128, 256]:  # a sweep over written-out sizes
+                    w = step(w, x[:n])
+                return w
+        """),
+    ]
+
+    def check(self, model: SemanticModel) -> Iterator[Report]:
+        for fn in model.functions:
+            if fn.traced:
+                continue
+            for site in fn.calls:
+                loop = site.loop
+                if loop is None or site.guarded or not model.callee(site.node, fn).jitted:
+                    continue
+                for arg in site.node.args:
+                    name = changing_shape(model, arg.value, loop)
+                    if name is None:
+                        continue
+                    yield Report(arg.value, f"`{describe(site.node.func)}` is jitted and is given "
+                                            f"`{describe(arg.value)}`, whose shape depends on `{name}`, which the "
+                                            f"loop at line {model.line_of(loop.node)} rebinds on every iteration: "
+                                            f"each shape not seen before traces and compiles "
+                                            f"`{describe(site.node.func)}` again")
+                    break

@@ -1,0 +1,71 @@
+"""JAX103 recompile-on-changing-input as `scan` sees it: slices and made arrays whose shape reads a
+name the loop rebinds, and the near misses whose shape stays put."""
+
+from __future__ import annotations
+
+from jaxopt_audit.rules.jax103_recompile_on_changing_input import RecompileOnChangingInput
+
+from conftest import scanners
+
+findings, lines = scanners([RecompileOnChangingInput])
+
+STEP = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def step(w, xb):
+    return w - 0.01 * jnp.mean(xb, axis=0)
+
+def eager(w, xb):
+    return w - 0.01 * jnp.mean(xb, axis=0)
+"""
+
+
+def test_a_slice_with_one_moving_bound_and_a_batch_of_a_new_size_are_reported():
+    found = findings(STEP + """
+def decode(w, tokens, n):
+    for t in range(1, n):
+        w = step(w, tokens[:, :t])
+    return w
+
+def tail(w, x, n):
+    for i in range(n):
+        w = step(w, x[i:])
+    return w
+
+def sizes(w, lengths):
+    for n in lengths:
+        batch = np.zeros((n, 4))
+        w = step(w, batch)
+    return w
+""")
+    assert [f.line for f in found] == [14, 19, 25]
+    assert "depends on `t`" in found[0].message and "loop at line 13" in found[0].message
+
+
+def test_quiet_on_fixed_lengths_written_out_sizes_guards_and_eager_functions():
+    assert lines(STEP + """
+def train(w, x, bs, n, every):
+    for i in range(n):
+        w = step(w, x[i * bs:(i + 1) * bs])
+        w = step(w, x[i:i + bs])
+        w = eager(w, x[:i])
+        if i % every == 0:
+            w = step(w, x[:i])
+    for size in (64, 128):
+        w = step(w, x[:size])
+    return w
+""") == []
+
+
+def test_a_tuple_of_converted_slices_is_followed():
+    assert lines(STEP + """
+def train(w, x_np, y_np, steps):
+    for step_number in range(steps):
+        n = 32 + step_number
+        xb, yb = jnp.asarray(x_np[:n]), jnp.asarray(y_np[:n])
+        w = step(w, xb)
+    return w
+""") == [16]
