@@ -32,7 +32,7 @@ def main():
     ys = 0.5 - xs + 2.0 * xs**3 + 0.05 * jax.random.normal(key_noise, xs.shape)
     coef = jnp.zeros(DEGREE + 1)
 
-    for epoch in range(EPOCHS):
+    for epoch in range(EPOCHS):  # <- JAX201
         # the learning rate is a traced argument: one compilation serves every epoch
         lr = jnp.float32(0.5 * 0.95**epoch)
         for b in range(BATCHES):

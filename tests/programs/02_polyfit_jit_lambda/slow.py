@@ -31,7 +31,7 @@ def main():
     ys = 0.5 - xs + 2.0 * xs**3 + 0.05 * jax.random.normal(key_noise, xs.shape)
     coef = jnp.zeros(DEGREE + 1)
 
-    for epoch in range(EPOCHS):
+    for epoch in range(EPOCHS):  # <- JAX201
         lr = 0.5 * 0.95**epoch
         update = jax.jit(lambda c, x, y: sgd_update(c, x, y, lr))  # <- JAX102 major
         for b in range(BATCHES):

@@ -32,20 +32,16 @@ def policy(gains, state):
     return jnp.clip(state @ gains + noise, -10.0, 10.0)
 
 
-def record(totals, reward):
-    totals.append(float(reward.mean()))  # <- JAX301
-
-
 def main():
     gains = jnp.array([1.0, 1.5, 18.0, 3.0])
     state = 0.05 * jax.random.normal(jax.random.key(3), (N_ENVS, 4))
-    totals = []
+    total = 0.0
     for t in range(HORIZON):  # <- JAX201 major
         force = policy(gains, state)
         state, reward = env_step(state, force)
-        record(totals, reward)
+        total = total + reward.mean()
 
-    mean_return = sum(totals)
+    mean_return = float(total)
     out = os.environ.get("JAXOPT_PROGRAM_OUT")
     if out:
         np.savez(out, final_state=np.asarray(state), mean_return=np.asarray(mean_return))

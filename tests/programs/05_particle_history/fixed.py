@@ -26,21 +26,21 @@ def step(pos, vel):
 def simulate(pos, vel):
     def body(carry, _):
         pos, vel = step(*carry)
-        return (pos, vel), pos
+        return (pos, vel), (pos, 0.5 * jnp.sum(vel**2))
 
-    # the trajectory is stacked by scan instead of copied into a history array every step
+    # the trajectory and energies are stacked by scan instead of copied into a history array every step
     return jax.lax.scan(body, (pos, vel), None, length=T)
 
 
 def main():
     pos = jax.random.normal(jax.random.key(7), (N, 2))
     vel = jnp.zeros((N, 2))
-    (pos, vel), hist = simulate(pos, vel)
+    (pos, vel), (hist, energies) = simulate(pos, vel)
 
     radius = jnp.sqrt(jnp.sum(hist**2, axis=-1)).mean(axis=1)
     out = os.environ.get("JAXOPT_PROGRAM_OUT")
     if out:
-        np.savez(out, final_pos=np.asarray(pos), radius=np.asarray(radius))
+        np.savez(out, final_pos=np.asarray(pos), radius=np.asarray(radius), energy=np.asarray(energies))
     print(f"mean radius {float(radius[0]):.4f} -> {float(radius[-1]):.4f} over {T} steps")
 
 

@@ -22,18 +22,24 @@ def step(pos, vel):
     return pos, vel
 
 
+def kinetic_energy(vel, log):
+    log.append(float(0.5 * jnp.sum(vel**2)))  # <- JAX301
+
+
 def main():
     pos = jax.random.normal(jax.random.key(7), (N, 2))
     vel = jnp.zeros((N, 2))
     hist = jnp.zeros((T, N, 2))
+    energies = []
     for t in range(T):  # <- JAX201
         pos, vel = step(pos, vel)
         hist = hist.at[t].set(pos)
+        kinetic_energy(vel, energies)
 
     radius = jnp.sqrt(jnp.sum(hist**2, axis=-1)).mean(axis=1)
     out = os.environ.get("JAXOPT_PROGRAM_OUT")
     if out:
-        np.savez(out, final_pos=np.asarray(pos), radius=np.asarray(radius))
+        np.savez(out, final_pos=np.asarray(pos), radius=np.asarray(radius), energy=np.asarray(energies))
     print(f"mean radius {float(radius[0]):.4f} -> {float(radius[-1]):.4f} over {T} steps")
 
 
