@@ -30,8 +30,8 @@ def init(key):
 def loss_fn(params, x, y, key):
     for w, b in params[:-1]:
         x = jax.nn.relu(x @ w + b)
-        keep = jax.random.bernoulli(key, 0.9, x.shape)
-        x = jnp.where(keep, x / 0.9, 0.0)
+    keep = jax.random.bernoulli(key, 0.9, x.shape)
+    x = jnp.where(keep, x / 0.9, 0.0)
     logits = x @ params[-1][0] + params[-1][1]
     return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(y.shape[0]), y])
 
@@ -54,10 +54,11 @@ def main():
     params = init(jax.random.key(0))
     n_batches = x.shape[0] // BATCH
     for epoch in range(EPOCHS):
-        for i in range(n_batches):
+        for i in range(n_batches):  # <- JAX201
             xb, yb = x[i * BATCH : (i + 1) * BATCH], y[i * BATCH : (i + 1) * BATCH]
             params, loss = train_step(params, xb, yb)
-            print(f"epoch {epoch} batch {i} loss {float(loss):.4f}")  # <- JAX301
+            if i == n_batches - 1:
+                print(f"epoch {epoch} last batch loss {float(loss):.4f}")
 
     acc = accuracy(params, x, y)
     out = os.environ.get("JAXOPT_PROGRAM_OUT")
