@@ -20,7 +20,7 @@ def env_step(state, force):
     new = jnp.stack(
         [x + DT * x_dot, x_dot + DT * x_acc, theta + DT * theta_dot, theta_dot + DT * theta_acc], axis=1
     )
-    reward = jnp.where(jnp.abs(new[:, 2]) < 0.2, 1.0, 0.0)
+    reward = jnp.exp(-(new[:, 0] ** 2) - 20.0 * new[:, 2] ** 2)
     return new, reward
 
 
@@ -40,7 +40,7 @@ def rollout(gains, state, key):
 
 
 def main():
-    gains = jnp.array([1.0, 1.5, 18.0, 3.0])
+    gains = jnp.array([1.0, 2.0, 20.0, 5.0])
     init_key, noise_key = jax.random.split(jax.random.key(3))
     state = 0.05 * jax.random.normal(init_key, (N_ENVS, 4))
     state, rewards = rollout(gains, state, noise_key)
@@ -49,7 +49,7 @@ def main():
     out = os.environ.get("JAXOPT_PROGRAM_OUT")
     if out:
         np.savez(out, final_state=np.asarray(state), mean_return=np.asarray(mean_return))
-    print(f"mean return {mean_return:.1f} over {HORIZON} steps")
+    print(f"mean return {mean_return:.3f} over {HORIZON} steps")
 
 
 if __name__ == "__main__":
