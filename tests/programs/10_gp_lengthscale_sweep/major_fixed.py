@@ -1,6 +1,7 @@
 """Choose a Gaussian-process length scale by the marginal likelihood over a grid."""
 
 import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
