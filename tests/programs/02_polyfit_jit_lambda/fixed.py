@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-EPOCHS = 30
+EPOCHS = 15
 BATCHES = 8
 BATCH_SIZE = 64
 DEGREE = 5

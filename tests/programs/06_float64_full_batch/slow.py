@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-N, D = 12288, 128
-N_TRAIN = 10240
+N, D = 36864, 128
+N_TRAIN = 32768
 STEPS = 150
 
 
