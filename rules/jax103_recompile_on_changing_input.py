@@ -39,7 +39,6 @@ class RecompileOnChangingInput(Rule):
     NAME = "recompile-on-changing-input"
     SEVERITY = "warning"
     SUMMARY = "Jitted function given an input whose shape changes every iteration: a compilation per new shape"
-    PREVIEW = True  # found at run time; the static part is opt-in until judged on held-out code
     FIX = "Pad the input to a fixed length (or a few bucket sizes) and pass a mask or the true length as an array."
 
     INVALID = [

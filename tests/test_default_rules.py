@@ -32,7 +32,7 @@ def train(w, batches):
     return w
 """
 
-DEFAULT_SET = ["JAX101", "JAX102", "JAX201", "JAX202", "JAX301", "JAX302", "JAX401", "JAX402", "JAX403",
+DEFAULT_SET = ["JAX101", "JAX102", "JAX103", "JAX201", "JAX202", "JAX301", "JAX302", "JAX401", "JAX402", "JAX403",
                "JAX404", "JAX501", "JAX502", "JAX601", "JAX701"]
 
 # a team's rule marked preview: reports every `print` call
