@@ -41,7 +41,6 @@ def array_type() -> type:
     return ArrayImpl
 
 
-
 def patch_attribute(owner: Any, name: str, replacement: Any, restore: list[Callable[[], None]]) -> None:
     """Set `owner.name = replacement` and append to `restore` the call that puts back exactly what
     was there (the owner's own attribute, or none: an inherited one is then visible again)."""
@@ -55,6 +54,7 @@ def patch_attribute(owner: Any, name: str, replacement: Any, restore: list[Calla
         else:
             delattr(owner, name)
     restore.append(undo)
+
 
 class HostReads:
     """Refcounted hooks: `subscribe` installs them on first use, `unsubscribe` removes them."""
@@ -152,13 +152,13 @@ class HostReads:
     def _syncing(self, original: Callable[..., Any]) -> Callable[..., Any]:
         hooks = self
 
-        def block_until_ready(array: Any) -> Any:
+        def block_until_ready(array: Any, *args: Any, **kwargs: Any) -> Any:
             if hooks.inside():
-                return original(array)
+                return original(array, *args, **kwargs)
             hooks.enter()
             try:
                 hooks._notify(array, "block_until_ready", "sync")
-                return hooks._timed(original, array)
+                return hooks._timed(original, array, *args, **kwargs)
             finally:
                 hooks.exit()
 
@@ -168,17 +168,18 @@ class HostReads:
         hooks = self
 
         @functools.wraps(original)
-        def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        def convert(*args: Any, **kwargs: Any) -> Any:
             local = hooks._local  # inlined as in `read`: NumPy conversions are hot too
-            if type(obj) is not impl or getattr(local, "depth", False):
-                return original(obj, *args, **kwargs)
+            # the value passed by keyword (`np.asarray(a=x)`) is not the user's common case: uncounted
+            if not args or type(args[0]) is not impl or getattr(local, "depth", False):
+                return original(*args, **kwargs)
             local.depth = 1
             try:
                 for subscriber in hooks._subscribers:
-                    subscriber(obj, via, "d2h")
+                    subscriber(args[0], via, "d2h")
                 start = time.perf_counter()
                 try:
-                    return original(obj, *args, **kwargs)
+                    return original(*args, **kwargs)
                 finally:
                     hooks.waited_s += time.perf_counter() - start
             finally:
@@ -190,12 +191,12 @@ class HostReads:
         hooks = self
 
         @functools.wraps(original)
-        def on_tree(tree: Any, *args: Any, **kwargs: Any) -> Any:
-            if hooks.inside():
-                return original(tree, *args, **kwargs)
+        def on_tree(*args: Any, **kwargs: Any) -> Any:
+            if hooks.inside() or not args:  # the tree passed by keyword: uncounted
+                return original(*args, **kwargs)
             hooks.enter()
             try:
-                arrays = [leaf for leaf in jax.tree_util.tree_leaves(tree) if type(leaf) is impl]
+                arrays = [leaf for leaf in jax.tree_util.tree_leaves(args[0]) if type(leaf) is impl]
                 if direction == "sync":
                     if arrays:
                         hooks._notify(None, via, "sync")
@@ -203,8 +204,8 @@ class HostReads:
                     for array in arrays:
                         hooks._notify(array, via, direction)
                 if not arrays:
-                    return original(tree, *args, **kwargs)
-                return hooks._timed(original, tree, *args, **kwargs)
+                    return original(*args, **kwargs)
+                return hooks._timed(original, *args, **kwargs)
             finally:
                 hooks.exit()
 

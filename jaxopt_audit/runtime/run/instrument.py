@@ -1,6 +1,10 @@
 """The instruments `jaxopt-audit run` switches on around a user's program.
 
-What is recorded, and how (all in-process, all undone by `Instrument.uninstall`):
+What is recorded, and how (all in-process, all undone by `Instrument.uninstall`). Every
+wrapper and patch calls the real JAX or NumPy function with the arguments it was given and
+returns its result untouched; what a wrapper records lives outside the attributes JAX copies
+from a function onto its transformation's wrapper (tests/test_run_transparency.py checks that
+programs compute the same bytes with and without `run`).
 
 - Every function the program jits: `jax.jit` and `jax.pmap` are replaced for the run by a
   factory that returns
@@ -74,6 +78,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
+from jax._src.array import ArrayImpl  # the class, not type(jnp.zeros(())): an op at import compiles
 from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
@@ -97,7 +102,7 @@ _EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromf
                          "result_type", "can_cast", "issubdtype", "isdtype", "ndim", "shape", "size",
                          "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl"})
 
-ArrayImpl: type = type(jnp.zeros(()))
+_NOT_GIVEN = object()  # `jax.jit(...)` called without the function: a decorator factory
 _DEVICE_ONLY = frozenset({ArrayImpl})
 
 
@@ -232,16 +237,28 @@ class _QuietPersistentMisses(logging.Filter):
 
 
 class RecordingJit:
-    """What `jax.jit(f)` returns during a run: the real jitted function plus bookkeeping."""
+    """What `jax.jit(f)` returns during a run: the real jitted function plus bookkeeping.
+
+    The bookkeeping lives in slots, never in the instance `__dict__`: JAX's transformations
+    (`grad`, `vmap`, `value_and_grad`, ...) copy the `__dict__` of the function they wrap onto
+    their own wrapper, and a later `jax.jit` of that wrapper copies it again onto its wrapper, so
+    state kept there would travel up and make an outer wrapper call an inner jitted function.
+    The `__dict__` holds only what the real jitted function's holds (its name, docstring,
+    `__wrapped__`, the user's function attributes), so what travels up is what travels up
+    without the run.
+    """
+
+    __slots__ = ("_jitted", "_record", "_instrument", "_static_positions", "_static_names",
+                 "__dict__", "__weakref__")
 
     def __init__(self, jitted: Any, record: FunctionRecord, instrument: Instrument,
                  static_positions: frozenset[int], static_names: frozenset[str]) -> None:
+        functools.update_wrapper(self, jitted)
         self._jitted = jitted
         self._record = record
         self._instrument = instrument
         self._static_positions = static_positions
         self._static_names = static_names
-        functools.update_wrapper(self, jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         instrument = self._instrument
@@ -252,7 +269,7 @@ class RecordingJit:
         return instrument._recorded_call(self, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_jitted":  # not yet set (copying, unpickling): no recursion
+        if name in RecordingJit.__slots__:  # not yet set (copying, unpickling): no recursion
             raise AttributeError(name)
         return getattr(self._jitted, name)
 
@@ -261,7 +278,7 @@ class RecordingJit:
         return self if obj is None else types.MethodType(self, obj)
 
     def __repr__(self) -> str:
-        return f"<recorded {self._jitted!r}>"
+        return repr(self._jitted)  # a program may print its jitted function
 
 
 class Instrument:
@@ -297,7 +314,7 @@ class Instrument:
         self._restore: list[Callable[[], None]] = []
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
-        self._original_block = ArrayImpl.block_until_ready  # type: ignore[attr-defined]
+        self._original_block = ArrayImpl.block_until_ready
 
     # ------------------------------------------------------------ install / uninstall
 
@@ -340,9 +357,11 @@ class Instrument:
         instrument = self
 
         @functools.wraps(real_jit)
-        def jit(fun: Any = None, /, *args: Any, **options: Any) -> Any:
-            if fun is None:  # decorator factory: @jax.jit(static_argnames=...)
-                return lambda f: jit(f, *args, **options)
+        def jit(fun: Any = _NOT_GIVEN, /, *args: Any, **options: Any) -> Any:
+            if fun is _NOT_GIVEN:
+                if static_option != "static_argnums":  # pmap has no decorator factory: its own error
+                    return real_jit(*args, **options)
+                return lambda f: jit(f, *args, **options)  # @jax.jit(static_argnames=...)
             jitted = real_jit(fun, *args, **options)
             if not instrument.active:
                 return jitted
@@ -354,7 +373,10 @@ class Instrument:
         return jit
 
     def _wrap(self, fun: Any, jitted: Any, options: dict[str, Any]) -> Any:
-        target = inspect.unwrap(fun.func if isinstance(fun, functools.partial) else fun)
+        try:
+            target = inspect.unwrap(fun.func if isinstance(fun, functools.partial) else fun)
+        except ValueError:  # a cycle of __wrapped__: the object itself
+            target = fun
         code = getattr(target, "__code__", None)
         name = getattr(target, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
         path: str = code.co_filename if code else "<unknown>"
@@ -570,7 +592,7 @@ class Instrument:
     def wait(self, outputs: Any) -> None:
         """Block until `outputs` are computed, without counting it as the program's sync."""
         for leaf in jax.tree_util.tree_leaves(outputs):
-            if type(leaf) is ArrayImpl and not leaf.is_deleted():  # type: ignore[attr-defined]
+            if type(leaf) is ArrayImpl and not leaf.is_deleted():
                 self._original_block(leaf)
 
     # ------------------------------------------------------------ host reads and syncs
@@ -645,8 +667,11 @@ class Instrument:
             for name, value in list(vars(module).items()):
                 if name.startswith("_") or name in _EAGER_SKIP or not callable(value) or isinstance(value, type):
                     continue
-                if type(value).__name__ in ("PjitFunction", "function"):
+                kind = type(value).__name__
+                if kind == "function":
                     self._patch(module, name, functools.wraps(value)(self._eager_entry(value)))
+                elif kind == "PjitFunction":  # keeps `.lower`, `.trace`, ... as the jitted function has them
+                    self._patch(module, name, _ForwardingEntry(value, self._eager_entry(value)))
         ufunc = getattr(jnp, "ufunc", None)
         if isinstance(ufunc, type) and "__call__" in vars(ufunc):
             self._patch(ufunc, "__call__", self._eager_entry(vars(ufunc)["__call__"]))
@@ -736,21 +761,52 @@ class Instrument:
         instrument = self
 
         @functools.wraps(original)
-        def put(obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if not instrument.active or HOST_READS.inside() or not _is_top_level():
-                return original(obj, *args, **kwargs)
-            count = _host_array_count(obj)
+        def put(*args: Any, **kwargs: Any) -> Any:
+            # the value passed by keyword (`jnp.asarray(a=x)`) is not the common case: uncounted
+            if not instrument.active or not args or HOST_READS.inside() or not _is_top_level():
+                return original(*args, **kwargs)
+            count = _host_array_count(args[0])
             if count:
                 site = instrument.user_files.caller_site(2)
                 if site is not None:
                     instrument._count_transfer(TransferKey("h2d", site.path, site.line, via), None, count)
             HOST_READS.enter()  # what the copy does inside is not the user's doing
             try:
-                return original(obj, *args, **kwargs)
+                return original(*args, **kwargs)
             finally:
                 HOST_READS.exit()
 
         return put
+
+
+class _ForwardingEntry:
+    """A counted eager entry standing in for a library's jitted function (`jnp.exp`).
+
+    Calls go through `counted`; every attribute the jitted function has (`.lower`, `.trace`,
+    `.eval_shape`, its name and `__wrapped__`) reads as the jitted function's own. State is in
+    slots, for the reason `RecordingJit` gives.
+    """
+
+    __slots__ = ("_original", "_counted", "__dict__", "__weakref__")
+
+    def __init__(self, original: Any, counted: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, original)
+        self._original = original
+        self._counted = counted
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._counted(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _ForwardingEntry.__slots__:
+            raise AttributeError(name)
+        return getattr(self._original, name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return repr(self._original)
 
 
 def _package_of(filename: str) -> str:
