@@ -127,6 +127,16 @@ def test_host_array_fed_every_step(tmp_path: Path) -> None:
     assert findings(report) == [("JAX302", "host_array_per_step.py", 20)]
 
 
+def test_the_h2d_total_switch_counts_jaxlibs_transfers(tmp_path: Path) -> None:
+    # jaxlib's log level left at its default, where the transfer guard's lines are written
+    switch = {"JAXOPT_AUDIT_H2D_TOTAL": "1", "TF_CPP_MIN_LOG_LEVEL": "0"}
+    proc, report = audit_in_subprocess(tmp_path, str(SCRIPTS / "host_array_per_step.py"), env=switch)
+    assert proc.returncode == 0, proc.stderr
+    # the 7 NumPy batches at least (jaxlib also counts the constants it copies), none lost
+    assert report["h2d_total"] is not None and report["h2d_total"] >= 7
+    assert "] host-to-device transfer" not in proc.stderr  # jaxlib's guard lines are counted, not forwarded
+
+
 @pytest.mark.slow
 def test_script_that_raises_half_way_is_still_reported(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     status, report = audit(tmp_path, str(SCRIPTS / "raises_half_way.py"))
