@@ -99,7 +99,15 @@ class HostReads:
         try:
             return call(*args, **kwargs)
         finally:
-            self.waited_s += time.perf_counter() - start
+            self._waited(time.perf_counter() - start)
+
+    def _waited(self, seconds: float) -> None:
+        self.waited_s += seconds
+        self._local.waited_s = getattr(self._local, "waited_s", 0.0) + seconds
+
+    def waited_in_this_thread(self) -> float:
+        """`waited_s`, of the calling thread only (a program's thread and its data loaders apart)."""
+        return float(getattr(self._local, "waited_s", 0.0))
 
     def _notify(self, array: Any, via: str, direction: str) -> None:
         for subscriber in self._subscribers:
@@ -142,7 +150,7 @@ class HostReads:
                 try:
                     return original(array, *args, **kwargs)
                 finally:
-                    hooks.waited_s += time.perf_counter() - start
+                    hooks._waited(time.perf_counter() - start)
             finally:
                 local.depth = 0
 
@@ -181,7 +189,7 @@ class HostReads:
                 try:
                     return original(*args, **kwargs)
                 finally:
-                    hooks.waited_s += time.perf_counter() - start
+                    hooks._waited(time.perf_counter() - start)
             finally:
                 local.depth = 0
 

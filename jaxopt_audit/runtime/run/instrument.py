@@ -32,10 +32,12 @@ programs compute the same bytes with and without `run`).
   thread, so the sample is the call's time from dispatch to results with nothing else queued.
   A function's device time is the sum of its samples plus its other calls at the samples'
   median (the report says how many were timed); a call that compiled is not a sample.
-- Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above,
-  plus the rest of the calls that compiled), in the device's hands (inside top-level jitted
-  calls and blocked in a host read or a sync: `HostReads.waited_s`), and the rest, the
-  program's own Python (eager op dispatch included), all measured on one clock.
+- Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above
+  reported in that thread, an event nested in another counted once: `_compile_span`), in the
+  device's hands (inside top-level jitted calls, their compilation excluded, and blocked in a
+  host read or a sync: `HostReads.waited_in_this_thread`), and the rest, the program's own
+  Python (eager op dispatch included), all measured on one clock. Other threads (host
+  callbacks, data loaders) work while that thread runs on: their compilations are a note.
 - Eager (op-by-op) work: `EvalTrace.process_primitive` (every primitive JAX executes outside a
   compiled function) is wrapped: each op is counted for every user function on the stack (one
   `EagerRecord` per function; a new frame object is a new call), its time and the eager
@@ -94,6 +96,7 @@ _PRODUCER_ENDS = 8  # output leaves tracked for read attribution: this many at e
 TIME_FIRST = 3  # calls of each function always timed (so short runs have samples)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
 TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one costs the overlap
+_COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
 # not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
@@ -295,15 +298,17 @@ class Instrument:
         self._last_transfer: TransferKey | None = None
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
         self.eager_compiles = 0
-        self.eager_compile_s = 0.0
-        self.compile_s_by_kind: dict[str, float] = defaultdict(float)
+        self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
+        self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
+        self.program_compile_s = 0.0  # the program's thread compiling (nested events counted once)
+        self.other_threads_compile_s = 0.0  # other threads compiling, while the program's thread ran on
         self.eager: dict[Any, EagerRecord] = {}  # code object -> record
         self.eager_ops = 0
-        self.eager_op_s = 0.0  # inside eager ops, their compilation excluded
-        self.in_calls_s = 0.0  # the program's thread inside top-level jitted calls that did not compile
-        self.compile_extra_s = 0.0  # ... inside calls that compiled, beyond the compile events
+        self.eager_op_s = 0.0  # the program's thread inside eager ops, their compilation excluded
+        self.in_calls_s = 0.0  # the program's thread inside top-level jitted calls, compilation excluded
         self._waited_at_install = 0.0
-        self.waited_s = 0.0  # blocked in host reads and syncs (HostReads.waited_s over the run)
+        self.waited_s = 0.0  # the program's thread blocked in host reads and syncs
+        self._program_thread = threading.get_ident()
         self.on_call = on_call  # e.g. the trace's step counter
         # wraps each top-level call (record, call number) -> context manager: trace step markers
         self.annotate: Callable[[FunctionRecord, int], Any] | None = None
@@ -334,13 +339,14 @@ class Instrument:
         self._install_host_reads()
         self._install_host_writes()
         self._install_eager_ops()
-        self._waited_at_install = HOST_READS.waited_s
+        self._program_thread = threading.get_ident()
+        self._waited_at_install = HOST_READS.waited_in_this_thread()
         self.active = True
 
     def uninstall(self) -> None:
         """Restore everything."""
         if self.active:
-            self.waited_s = HOST_READS.waited_s - self._waited_at_install
+            self.waited_s = HOST_READS.waited_in_this_thread() - self._waited_at_install
         self.active = False
         for record in self.eager.values():
             record.last_frame = None  # frames hold the program's locals
@@ -455,11 +461,9 @@ class Instrument:
         compiled = bool(frame.compiles or frame.compile_s)
         if not compiled:
             record.call_s += inside
-        if not nested:
-            if compiled:  # JAX's own bookkeeping around a compilation
-                self.compile_extra_s += max(0.0, end - begin - frame.compile_s)
-            else:
-                self.in_calls_s += max(0.0, end - begin)
+        if not nested and threading.get_ident() == self._program_thread:
+            # a call that compiled also ran: only its compile events are compile time
+            self.in_calls_s += max(0.0, end - begin - frame.compile_s)
         if timed:
             self._next_timed = end + TIME_GAP_S
             if not compiled:  # a compiling call says nothing of steady state
@@ -522,8 +526,13 @@ class Instrument:
     def _on_compile_event(self, event: CompileEvent) -> None:
         if not self.active:
             return
-        duration = event.seconds
-        self.compile_s_by_kind[event.kind] += duration
+        self.compile_s_by_kind[event.kind] += event.seconds
+        duration = self._compile_span(event.seconds)  # the part not already inside an earlier event
+        in_program_thread = threading.get_ident() == self._program_thread
+        if in_program_thread:
+            self.program_compile_s += duration
+        else:
+            self.other_threads_compile_s += duration
         stack = getattr(self._local, "stack", None)
         if stack:
             frame = stack[0]  # the outermost top-level call in this thread owns the work
@@ -531,15 +540,39 @@ class Instrument:
             if event.kind == "compile":
                 frame.compiles += 1
         else:
-            self.eager_compile_s += duration
-            if event.kind == "compile":
-                self.eager_compiles += 1
+            if in_program_thread:  # as the split: other threads' compilations are a note
+                self.eager_compile_s += duration
+                self.eager_compiles += event.kind == "compile"
             owners = getattr(self._local, "eager_owner", None)
             if owners is not None:  # compiling an eager op the user's functions issued
                 for owner in owners:
                     owner.compile_s += duration
                     owner.compiles += event.kind == "compile"
                 self._local.eager_compile_s += duration
+
+    def _compile_span(self, seconds: float) -> float:
+        """Seconds of this thread's compile time that a just-ended event of `seconds` adds.
+
+        JAX reports each event as it ends, in the thread that did the work, and a trace of an
+        outer function contains the traces of the jitted functions it calls: so an event either
+        contains earlier ones (they lie at the end of the thread's list) or follows them. The
+        thread keeps its events' union as disjoint spans, the latest last.
+        """
+        local = self._local
+        spans = getattr(local, "compile_spans", None)
+        if spans is None:
+            spans = local.compile_spans = []
+        end = time.perf_counter()
+        begin = end - seconds
+        added = seconds
+        while spans and spans[-1][1] > begin:
+            earlier_begin, earlier_end = spans.pop()
+            added -= min(earlier_end, end) - max(earlier_begin, begin)  # the overlap, counted already
+            begin, end = min(begin, earlier_begin), max(end, earlier_end)
+        spans.append((begin, end))
+        if len(spans) > _COMPILE_SPANS_KEPT:
+            del spans[: len(spans) - _COMPILE_SPANS_KEPT]
+        return max(0.0, added)
 
     def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
         record = frame.record
@@ -700,7 +733,8 @@ class Instrument:
                 return original(*args, **kwargs)
             finally:
                 spent = max(0.0, time.perf_counter() - start - local.eager_compile_s)
-                instrument.eager_op_s += spent
+                if threading.get_ident() == instrument._program_thread:  # part of the split's host time
+                    instrument.eager_op_s += spent
                 for owner in owners:
                     owner.op_s += spent
                 local.eager_owner = None

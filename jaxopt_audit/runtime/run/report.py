@@ -4,9 +4,10 @@ Built once, from what the instruments recorded and the findings derived from the
 (`build_report`); the terminal renderer and `--json` both read it, neither analyses.
 
 The time split is measured on one clock, the program thread's: wall = compile + device + host,
-where compile is the trace, lowering and XLA compilation JAX reports (plus the rest of the calls
-that compiled), device the time the program's thread was in the device's hands (inside
-top-level jitted calls and blocked in host reads and syncs) and host the rest: the program's
+where compile is the trace, lowering and XLA compilation JAX reports in that thread (an event
+nested in another counted once), device the time the program's thread was in the device's
+hands (inside top-level jitted calls, their compilation excluded, and blocked in host reads and
+syncs) and host the rest: the program's
 own Python, eager op dispatch included. Per function, device time is measured on synchronised
 sample calls (`exec_measured` of them); their sum is checked against the run's device time.
 """
@@ -177,10 +178,11 @@ class RunReport:
 
 
 SPLIT_METHODS = (
-    ("compile", "trace + lowering + XLA compile durations reported by jax.monitoring, plus the rest "
-                "of the jitted calls that compiled"),
-    ("device", "the program's thread inside top-level jitted calls (dispatch to results where a call "
-               "is synchronised) and blocked in host reads and syncs, timed around each"),
+    ("compile", "trace + lowering + XLA compile durations reported by jax.monitoring in the program's "
+                "thread, nested events counted once"),
+    ("device", "the program's thread inside top-level jitted calls, their compilation excluded "
+               "(dispatch to results where a call is synchronised), and blocked in host reads and "
+               "syncs, timed around each"),
     ("host", "wall - compile - device: the program's own Python between those, eager op dispatch "
              "included"),
     ("function device", "per jitted function: calls synchronised before and after (the first "
@@ -201,15 +203,18 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                         tuple(sorted(instrument.transfer_functions.get(key, {}))))
          for key, count in instrument.transfers.items()),
         key=lambda t: (-t.count, t.path, t.line, t.direction, t.via)))
-    compile_s = sum(instrument.compile_s_by_kind.values()) + instrument.compile_extra_s
+    compile_s = instrument.program_compile_s
     device_s = instrument.in_calls_s + instrument.waited_s
     host_s = wall_s - compile_s - device_s
     functions_device_s = sum(record.exec_estimate_s for record in instrument.functions.values())
     notes = []
-    if host_s < 0:
-        notes.append(f"compile + device exceed the wall time by {-host_s:.3g} s: nested traces report "
-                     "overlapping compile durations; host time is shown as 0")
+    if host_s < 0:  # each part is a disjoint stretch of the program's thread: only clock rounding
+        notes.append(f"compile + device exceed the wall time by {-host_s:.3g} s; host time is shown as 0")
         host_s = 0.0
+    if instrument.other_threads_compile_s > 0.001:
+        notes.append(f"other threads (host callbacks, data loaders) compiled for "
+                     f"{instrument.other_threads_compile_s:.3g} s while the program's thread ran on; "
+                     "not part of the split")
     if functions_device_s - device_s > 0.1 * wall_s:
         notes.append(f"the jitted functions' sampled device times add up to {functions_device_s:.3g} s, more than "
                      f"the {device_s:.3g} s the program waited for the device: their work overlapped the "
