@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
+from .catalog import RUN_CODES
 from .instrument import FunctionRecord, Instrument
 from .report import EagerFunctionReport, RuntimeFinding, eager_functions
 from .sites import display_path
@@ -38,13 +39,7 @@ REPEATED = 3
 
 EAGER_OPS_WORTH_A_JIT = 2  # as the static rule: one op gains nothing from a jit
 
-RULE_NAMES = {
-    "JAX101": "missing-jit",
-    "JAX102": "jit-in-loop",
-    "JAX103": "recompile-on-changing-input",
-    "JAX301": "host-sync-in-step",
-    "JAX302": "host-to-device-in-step",
-}
+RULE_NAMES = RUN_CODES  # code -> stable name, for every code `run` reports
 
 _FIX_BY_KIND = {
     SHAPE: "give the argument a fixed shape (pad or bucket sizes) or mark it static only if it "
