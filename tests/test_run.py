@@ -332,7 +332,8 @@ def test_trace_steps_captures_a_trace(tmp_path: Path) -> None:
     assert status == 0
     assert report["trace"]["steps"] == "2:3" and report["trace"]["followed"] == "step"
     assert Path(report["trace"]["path"]).is_file() and report["trace"]["path"].endswith(".xplane.pb")
-    assert "steps (step): 2: " in report["trace"]["summary"] and ", 3: " in report["trace"]["summary"]
+    assert "steps (step at syncs_per_step.py:11): 2: " in report["trace"]["summary"]
+    assert ", 3: " in report["trace"]["summary"]
     assert ", 4: " not in report["trace"]["summary"]  # calls 2 and 3 are marked as steps, no more
     # the trace's own reads are not the program's: still 60 reads of step's outputs
     assert function(report, "step")["d2h_transfers"] == 60

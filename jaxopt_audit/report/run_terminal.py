@@ -155,7 +155,7 @@ def _print_findings(console: Console, report: RunReport) -> None:
         for finding in sorted(report.findings, key=_impact, reverse=True):
             mark = {True: " [green]confirmed by scan[/green]", False: " [dim]not in static scan[/dim]",
                     None: ""}[finding.confirmed_by_scan]
-            cost = f", {seconds(finding.cost_s)} compiling" if finding.cost_s else ""
+            cost = f", cost {seconds(finding.cost_s)}" if finding.cost_s else ""  # what it is: the message says
             console.print(f"  [bold yellow]{finding.code}[/bold yellow] {finding.name} "
                           f"{finding.path}:{finding.line} (x{finding.count}{cost}){mark}")
             console.print(f"      {finding.message}", markup=False)

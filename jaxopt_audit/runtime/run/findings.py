@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ...units import seconds
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
 from .instrument import FunctionRecord, Instrument
@@ -73,7 +74,7 @@ def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFindin
 
 def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
     where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
-    compiled = f", {eager.compiles} eager compilations ({eager.compile_s:.3g} s)" if eager.compiles else ""
+    compiled = f", {eager.compiles} eager compilations ({seconds(eager.compile_s)})" if eager.compiles else ""
     return RuntimeFinding(
         "JAX101", RULE_NAMES["JAX101"], eager.path, eager.line,
         f"{eager.name} is not jitted and ran {eager.ops_per_call:.0f} JAX ops one by one per call over "

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...fileio import write_text_atomic
+from ...units import seconds
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
 
@@ -111,7 +112,7 @@ class RuntimeFinding:
     message: str
     fix: str
     count: int  # how many times it happened (compilations, transfers, jit wrappers)
-    cost_s: float | None  # seconds it measurably cost, where known (compile time)
+    cost_s: float | None  # seconds it measurably cost, where known: compile time, or eager ops and their compilation
     confirmed_by_scan: bool | None = None  # None: the static scan did not run
 
 
@@ -209,15 +210,20 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
     functions_device_s = sum(record.exec_estimate_s for record in instrument.functions.values())
     notes = []
     if host_s < 0:  # each part is a disjoint stretch of the program's thread: only clock rounding
-        notes.append(f"compile + device exceed the wall time by {-host_s:.3g} s; host time is shown as 0")
+        notes.append(f"compile + device exceed the wall time by {seconds(-host_s)}; host time is shown as 0")
         host_s = 0.0
     if instrument.other_threads_compile_s > 0.001:
         notes.append(f"other threads (host callbacks, data loaders) compiled for "
-                     f"{instrument.other_threads_compile_s:.3g} s while the program's thread ran on; "
+                     f"{seconds(instrument.other_threads_compile_s)} while the program's thread ran on; "
                      "not part of the split")
+    if trace is not None:
+        notes.append(f"--trace: the profiler recorded every op and call while it was on, which slows the "
+                     f"program's Python (host time) and dispatch; starting and stopping it took "
+                     f"{seconds(trace.get('switching_s', 0.0))} of the wall time. Run without --trace for the "
+                     "program's own times")
     if functions_device_s - device_s > 0.1 * wall_s:
-        notes.append(f"the jitted functions' sampled device times add up to {functions_device_s:.3g} s, more than "
-                     f"the {device_s:.3g} s the program waited for the device: their work overlapped the "
+        notes.append(f"the jitted functions' sampled device times add up to {seconds(functions_device_s)}, more "
+                     f"than the {seconds(device_s)} the program waited for the device: their work overlapped the "
                      "program's Python (asynchronous dispatch)")
     split = TimeSplit(_r(compile_s), _r(device_s), _r(host_s), _r(instrument.eager_op_s),
                       _r(functions_device_s), SPLIT_METHODS)
