@@ -81,7 +81,7 @@ def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
         f"{eager.calls} calls{where}: {eager.ops} eager ops{compiled}, {eager.wall_share:.0%} of the wall "
         "time inside them",
         f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",
-        eager.calls, round(eager.op_s + eager.compile_s, 6))
+        eager.calls, round(eager.op_s + eager.compile_s, 6), function=eager.name)
 
 
 def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
@@ -92,7 +92,7 @@ def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
         f"{eager.h2d_transfers} host (NumPy) arrays given to {eager.name} here were copied to the device by "
         f"its eager ops over {eager.calls} calls, {eager.h2d_transfers / eager.calls:.0f} per call ({lines})",
         "move the data set to the device once (jax.device_put before the loop) and slice it on the device, "
-        f"and jax.jit {eager.name}", eager.h2d_transfers, None)
+        f"and jax.jit {eager.name}", eager.h2d_transfers, None, function=eager.name)
 
 
 def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
@@ -104,7 +104,7 @@ def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
             "JAX102", RULE_NAMES["JAX102"], display_path(site.path), site.line,
             f"jax.jit was applied to {record.name} {created} times at this line: every new wrapper "
             f"starts with an empty cache and is traced again{compiled}",
-            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6))
+            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6), function=record.name)
 
 
 def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
@@ -128,7 +128,7 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
         "JAX103", RULE_NAMES["JAX103"], display_path(path), line,
         f"{record.name} was compiled {record.compiles} times in {every} because {changed} changed "
         f"({what}); last: {example}",
-        fix, record.compiles, round(record.compile_s, 6))
+        fix, record.compiles, round(record.compile_s, 6), function=record.name)
 
 
 def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
@@ -137,6 +137,7 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
             continue
         functions = sorted(instrument.transfer_functions.get(key, {}))
         of = f" of {', '.join(functions)}'s output" if functions else ""
+        about = functions[0] if len(functions) == 1 else None
         path = display_path(key.path)
         if key.direction == "d2h":
             yield RuntimeFinding(
@@ -144,21 +145,21 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
                 f"{count} device arrays{of} were read on the host here ({key.via}): each read waits "
                 "for the device to finish, so host and device stop overlapping",
                 "keep values on the device and read them every k steps or after the loop "
-                "(accumulate metrics in the jitted step)", count, None)
+                "(accumulate metrics in the jitted step)", count, None, function=about)
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
                 continue
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
                 f"{key.via} was called {count} times here: each call waits for the device",
-                "synchronise once after the loop (or only where you read a timer)", count, None)
+                "synchronise once after the loop (or only where you read a timer)", count, None, function=about)
         elif key.direction == "h2d":
             yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
                 "transfer per step",
                 "move the data set to the device once (jax.device_put before the loop) and slice it "
-                "on the device", count, None)
+                "on the device", count, None, function=about)
 
 
 def confirm_with_scan(findings: list[RuntimeFinding], paths: list[str]) -> tuple[list[RuntimeFinding], str]:

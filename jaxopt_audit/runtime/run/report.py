@@ -114,6 +114,10 @@ class RuntimeFinding:
     count: int  # how many times it happened (compilations, transfers, jit wrappers)
     cost_s: float | None  # seconds it measurably cost, where known: compile time, or eager ops and their compilation
     confirmed_by_scan: bool | None = None  # None: the static scan did not run
+    # what it is about: the un-jitted function (JAX101, JAX302 by its eager ops), the jitted one
+    # (JAX102, JAX103, JAX301/JAX302 of its outputs or arguments); None when not known. With the
+    # line, what `report a.json b.json` matches a problem by across two versions of a program
+    function: str | None = None
 
 
 @dataclass(frozen=True)
