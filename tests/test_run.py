@@ -127,6 +127,15 @@ def test_host_array_fed_every_step(tmp_path: Path) -> None:
     assert findings(report) == [("JAX302", "host_array_per_step.py", 20)]
 
 
+@pytest.mark.slow
+def test_a_jitted_transformation_has_its_own_record(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "transformed_jits.py"))
+    assert status == 0
+    for name in ("loss", "grad(loss)", "value_and_grad(loss)"):
+        record = function(report, name)
+        assert (record["calls"], record["compiles"], record["line"]) == (3, 1, 7)
+
+
 def test_the_h2d_total_switch_counts_jaxlibs_transfers(tmp_path: Path) -> None:
     # jaxlib's log level left at its default, where the transfer guard's lines are written
     switch = {"JAXOPT_AUDIT_H2D_TOTAL": "1", "TF_CPP_MIN_LOG_LEVEL": "0"}

@@ -398,6 +398,9 @@ class Instrument:
             elif site is not None:
                 path, line = site
         name = str(name)
+        transformation = _transformation(fun)
+        if transformation is not None:  # jit(grad(f)) is another program than jit(f)
+            name = f"{transformation}({name})"
         key = (path, line, name)
         record = self.functions.get(key)
         positions, names, positional = _static_arguments(fun, options)
@@ -841,6 +844,29 @@ class _ForwardingEntry:
 
     def __repr__(self) -> str:
         return repr(self._original)
+
+
+_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
+# the inner functions of JAX's transformations (`jax.grad(f)` returns a wrapper of `grad_f`)
+_TRANSFORMATIONS = {"grad_f": "grad", "value_and_grad_f": "value_and_grad", "vmap_f": "vmap",
+                    "jacfun": "jacobian", "fun_remat": "checkpoint"}
+
+
+def _transformation(fun: Any) -> str | None:
+    """'grad' when `fun` is `jax.grad(f)` (also value_and_grad, vmap, jacfwd/jacrev/hessian,
+    checkpoint), else None: the name the record of `jax.jit(fun)` takes, `grad(f)`."""
+    code = getattr(fun, "__code__", None)
+    if code is None or not os.path.abspath(code.co_filename).startswith(_JAX_DIR):
+        return None
+    names = [code.co_name]
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            inner = getattr(cell.cell_contents, "__code__", None)
+        except ValueError:  # an empty cell
+            continue
+        if inner is not None:
+            names.append(inner.co_name)
+    return next((_TRANSFORMATIONS[n] for n in names if n in _TRANSFORMATIONS), None)
 
 
 def _package_of(filename: str) -> str:
