@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from jaxopt_audit.runtime.run.cachemiss import parse_cache_miss
+from jaxopt_audit.units import seconds
 
 SCRIPTS = Path(__file__).parent / "run_scripts"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "run.schema.json").read_text())
@@ -64,7 +65,8 @@ def transfers(report: dict[str, Any], direction: str) -> list[tuple[str, int, in
 
 
 def findings(report: dict[str, Any]) -> list[tuple[str, str, int]]:
-    return [(f["code"], os.path.basename(f["path"]), f["line"]) for f in report["findings"]]
+    """(code, file, line) of each finding, in place order (the report orders them by measured time)."""
+    return sorted((f["code"], os.path.basename(f["path"]), f["line"]) for f in report["findings"])
 
 
 # ---------------------------------------------------------------- scripts with known behaviour
@@ -81,6 +83,10 @@ def test_recompiling_on_varying_shapes_names_the_argument(tmp_path: Path) -> Non
     assert findings(report) == [("JAX103", "recompile_shapes.py", 14)]
     assert "batch changed (shape)" in report["findings"][0]["message"]
     assert report["compile_s"] >= total["compile_s"] > 0
+    # what the fix saves: the four recompilations' compile time, the first compilation stays
+    finding = report["findings"][0]
+    assert finding["cost_s"] == pytest.approx(total["compile_s"], abs=1e-6)
+    assert 0 < finding["saving_s"] < finding["cost_s"] and finding["saving_method"].startswith("measured")
 
 
 @pytest.mark.slow
@@ -111,7 +117,10 @@ def test_k_syncs_per_step_and_exit_status_passed_through(tmp_path: Path) -> None
     assert findings(report) == [("JAX301", "syncs_per_step.py", 22), ("JAX301", "syncs_per_step.py", 23)]
     # the static scan reports the first read as the stall; `peak` comes from the same compiled
     # call, ready by then, so its read is a transfer the runtime sees but no second stall
-    assert [f["confirmed_by_scan"] for f in report["findings"]] == [True, False]
+    assert [f["confirmed_by_scan"] for f in sorted(report["findings"], key=lambda f: f["line"])] == [True, False]
+    for finding in report["findings"]:  # the time waited in the reads, which the fix does not all save
+        assert finding["cost_s"] > 0 and finding["saving_s"] is None
+        assert finding["saving_method"].startswith("no estimate")
     assert report["scan"] == "ok"
 
 
@@ -243,7 +252,13 @@ def test_report_on_two_runs_writes_the_study_of_the_rewrite(tmp_path: Path) -> N
     assert main(["report", str(before), str(after), "-o", str(out)]) == 0
     text = out.read_text()
     assert "`before.json`, `after.json`" in text and "### before → after" in text
-    assert "- **Removed:** JAX101 missing-jit ×1" in text
+    # the un-jitted step's problem is gone, with its cost before and the jitted step's cost after
+    cost = next(f["cost_s"] for f in json.loads(before.read_text())["findings"] if f["code"] == "JAX101")
+    removed = [line for line in text.splitlines() if line.startswith("- **Removed:**")]
+    assert len(removed) == 1 and removed[0].startswith(
+        f"- **Removed:** JAX101 missing-jit `train_step` at `newcomer.py:16`: cost {seconds(cost)} in before; "
+        "in after: `train_step` jitted: 6 calls, compile ")
+    assert ", device " in removed[0]
     assert "speedup vs before" in text and (out.parent / "rewrite-time.png").is_file()
     assert f"jaxopt-audit run --json before.json {NEWCOMER} 6 1" in text
     assert "jaxopt-audit report before.json after.json -o rewrite.md" in text

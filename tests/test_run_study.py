@@ -94,18 +94,3 @@ def test_problems_are_matched_by_line_then_by_function() -> None:
     remaining, removed, added = match(before, after)
     assert [(b["line"], a["line"]) for b, a in remaining] == [(30, 30), (10, 11)]
     assert [f["line"] for f in removed] == [20, 40] and [f["line"] for f in added] == [21, 41]
-
-
-@pytest.mark.slow
-def test_an_unjitted_step_jitted_is_reported_removed_with_both_costs(tmp_path: Path) -> None:
-    script = str(Path(__file__).parent / "run_scripts" / "newcomer.py")
-    before, after = tmp_path / "eager.json", tmp_path / "jitted.json"
-    assert main(["run", "--no-scan", "--json", str(before), script, "20", "1"]) == 0
-    assert main(["run", "--no-scan", "--json", str(after), script, "20", "1", "jit"]) == 0
-    out = tmp_path / "study.md"
-    assert main(["report", str(before), str(after), "-o", str(out)]) == 0
-    removed = [line for line in out.read_text().splitlines() if line.startswith("- **Removed:**")]
-    cost = next(f["cost_s"] for f in json.loads(before.read_text())["findings"] if f["code"] == "JAX101")
-    assert removed == [f"- **Removed:** JAX101 missing-jit `train_step` at `newcomer.py:16`: cost {md.seconds(cost)} "
-                       f"in eager; in jitted: `train_step` jitted: 20 calls, " + removed[0].split("20 calls, ")[1]]
-    assert "compile " in removed[0] and "device " in removed[0]

@@ -62,6 +62,7 @@ class HostReads:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._subscribers: tuple[Subscriber, ...] = ()
+        self._finished: tuple[Callable[[float], None], ...] = ()  # told each read's seconds, after it
         self._restore: list[Callable[[], None]] = []
         self._local = threading.local()
         self.original_block: Callable[[Any], Any] | None = None
@@ -69,14 +70,20 @@ class HostReads:
 
     # -- subscribers
 
-    def subscribe(self, subscriber: Subscriber) -> None:
+    def subscribe(self, subscriber: Subscriber, finished: Callable[[float], None] | None = None) -> None:
+        """Call `subscriber` before each read or sync and `finished` (if given) with its seconds
+        after it, in the reading thread, until `unsubscribe`."""
         with self._lock:
             if not self._subscribers:
                 self._install()
             self._subscribers = (*self._subscribers, subscriber)
+            if finished is not None:
+                self._finished = (*self._finished, finished)
 
-    def unsubscribe(self, subscriber: Subscriber) -> None:
+    def unsubscribe(self, subscriber: Subscriber, finished: Callable[[float], None] | None = None) -> None:
         with self._lock:
+            if finished is not None:
+                self._finished = tuple(f for f in self._finished if f != finished)
             if subscriber not in self._subscribers:
                 return
             self._subscribers = tuple(s for s in self._subscribers if s != subscriber)
@@ -104,6 +111,8 @@ class HostReads:
     def _waited(self, seconds: float) -> None:
         self.waited_s += seconds
         self._local.waited_s = getattr(self._local, "waited_s", 0.0) + seconds
+        for finished in self._finished:
+            finished(seconds)
 
     def waited_in_this_thread(self) -> float:
         """`waited_s`, of the calling thread only (a program's thread and its data loaders apart)."""

@@ -18,6 +18,14 @@ From the instruments' records:
 "Again and again" is `REPEATED` or more separate occurrences: once or twice (a final print, a
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
 with nothing else in between (a comprehension moving a dict of arrays to the device once).
+Each finding has `cost_s`, the time it took in this run where it is measured, and `saving_s`,
+what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
+there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
+first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls;
+for JAX101 (the jitted function's time is not measured) and JAX301 (the wait is mostly device
+work the program needs anyway) there is none, and cost_s bounds it. Findings come ordered by
+saving, else by cost (`RuntimeFinding.rank_s`).
+
 Then, when the static scan is available, each finding is marked `confirmed_by_scan` if the scan
 reports the same code at that line.
 """
@@ -55,7 +63,7 @@ _FIX_BY_KIND = {
 
 
 def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFinding]:
-    """All runtime findings, sorted (path, line, code)."""
+    """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`)."""
     findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     for eager in eager_functions(instrument, wall_s):
@@ -69,7 +77,8 @@ def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFindin
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
     findings.extend(f for f in _transfers(instrument) if (f.path, f.line) not in covered or f.code != "JAX302")
-    return sorted(findings, key=lambda f: (f.path, f.line, f.code, f.message))
+    # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
+    return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
 
 
 def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
@@ -81,7 +90,9 @@ def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
         f"{eager.calls} calls{where}: {eager.ops} eager ops{compiled}, {eager.wall_share:.0%} of the wall "
         "time inside them",
         f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",
-        eager.calls, round(eager.op_s + eager.compile_s, 6), function=eager.name)
+        eager.calls, round(eager.op_s + eager.compile_s, 6), function=eager.name,
+        saving_method="no estimate: the jitted function's time is not measured; fixing it saves at most "
+                      "cost_s, the time in its eager ops and their compilation")
 
 
 def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
@@ -92,7 +103,8 @@ def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
         f"{eager.h2d_transfers} host (NumPy) arrays given to {eager.name} here were copied to the device by "
         f"its eager ops over {eager.calls} calls, {eager.h2d_transfers / eager.calls:.0f} per call ({lines})",
         "move the data set to the device once (jax.device_put before the loop) and slice it on the device, "
-        f"and jax.jit {eager.name}", eager.h2d_transfers, None, function=eager.name)
+        f"and jax.jit {eager.name}", eager.h2d_transfers, None, function=eager.name,
+        saving_method="no estimate: the copies happen inside the eager ops, whose time is JAX101's cost")
 
 
 def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
@@ -104,7 +116,8 @@ def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
             "JAX102", RULE_NAMES["JAX102"], display_path(site.path), site.line,
             f"jax.jit was applied to {record.name} {created} times at this line: every new wrapper "
             f"starts with an empty cache and is traced again{compiled}",
-            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6), function=record.name)
+            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6), function=record.name,
+            saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
 
 
 def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
@@ -128,7 +141,15 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
         "JAX103", RULE_NAMES["JAX103"], display_path(path), line,
         f"{record.name} was compiled {record.compiles} times in {every} because {changed} changed "
         f"({what}); last: {example}",
-        fix, record.compiles, round(record.compile_s, 6), function=record.name)
+        fix, record.compiles, round(record.compile_s, 6), function=record.name,
+        saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
+
+
+_RECOMPILES_MEASURED = "measured: the compile time of every compilation after the first, which the fix removes"
+
+
+def _recompile_s(record: FunctionRecord) -> float:
+    return round(max(0.0, record.compile_s - record.first_compile_s), 6)
 
 
 def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
@@ -138,6 +159,7 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
         functions = sorted(instrument.transfer_functions.get(key, {}))
         of = f" of {', '.join(functions)}'s output" if functions else ""
         about = functions[0] if len(functions) == 1 else None
+        timed = round(instrument.transfer_s[key], 6) if key in instrument.transfer_s else None
         path = display_path(key.path)
         if key.direction == "d2h":
             yield RuntimeFinding(
@@ -145,21 +167,30 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
                 f"{count} device arrays{of} were read on the host here ({key.via}): each read waits "
                 "for the device to finish, so host and device stop overlapping",
                 "keep values on the device and read them every k steps or after the loop "
-                "(accumulate metrics in the jitted step)", count, None, function=about)
+                "(accumulate metrics in the jitted step)", count, timed, function=about,
+                saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
                 continue
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
                 f"{key.via} was called {count} times here: each call waits for the device",
-                "synchronise once after the loop (or only where you read a timer)", count, None, function=about)
+                "synchronise once after the loop (or only where you read a timer)", count, timed, function=about,
+                saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "h2d":
             yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
                 "transfer per step",
                 "move the data set to the device once (jax.device_put before the loop) and slice it "
-                "on the device", count, None, function=about)
+                "on the device", count, timed, function=about, saving_s=timed,
+                saving_method="measured: the time of the copy calls at this line, which moving the data once "
+                              "removes (on CPU a copy shares host memory and costs little)" if timed is not None
+                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+
+
+_WAIT_NOT_SAVED = ("no estimate: cost_s is the wait, mostly the device finishing work the program needs anyway; "
+                   "reading every k steps saves only the part host work could overlap, at most cost_s")
 
 
 def confirm_with_scan(findings: list[RuntimeFinding], paths: list[str]) -> tuple[list[RuntimeFinding], str]:

@@ -146,6 +146,7 @@ class FunctionRecord:
     traced_uses: int = 0  # calls made under another transformation (inlined, not run)
     compiles: int = 0
     compile_s: float = 0.0
+    first_compile_s: float = 0.0  # of the call that compiled it first (the rest: recompilations)
     call_s: float = 0.0  # time inside top-level calls that did not compile
     exec_samples: list[float] = field(default_factory=list)  # synchronised calls: dispatch to results
     h2d_transfers: int = 0  # host leaves copied to the device as arguments
@@ -297,6 +298,8 @@ class Instrument:
         self.transfer_occurrences: Counter[TransferKey] = Counter()
         self._last_transfer: TransferKey | None = None
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
+        # seconds inside the reads, syncs and explicit copies of each key (jit arguments: not timed apart)
+        self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -581,6 +584,8 @@ class Instrument:
         record = frame.record
         if nested:  # a top-level call inside another (a host callback): the outer frame has it
             return
+        if record.compiles == 0 and frame.compiles:
+            record.first_compile_s = frame.compile_s
         record.compile_s += frame.compile_s
         for _ in range(frame.compiles):
             record.compiles += 1
@@ -647,8 +652,9 @@ class Instrument:
                 del producers[key]
 
     def _install_host_reads(self) -> None:
-        HOST_READS.subscribe(self._on_host_read)  # the hooks `bench`'s TransferMonitor uses too
-        self._restore.append(lambda: HOST_READS.unsubscribe(self._on_host_read))
+        # the hooks `bench`'s TransferMonitor uses too
+        HOST_READS.subscribe(self._on_host_read, self._on_read_finished)
+        self._restore.append(lambda: HOST_READS.unsubscribe(self._on_host_read, self._on_read_finished))
 
     def _on_host_read(self, array: Any, via: str, direction: str) -> None:
         if not self.active:
@@ -661,6 +667,14 @@ class Instrument:
         else:
             self._note_read(array, via, direction)
 
+    def _on_read_finished(self, seconds: float) -> None:
+        """The seconds the read or sync just counted took, charged to its line."""
+        key = getattr(self._local, "pending_read", None)
+        if key is not None:
+            self._local.pending_read = None
+            with self._lock:
+                self.transfer_s[key] += seconds
+
     def _note_read(self, array: Any, via: str, direction: str) -> None:
         with self._lock:
             if not self._read_arrays.first(array):
@@ -671,13 +685,16 @@ class Instrument:
             record.d2h_transfers += 1
         site = self.user_files.caller_site(3)
         if site is not None:
-            self._count_transfer(TransferKey(direction, site[0], site[1], via),
-                                 record.name if record else None)
+            key = TransferKey(direction, site[0], site[1], via)
+            self._count_transfer(key, record.name if record else None)
+            self._local.pending_read = key
 
     def _note_sync(self, via: str) -> None:
         site = self.user_files.caller_site(3)
         if site is not None:
-            self._count_transfer(TransferKey("sync", site.path, site.line, via), None)
+            key = TransferKey("sync", site.path, site.line, via)
+            self._count_transfer(key, None)
+            self._local.pending_read = key
 
     def _count_transfer(self, key: TransferKey, function: str | None, count: int = 1) -> None:
         with self._lock:
@@ -803,14 +820,21 @@ class Instrument:
             if not instrument.active or not args or HOST_READS.inside() or not _is_top_level():
                 return original(*args, **kwargs)
             count = _host_array_count(args[0])
+            key = None
             if count:
                 site = instrument.user_files.caller_site(2)
                 if site is not None:
-                    instrument._count_transfer(TransferKey("h2d", site.path, site.line, via), None, count)
+                    key = TransferKey("h2d", site.path, site.line, via)
+                    instrument._count_transfer(key, None, count)
             HOST_READS.enter()  # what the copy does inside is not the user's doing
+            start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
+                if key is not None:
+                    spent = time.perf_counter() - start
+                    with instrument._lock:
+                        instrument.transfer_s[key] += spent
                 HOST_READS.exit()
 
         return put

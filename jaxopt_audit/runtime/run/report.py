@@ -112,12 +112,21 @@ class RuntimeFinding:
     message: str
     fix: str
     count: int  # how many times it happened (compilations, transfers, jit wrappers)
-    cost_s: float | None  # seconds it measurably cost, where known: compile time, or eager ops and their compilation
+    # seconds it took in this run, where known: compile time, eager ops and their compilation, time
+    # waited in the reads or syncs, time in the copy calls
+    cost_s: float | None
     confirmed_by_scan: bool | None = None  # None: the static scan did not run
     # what it is about: the un-jitted function (JAX101, JAX302 by its eager ops), the jitted one
     # (JAX102, JAX103, JAX301/JAX302 of its outputs or arguments); None when not known. With the
     # line, what `report a.json b.json` matches a problem by across two versions of a program
     function: str | None = None
+    saving_s: float | None = None  # what fixing it saves, where a counterfactual was measured
+    saving_method: str = ""  # how saving_s was obtained, or why there is none
+
+    @property
+    def rank_s(self) -> float:
+        """What orders findings: the measured saving, else the cost (fixing saves at most that)."""
+        return self.saving_s if self.saving_s is not None else (self.cost_s or 0.0)
 
 
 @dataclass(frozen=True)
