@@ -137,6 +137,17 @@ def test_host_array_fed_every_step(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_reads_every_k_steps_are_reported_with_their_period_or_not_at_all(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(SCRIPTS / "periodic_reads.py"))
+    assert status == 0
+    assert findings(report) == [("JAX301", "periodic_reads.py", 15), ("JAX301", "periodic_reads.py", 17)]
+    by_line = {f["line"]: f["message"] for f in report["findings"]}
+    assert "(float()), per step:" in by_line[15] and "(.item()), every ~4 steps:" in by_line[17]
+    # every 50 steps is amortised: in the traffic table, not a finding
+    assert ("periodic_reads.py", 19, 4, "float()") in transfers(report, "d2h")
+
+
+@pytest.mark.slow
 def test_a_jitted_transformation_has_its_own_record(tmp_path: Path) -> None:
     status, report = audit(tmp_path, str(SCRIPTS / "transformed_jits.py"))
     assert status == 0

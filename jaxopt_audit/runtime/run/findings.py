@@ -17,7 +17,9 @@ From the instruments' records:
 
 "Again and again" is `REPEATED` or more separate occurrences: once or twice (a final print, a
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
-with nothing else in between (a comprehension moving a dict of arrays to the device once).
+with nothing else in between (a comprehension moving a dict of arrays to the device once), nor
+a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`); one
+every few steps is reported with its period.
 Each finding has `cost_s`, the time it took in this run where it is measured, and `saving_s`,
 what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
 there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
@@ -33,6 +35,7 @@ reports the same code at that line.
 from __future__ import annotations
 
 import os
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
@@ -40,11 +43,12 @@ from dataclasses import replace
 from ...units import seconds
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
-from .instrument import FunctionRecord, Instrument
+from .instrument import FunctionRecord, Instrument, TransferKey
 from .report import EagerFunctionReport, RuntimeFinding, eager_functions
 from .sites import display_path
 
 REPEATED = 3
+PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
 
 EAGER_OPS_WORTH_A_JIT = 2  # as the static rule: one op gains nothing from a jit
 
@@ -152,10 +156,30 @@ def _recompile_s(record: FunctionRecord) -> float:
     return round(max(0.0, record.compile_s - record.first_compile_s), 6)
 
 
+def step_period(instrument: Instrument, key: TransferKey) -> float | None:
+    """Steps between two occurrences of a transfer (median), None when it cannot be told.
+
+    A step is a call of the function the program calls most often (jitted or running ops
+    eagerly): the run's clock counts every such call of every function, so a step advances it
+    by clock / hottest calls on average."""
+    clocks = instrument.occurrence_clocks.get(key, [])
+    hottest = max([r.calls for r in instrument.functions.values()]
+                  + [r.calls for r in instrument.eager.values() if r.code.co_name != "<module>"], default=0)
+    if len(clocks) < 2 or not hottest or not instrument.clock:
+        return None
+    gaps = [later - earlier for earlier, later in zip(clocks, clocks[1:], strict=False)]
+    return statistics.median(gaps) * hottest / instrument.clock
+
+
 def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
     for key, count in instrument.transfers.items():
         if instrument.transfer_occurrences[key] < REPEATED:
             continue
+        period = step_period(instrument, key)
+        if period is not None and period >= PERIODIC_STEPS:
+            continue  # already done every k steps: not a per-step stall or copy
+        # "every ~3 steps" where that is what the run saw, else per step
+        every = f"every ~{period:.0f} steps" if period is not None and period >= 1.5 else "per step"
         functions = sorted(instrument.transfer_functions.get(key, {}))
         of = f" of {', '.join(functions)}'s output" if functions else ""
         about = functions[0] if len(functions) == 1 else None
@@ -164,8 +188,8 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
         if key.direction == "d2h":
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
-                f"{count} device arrays{of} were read on the host here ({key.via}): each read waits "
-                "for the device to finish, so host and device stop overlapping",
+                f"{count} device arrays{of} were read on the host here ({key.via}), {every}: each read "
+                "waits for the device to finish, so host and device stop overlapping",
                 "keep values on the device and read them every k steps or after the loop "
                 "(accumulate metrics in the jitted step)", count, timed, function=about,
                 saving_method=_WAIT_NOT_SAVED)
@@ -174,14 +198,14 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
                 continue
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
-                f"{key.via} was called {count} times here: each call waits for the device",
+                f"{key.via} was called {count} times here, {every}: each call waits for the device",
                 "synchronise once after the loop (or only where you read a timer)", count, timed, function=about,
                 saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "h2d":
             yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
-                "transfer per step",
+                f"transfer {every}",
                 "move the data set to the device once (jax.device_put before the loop) and slice it "
                 "on the device", count, timed, function=about, saving_s=timed,
                 saving_method="measured: the time of the copy calls at this line, which moving the data once "

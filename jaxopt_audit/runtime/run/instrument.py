@@ -96,6 +96,7 @@ _PRODUCER_ENDS = 8  # output leaves tracked for read attribution: this many at e
 TIME_FIRST = 3  # calls of each function always timed (so short runs have samples)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
 TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one costs the overlap
+_CLOCKS_KEPT = 4096  # occurrences of a transfer whose step is kept (enough for the median gap)
 _COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
@@ -298,6 +299,10 @@ class Instrument:
         self.transfer_occurrences: Counter[TransferKey] = Counter()
         self._last_transfer: TransferKey | None = None
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
+        # calls of the user's JAX work so far (top-level jitted calls, calls of functions running ops
+        # eagerly), and its value at each occurrence of a transfer: how many steps lie between them
+        self.clock = 0
+        self.occurrence_clocks: defaultdict[TransferKey, list[int]] = defaultdict(list)
         # seconds inside the reads, syncs and explicit copies of each key (jit arguments: not timed apart)
         self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
         self.eager_compiles = 0
@@ -463,6 +468,8 @@ class Instrument:
             if frame.compiles or frame.compile_s:
                 self._account_compilation(frame, nested)
         record.calls += 1
+        if not nested:
+            self.clock += 1
         inside = max(0.0, end - start - frame.compile_s)
         compiled = bool(frame.compiles or frame.compile_s)
         if not compiled:
@@ -702,6 +709,9 @@ class Instrument:
             if key != self._last_transfer:
                 self.transfer_occurrences[key] += 1
                 self._last_transfer = key
+                clocks = self.occurrence_clocks[key]
+                if len(clocks) < _CLOCKS_KEPT:
+                    clocks.append(self.clock)
             if function is not None:
                 functions = self.transfer_functions.get(key)
                 if functions is None:  # not setdefault: that builds a Counter on every transfer
@@ -782,6 +792,7 @@ class Instrument:
                 if record.last_frame is not frame:
                     record.last_frame = frame
                     record.calls += 1
+                    self.clock += 1
                     caller = frame.f_back
                     while caller is not None and not is_user(caller.f_code.co_filename):
                         caller = caller.f_back
