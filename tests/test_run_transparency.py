@@ -62,3 +62,10 @@ def test_every_result_is_identical_under_run_with_a_trace(plain: tuple[dict[str,
                                                            "--no-scan", "--trace", str(tmp_path / "trace")])
     assert _differences(results, audited) == []
     assert audited_stdout == stdout
+
+
+def test_the_equinox_cases_run_where_equinox_is_installed(plain: tuple[dict[str, Any], str]) -> None:
+    pytest.importorskip("equinox")  # not in the test extra; where it is, the tests above compare these cases too
+    results, _ = plain
+    assert sorted(name for name, result in results.items() if name.startswith("eqx_") and result[0] == "ok") == \
+        ["eqx_filter_jit_grad_vmap", "eqx_mlp_training_with_optax"]

@@ -530,6 +530,55 @@ def errors_are_unchanged():
     return raised
 
 
+# ---------------------------------------------------------------- equinox, where installed
+
+try:
+    import equinox as eqx
+except ImportError:
+    eqx = None
+
+if eqx is not None:
+    class Linear(eqx.Module):
+        weight: jax.Array
+        bias: jax.Array
+        activation: str = eqx.field(static=True, default="tanh")
+
+        def __call__(self, x):
+            y = x @ self.weight + self.bias
+            return jnp.tanh(y) if self.activation == "tanh" else y
+
+        @eqx.filter_jit
+        def jitted_method(self, x):
+            return self(x) * 2
+
+    @case
+    def eqx_filter_jit_grad_vmap():
+        layer = Linear(jnp.ones((4, 2)) / 3, jnp.zeros(2))
+        loss = eqx.filter_jit(lambda model, x: jnp.mean(model(x) ** 2))
+        grads = eqx.filter_jit(eqx.filter_grad(loss))(layer, M)
+        value, grads_too = eqx.filter_value_and_grad(eqx.filter_jit(loss))(layer, M)
+        per_row = eqx.filter_vmap(eqx.filter_jit(lambda model, x: model(x)), in_axes=(None, 0))(layer, M)
+        return loss(layer, M), grads, value, grads_too, per_row, layer.jitted_method(M)
+
+    @case
+    def eqx_mlp_training_with_optax():
+        import optax
+        model = eqx.nn.MLP(4, 1, 8, 2, key=jax.random.key(0))
+        opt = optax.sgd(0.1)
+        state = opt.init(eqx.filter(model, eqx.is_array))
+
+        @eqx.filter_jit
+        def step(model, state, x, y):
+            loss, grads = eqx.filter_value_and_grad(lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2))(model)
+            updates, state = opt.update(grads, state, eqx.filter(model, eqx.is_array))
+            return eqx.apply_updates(model, updates), state, loss
+        losses = []
+        for _ in range(3):
+            model, state, loss = step(model, state, M, M[:, :1])
+            losses.append(loss)
+        return eqx.filter(model, eqx.is_array), losses
+
+
 def _freeze(tree: Any) -> Any:
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     frozen = []
