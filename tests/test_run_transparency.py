@@ -10,6 +10,7 @@ and the program's stdout must be identical, byte for byte.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -62,6 +63,20 @@ def test_every_result_is_identical_under_run_with_a_trace(plain: tuple[dict[str,
                                                            "--no-scan", "--trace", str(tmp_path / "trace")])
     assert _differences(results, audited) == []
     assert audited_stdout == stdout
+
+
+def test_the_program_compiles_what_it_compiles_plainly(tmp_path: Path) -> None:
+    # the tool must not run (and so compile) an op of its own before the program: the program's
+    # first op of that kind would then find it compiled, and the count would be one short
+    script = str(SCRIPT.parent / "compile_count.py")
+    plainly = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+    report = tmp_path / "report.json"
+    audited = subprocess.run([sys.executable, "-m", "jaxopt_audit.cli", "run", "--no-scan", "--json", str(report),
+                              script], capture_output=True, text=True, timeout=300)
+    assert plainly.returncode == audited.returncode == 0, plainly.stderr + audited.stderr
+    assert int(audited.stdout) == int(plainly.stdout) >= 4
+    counted = json.loads(report.read_text())
+    assert counted["eager_compiles"] + sum(f["compiles"] for f in counted["functions"]) == int(plainly.stdout)
 
 
 def test_the_equinox_cases_run_where_equinox_is_installed(plain: tuple[dict[str, Any], str]) -> None:
