@@ -27,7 +27,8 @@ def run_result(argv: list[str], wall: float, compile_s: float, device: float, co
                                         "occurrences": 50, "via": ".item()", "functions": []}],
         "findings": [{"code": code, "name": {"JAX101": "missing-jit", "JAX301": "host-sync-in-step"}[code],
                       "path": "train.py", "line": 9, "message": f"{code} here", "fix": "...", "count": 50,
-                      "cost_s": None, "confirmed_by_scan": None} for code in codes],
+                      "cost_s": 1.5 if code == "JAX101" else None, "confirmed_by_scan": None,
+                      "function": "step" if code == "JAX101" else None} for code in codes],
     }
 
 
@@ -46,8 +47,11 @@ def test_three_runs_make_one_study_with_speedups_and_removed_findings(tmp_path: 
     assert text.startswith("# Case study: train.py")
     assert "| speedup vs previous | — | 4.00x | 1.25x |" in text
     assert "| speedup vs v1 | — | 4.00x | 5.00x |" in text
-    assert "### v1 → v2" in text and "- **Removed:** JAX101 missing-jit ×1" in text
-    assert "### v2 → v3" in text and "- **Removed:** JAX301 host-sync-in-step ×1" in text
+    assert "### v1 → v2" in text
+    assert "- **Removed:** JAX101 missing-jit `step` at `train.py:9`: cost 1.50 s in v1; in v2: `step` not seen" in text
+    assert "- **Remaining:** JAX301 host-sync-in-step at `train.py:9`: cost not measured → not measured" in text
+    assert "### v2 → v3" in text
+    assert "- **Removed:** JAX301 host-sync-in-step at `train.py:9`: cost not measured in v2; in v3: gone" in text
     assert "- **Added:** none" in text
     assert "jaxopt-audit run --json v2.json train.py --jit" in text
     assert "jaxopt-audit report v1.json v2.json v3.json -o study.md" in text
@@ -73,3 +77,20 @@ def test_plot_times_read_in_human_units(seconds: float, text: str) -> None:
 def test_plot_speedups_and_shares_read_as_written() -> None:
     assert speedup_text(1143.6) == "1,144x" and speedup_text(31.24) == "31.2x" and speedup_text(3.214) == "3.21x"
     assert md.share(0.0002) == "0.02%" and md.share(0.25) == "25%" and md.share(1.0) == "100%"
+
+
+def _finding(code: str, line: int, function: str | None) -> dict[str, Any]:
+    return {"code": code, "path": "src/train.py", "line": line, "function": function}
+
+
+def test_problems_are_matched_by_line_then_by_function() -> None:
+    from jaxopt_audit.report.run_study import match
+
+    before = [_finding("JAX101", 10, "step"), _finding("JAX301", 20, None), _finding("JAX301", 30, None),
+              _finding("JAX103", 40, "loss")]
+    # a decorator line added above `step` moved everything down one line
+    after = [_finding("JAX101", 11, "step"), _finding("JAX301", 21, None), _finding("JAX301", 30, None),
+             _finding("JAX103", 41, "other")]
+    remaining, removed, added = match(before, after)
+    assert [(b["line"], a["line"]) for b, a in remaining] == [(30, 30), (10, 11)]
+    assert [f["line"] for f in removed] == [20, 40] and [f["line"] for f in added] == [21, 41]

@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
 
 from jaxopt_audit.report.run_terminal import render
 
@@ -23,6 +22,7 @@ from ..exit_codes import USAGE as EXIT_USAGE  # noqa: E402
 
 # JAX is imported here, at import time, so that cli.py can say which extra to install
 from ..fileio import check_output_dir, check_output_file
+from ..runtime.monitors import TransferMonitor
 from ..runtime.run.findings import confirm_with_scan, derive_findings
 from ..runtime.run.instrument import Instrument
 from ..runtime.run.program import Program, ProgramNotFound, check
@@ -88,10 +88,11 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
     try:
         outcome = run_program(program)
     finally:
-        trace_info = tracer.finish() if tracer is not None else None
+        wall_s = time.perf_counter() - start  # the program's time: writing the trace comes after
+        copies = sum(count for key, count in instrument.transfers.items() if key.direction != "sync")
+        trace_info = tracer.finish(copies) if tracer is not None else None
         instrument.uninstall()
         h2d_total = _close_transfer_monitor(jaxlib_transfers)
-    wall_s = time.perf_counter() - start
 
     findings = derive_findings(instrument, wall_s)
     scan = "skipped (--no-scan)"
@@ -117,7 +118,7 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
     return status
 
 
-def _open_transfer_monitor() -> Any:
+def _open_transfer_monitor() -> TransferMonitor | None:
     """The harness's exact host-to-device count (jaxlib's transfer-guard log), when asked for.
 
     It counts what the Python hooks cannot see (the Python scalars of eager ops, for one), but
@@ -128,21 +129,19 @@ def _open_transfer_monitor() -> Any:
     """
     if os.environ.get(H2D_TOTAL_ENV) != "1":
         return None
+    monitor = TransferMonitor(forward_interval=0.1)  # the program's stderr keeps flowing
     try:
-        from ..monitors import TransferMonitor
-
-        monitor = TransferMonitor(forward_interval=0.1)  # the program's stderr keeps flowing
         monitor.__enter__()
-        return monitor
-    except Exception:  # the total is a bonus: the audit runs without it
+    except OSError as exc:  # no temporary file or descriptor for the log: the audit runs without the total
+        print(f"jaxopt-audit run: {H2D_TOTAL_ENV}=1 ignored: cannot capture jaxlib's transfer log ({exc})",
+              file=sys.stderr)
         return None
+    return monitor
 
 
-def _close_transfer_monitor(monitor: Any) -> int | None:
+def _close_transfer_monitor(monitor: TransferMonitor | None) -> int | None:
+    """jaxlib's host-to-device count over the run (None: not asked for, or its log is silenced)."""
     if monitor is None:
         return None
-    try:
-        monitor.__exit__(None, None, None)
-        return monitor.counts().h2d
-    except Exception:
-        return None
+    monitor.__exit__(None, None, None)
+    return monitor.counts().h2d

@@ -128,20 +128,70 @@ def _table(runs: list[RunResult]) -> str:
     return md.table(["", *[f"**{r.label}**" for r in runs]], rows, "l" + "r" * len(runs))
 
 
+def _place(finding: dict[str, Any]) -> tuple[str, str, int]:
+    return finding["code"], Path(finding["path"]).name, int(finding["line"])
+
+
+def _about(finding: dict[str, Any]) -> tuple[str, str, str] | None:
+    function = finding.get("function")
+    return (finding["code"], Path(finding["path"]).name, function) if function else None
+
+
+def match(before: list[dict[str, Any]], after: list[dict[str, Any]]
+          ) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(remaining pairs, removed, added): one problem in both runs has the same code in the same
+    file and, first, the same line, else the same function (a rewrite moves lines)."""
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    left_before, left_after = list(before), list(after)
+    for key in (_place, _about):
+        unmatched = []
+        for finding in left_before:
+            partner = next((other for other in left_after
+                            if key(finding) is not None and key(other) == key(finding)), None)
+            if partner is None:
+                unmatched.append(finding)
+            else:
+                pairs.append((finding, partner))
+                left_after.remove(partner)
+        left_before = unmatched
+    return pairs, left_before, left_after
+
+
+def _cost(finding: dict[str, Any]) -> str:
+    cost = finding.get("cost_s")
+    return md.seconds(cost) if cost is not None else "not measured"
+
+
+def _function_now(run: RunResult, function: str | None) -> str:
+    """What the function a removed problem was about costs in the later run."""
+    if not function:
+        return "gone"
+    for jitted in run.data["functions"]:
+        if jitted["name"] == function:
+            return (f"`{function}` jitted: {jitted['calls']} calls, compile {md.seconds(jitted['compile_s'])}, "
+                    f"device {md.seconds(jitted['exec_s'])}")
+    for eager in run.data.get("eager_functions") or ():
+        if eager["name"] == function:
+            return f"`{function}` still op by op: {md.seconds(eager['op_s'] + eager['compile_s'])} in its ops"
+    return f"`{function}` not seen"
+
+
+def _problem(finding: dict[str, Any]) -> str:
+    about = f" `{finding['function']}`" if finding.get("function") else ""
+    return f"{finding['code']} {finding.get('name', '')}{about} at `{Path(finding['path']).name}:{finding['line']}`"
+
+
 def _changes(runs: list[RunResult]) -> list[str]:
     lines: list[str] = []
     for before, after in zip(runs, runs[1:], strict=False):
-        removed, added = before.codes() - after.codes(), after.codes() - before.codes()
-        names = {f["code"]: f.get("name", "") for r in (before, after) for f in r.data["findings"]}
-
-        def listing(codes: Counter[str]) -> str:
-            # called below in this iteration, so `names` is this pair's
-            return ", ".join(f"{code} {names.get(code, '')} ×{n}".replace("  ", " ")  # noqa: B023
-                             for code, n in sorted(codes.items())) or "none"
-
-        lines += [f"### {before.label} → {after.label}", "",
-                  f"- **Removed:** {listing(removed)}", f"- **Added:** {listing(added)}",
-                  f"- **Speedup:** {md.speedup(_speedup(before.wall_s, after.wall_s))} on the wall time "
+        remaining, removed, added = match(before.data["findings"], after.data["findings"])
+        lines += [f"### {before.label} → {after.label}", ""]
+        lines += [f"- **Removed:** {_problem(f)}: cost {_cost(f)} in {before.label}; in {after.label}: "
+                  f"{_function_now(after, f.get('function'))}" for f in removed] or ["- **Removed:** none"]
+        lines += [f"- **Remaining:** {_problem(a)}: cost {_cost(b)} → {_cost(a)}"
+                  for b, a in remaining] or ["- **Remaining:** none"]
+        lines += [f"- **Added:** {_problem(f)}: cost {_cost(f)}" for f in added] or ["- **Added:** none"]
+        lines += [f"- **Speedup:** {md.speedup(_speedup(before.wall_s, after.wall_s))} on the wall time "
                   f"({md.seconds(before.wall_s)} → {md.seconds(after.wall_s)}), "
                   f"{md.speedup(_speedup(_steady(before), _steady(after)))} without compilation.", ""]
     return lines
@@ -159,11 +209,13 @@ def _findings(run: RunResult) -> list[str]:
 METHOD = """\
 Each column is one `jaxopt-audit run --json` of a version of the program. The wall time is split on the
 program thread's clock: *compile* is the trace, lowering and XLA compilation JAX reports through
-`jax.monitoring` (plus the rest of the jitted calls that compiled), *device* the time the program waited
-in jitted calls, host reads and syncs, *host* the rest: the program's own Python, eager op dispatch
+`jax.monitoring` in the program's thread, *device* the time the program waited in jitted calls (their
+compilation excluded), host reads and syncs, *host* the rest: the program's own Python, eager op dispatch
 included. *Speedup* is the earlier run's wall time over the later one's; "without compilation" compares
-wall minus compile, what a longer run of the same program would gain per step. A finding is removed when
-the later run has fewer findings of its rule."""
+wall minus compile, what a longer run of the same program would gain per step. A problem remains when the
+later run has a finding of the same rule in the same file at the same line or, failing that, about the
+same function (a rewrite moves lines); it is removed when it has none. A removed problem's function is
+looked up in the later run: what it costs there, jitted or still op by op."""
 
 
 def render(runs: list[RunResult], plot_file: str | None, output_name: str) -> str:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jaxopt_audit.runtime.run.report import RunReport, RuntimeFinding
+from jaxopt_audit.runtime.run.report import RunReport
 from jaxopt_audit.units import seconds
 
 TOP_FUNCTIONS = 15
@@ -143,23 +143,29 @@ def _transfers_table(report: RunReport) -> Table:
     return table
 
 
-def _impact(finding: RuntimeFinding) -> tuple[float, int]:
-    return (finding.cost_s or 0.0, finding.count)
-
-
 def _print_findings(console: Console, report: RunReport) -> None:
     if not report.findings:
         console.print("[green]No runtime findings[/green] (no repeated recompilation, sync or host copy).")
     else:
-        console.print(f"[bold]top offenders[/bold] ({len(report.findings)} findings, worst first):")
-        for finding in sorted(report.findings, key=_impact, reverse=True):
+        console.print(f"[bold]top offenders[/bold] ({len(report.findings)} findings, the largest saving first; "
+                      "where none is measured, the largest cost):")
+        measured = [f for f in report.findings if f.saving_s is not None]
+        if measured:
+            saved = sum(f.saving_s or 0.0 for f in measured)
+            console.print(f"  fixing the {len(measured)} with a measured saving would save about {seconds(saved)} "
+                          f"of the {seconds(report.wall_s)} wall time")
+        for finding in sorted(report.findings, key=lambda f: f.rank_s, reverse=True):
             mark = {True: " [green]confirmed by scan[/green]", False: " [dim]not in static scan[/dim]",
                     None: ""}[finding.confirmed_by_scan]
-            cost = f", {seconds(finding.cost_s)} compiling" if finding.cost_s else ""
+            cost = f", cost {seconds(finding.cost_s)}" if finding.cost_s is not None else ""
+            if finding.saving_s is not None:
+                cost += f", saves {seconds(finding.saving_s)}"
             console.print(f"  [bold yellow]{finding.code}[/bold yellow] {finding.name} "
                           f"{finding.path}:{finding.line} (x{finding.count}{cost}){mark}")
             console.print(f"      {finding.message}", markup=False)
             console.print(f"      fix: {finding.fix}", markup=False, style="dim")
+            if finding.saving_method:
+                console.print(f"      saving: {finding.saving_method}", markup=False, style="dim")
             console.print(f"      docs: jaxopt-audit rule {finding.code}", style="dim")
     console.print(f"[dim]static scan cross-check: {report.scan}[/dim]")
 

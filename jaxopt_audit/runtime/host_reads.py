@@ -41,7 +41,6 @@ def array_type() -> type:
     return ArrayImpl
 
 
-
 def patch_attribute(owner: Any, name: str, replacement: Any, restore: list[Callable[[], None]]) -> None:
     """Set `owner.name = replacement` and append to `restore` the call that puts back exactly what
     was there (the owner's own attribute, or none: an inherited one is then visible again)."""
@@ -56,12 +55,14 @@ def patch_attribute(owner: Any, name: str, replacement: Any, restore: list[Calla
             delattr(owner, name)
     restore.append(undo)
 
+
 class HostReads:
     """Refcounted hooks: `subscribe` installs them on first use, `unsubscribe` removes them."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._subscribers: tuple[Subscriber, ...] = ()
+        self._finished: tuple[Callable[[float], None], ...] = ()  # told each read's seconds, after it
         self._restore: list[Callable[[], None]] = []
         self._local = threading.local()
         self.original_block: Callable[[Any], Any] | None = None
@@ -69,14 +70,20 @@ class HostReads:
 
     # -- subscribers
 
-    def subscribe(self, subscriber: Subscriber) -> None:
+    def subscribe(self, subscriber: Subscriber, finished: Callable[[float], None] | None = None) -> None:
+        """Call `subscriber` before each read or sync and `finished` (if given) with its seconds
+        after it, in the reading thread, until `unsubscribe`."""
         with self._lock:
             if not self._subscribers:
                 self._install()
             self._subscribers = (*self._subscribers, subscriber)
+            if finished is not None:
+                self._finished = (*self._finished, finished)
 
-    def unsubscribe(self, subscriber: Subscriber) -> None:
+    def unsubscribe(self, subscriber: Subscriber, finished: Callable[[float], None] | None = None) -> None:
         with self._lock:
+            if finished is not None:
+                self._finished = tuple(f for f in self._finished if f != finished)
             if subscriber not in self._subscribers:
                 return
             self._subscribers = tuple(s for s in self._subscribers if s != subscriber)
@@ -99,7 +106,17 @@ class HostReads:
         try:
             return call(*args, **kwargs)
         finally:
-            self.waited_s += time.perf_counter() - start
+            self._waited(time.perf_counter() - start)
+
+    def _waited(self, seconds: float) -> None:
+        self.waited_s += seconds
+        self._local.waited_s = getattr(self._local, "waited_s", 0.0) + seconds
+        for finished in self._finished:
+            finished(seconds)
+
+    def waited_in_this_thread(self) -> float:
+        """`waited_s`, of the calling thread only (a program's thread and its data loaders apart)."""
+        return float(getattr(self._local, "waited_s", 0.0))
 
     def _notify(self, array: Any, via: str, direction: str) -> None:
         for subscriber in self._subscribers:
@@ -142,7 +159,7 @@ class HostReads:
                 try:
                     return original(array, *args, **kwargs)
                 finally:
-                    hooks.waited_s += time.perf_counter() - start
+                    hooks._waited(time.perf_counter() - start)
             finally:
                 local.depth = 0
 
@@ -152,13 +169,13 @@ class HostReads:
     def _syncing(self, original: Callable[..., Any]) -> Callable[..., Any]:
         hooks = self
 
-        def block_until_ready(array: Any) -> Any:
+        def block_until_ready(array: Any, *args: Any, **kwargs: Any) -> Any:
             if hooks.inside():
-                return original(array)
+                return original(array, *args, **kwargs)
             hooks.enter()
             try:
                 hooks._notify(array, "block_until_ready", "sync")
-                return hooks._timed(original, array)
+                return hooks._timed(original, array, *args, **kwargs)
             finally:
                 hooks.exit()
 
@@ -168,19 +185,20 @@ class HostReads:
         hooks = self
 
         @functools.wraps(original)
-        def convert(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        def convert(*args: Any, **kwargs: Any) -> Any:
             local = hooks._local  # inlined as in `read`: NumPy conversions are hot too
-            if type(obj) is not impl or getattr(local, "depth", False):
-                return original(obj, *args, **kwargs)
+            # the value passed by keyword (`np.asarray(a=x)`) is not the user's common case: uncounted
+            if not args or type(args[0]) is not impl or getattr(local, "depth", False):
+                return original(*args, **kwargs)
             local.depth = 1
             try:
                 for subscriber in hooks._subscribers:
-                    subscriber(obj, via, "d2h")
+                    subscriber(args[0], via, "d2h")
                 start = time.perf_counter()
                 try:
-                    return original(obj, *args, **kwargs)
+                    return original(*args, **kwargs)
                 finally:
-                    hooks.waited_s += time.perf_counter() - start
+                    hooks._waited(time.perf_counter() - start)
             finally:
                 local.depth = 0
 
@@ -190,12 +208,12 @@ class HostReads:
         hooks = self
 
         @functools.wraps(original)
-        def on_tree(tree: Any, *args: Any, **kwargs: Any) -> Any:
-            if hooks.inside():
-                return original(tree, *args, **kwargs)
+        def on_tree(*args: Any, **kwargs: Any) -> Any:
+            if hooks.inside() or not args:  # the tree passed by keyword: uncounted
+                return original(*args, **kwargs)
             hooks.enter()
             try:
-                arrays = [leaf for leaf in jax.tree_util.tree_leaves(tree) if type(leaf) is impl]
+                arrays = [leaf for leaf in jax.tree_util.tree_leaves(args[0]) if type(leaf) is impl]
                 if direction == "sync":
                     if arrays:
                         hooks._notify(None, via, "sync")
@@ -203,8 +221,8 @@ class HostReads:
                     for array in arrays:
                         hooks._notify(array, via, direction)
                 if not arrays:
-                    return original(tree, *args, **kwargs)
-                return hooks._timed(original, tree, *args, **kwargs)
+                    return original(*args, **kwargs)
+                return hooks._timed(original, *args, **kwargs)
             finally:
                 hooks.exit()
 

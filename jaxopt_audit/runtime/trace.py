@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 import jax
 
+from ..units import seconds
+
 STEP_NAME = "step"
 _COMPILE_EVENT = re.compile(r"^(backend_compile\w*|lower_sharding_computation|lower_jaxpr\w*|"
                             r"trace_to_jaxpr\w*|compile_or_get_cached|pjit\._create_pjit_jaxpr)$")
@@ -90,30 +92,51 @@ class TraceSummary:
             "modules": dict(self.modules),
         }
 
-    def render(self, top: int = 10) -> str:
-        """Plain-text summary, a few lines per section."""
-        lines = [f"trace {self.path}: span {_ms(self.span_s)}, XLA ops {_ms(self.ops_total_s)}, "
-                 f"compilation {_ms(self.compile_s)}"]
-        if self.steps:
-            times = ", ".join(f"{s.step}: {_ms(s.seconds)}" for s in self.steps[:12])
-            more = f" (+{len(self.steps) - 12} more)" if len(self.steps) > 12 else ""
-            lines.append(f"  steps ({self.steps[0].name}): {times}{more}")
+    def render(self, top: int = 10, copies_seen: int | None = None) -> str:
+        """Plain-text summary, a few lines per section, each sorted by time.
+
+        copies_seen: the host<->device transfers counted outside the trace (by `run`'s hooks),
+        so the copy line can say how the two counts relate.
+        """
+        lines = [f"trace {self.path}: span {seconds(self.span_s)}, XLA ops {seconds(self.ops_total_s)}, "
+                 f"compilation {seconds(self.compile_s)}"]
+        lines.extend(self._step_lines())
         if self.top_ops:
             lines.append("  top XLA ops by total time:")
             for op in self.top_ops[:top]:
                 share = op.total_s / self.ops_total_s * 100 if self.ops_total_s else 0.0
-                lines.append(f"    {_ms(op.total_s):>11} {share:5.1f}%  x{op.count:<5} {op.name}  [{op.module}]")
+                lines.append(f"    {seconds(op.total_s):>9} {share:5.1f}%  x{op.count:<5} {op.name}  [{op.module}]")
         else:
             lines.append("  no XLA op events in the trace (nothing compiled ran while tracing)")
-        for copy in self.copies:
-            lines.append(f"  {copy.direction} copies: {copy.name} x{copy.count}, {_ms(copy.total_s)}")
-        if not self.copies:
-            lines.append("  no host<->device copy events")
+        for copy in sorted(self.copies, key=lambda c: -c.total_s):
+            lines.append(f"  {copy.direction} copy events: {copy.name} x{copy.count}, {seconds(copy.total_s)}")
+        events = sum(copy.count for copy in self.copies)
+        if copies_seen is not None and copies_seen != events:
+            lines.append(f"  {events} host<->device copy events in the trace, {copies_seen} transfers counted by run: "
+                         "the profiler records a copy only where data really moves (on CPU the device's "
+                         "memory is the host's, and a NumPy buffer may be aliased)")
+        elif not self.copies:
+            lines.append("  no host<->device copy events in the trace")
         return "\n".join(lines)
 
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms"
+    def _step_lines(self, shown: int = 12) -> list[str]:
+        """Steps per marker name, the name with the most time first: each step's time when few,
+        else their count, total, median and the slowest."""
+        by_name: dict[str, list[StepTime]] = defaultdict(list)
+        for step in self.steps:
+            by_name[step.name].append(step)
+        lines = []
+        for name, steps in sorted(by_name.items(), key=lambda item: (-sum(s.seconds for s in item[1]), item[0])):
+            if len(steps) <= shown:
+                times = ", ".join(f"{s.step}: {seconds(s.seconds)}" for s in steps)
+                lines.append(f"  steps ({name}): {times}")
+                continue
+            durations = sorted(s.seconds for s in steps)
+            slowest = ", ".join(f"{s.step}: {seconds(s.seconds)}"
+                                for s in sorted(steps, key=lambda s: -s.seconds)[:3])
+            lines.append(f"  steps ({name}): {len(steps)} steps, {seconds(sum(durations))} in all, median "
+                         f"{seconds(durations[len(durations) // 2])}; slowest {slowest}")
+        return lines
 
 
 def step_marker(step: int, name: str = STEP_NAME) -> jax.profiler.StepTraceAnnotation:
@@ -259,8 +282,8 @@ def summarize_trace(path: str | os.PathLike[str], top: int = 10) -> TraceSummary
                         key=lambda c: (c.direction, -c.count, c.name))
     steps.sort(key=lambda s: (s.name, s.step))
     module_s: dict[str, float] = defaultdict(float)
-    for (_, module), seconds in op_time.items():
-        module_s[module] += seconds
+    for (_, module), spent in op_time.items():
+        module_s[module] += spent
     return TraceSummary(
         path=str(target),
         span_s=(last - first) / 1e9 if last > first else 0.0,

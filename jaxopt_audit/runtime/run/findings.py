@@ -17,7 +17,17 @@ From the instruments' records:
 
 "Again and again" is `REPEATED` or more separate occurrences: once or twice (a final print, a
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
-with nothing else in between (a comprehension moving a dict of arrays to the device once).
+with nothing else in between (a comprehension moving a dict of arrays to the device once), nor
+a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`); one
+every few steps is reported with its period.
+Each finding has `cost_s`, the time it took in this run where it is measured, and `saving_s`,
+what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
+there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
+first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls;
+for JAX101 (the jitted function's time is not measured) and JAX301 (the wait is mostly device
+work the program needs anyway) there is none, and cost_s bounds it. Findings come ordered by
+saving, else by cost (`RuntimeFinding.rank_s`).
+
 Then, when the static scan is available, each finding is marked `confirmed_by_scan` if the scan
 reports the same code at that line.
 """
@@ -25,26 +35,24 @@ reports the same code at that line.
 from __future__ import annotations
 
 import os
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ...units import seconds
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
-from .instrument import FunctionRecord, Instrument
+from .catalog import RUN_CODES
+from .instrument import FunctionRecord, Instrument, TransferKey
 from .report import EagerFunctionReport, RuntimeFinding, eager_functions
 from .sites import display_path
 
 REPEATED = 3
+PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
 
 EAGER_OPS_WORTH_A_JIT = 2  # as the static rule: one op gains nothing from a jit
 
-RULE_NAMES = {
-    "JAX101": "missing-jit",
-    "JAX102": "jit-in-loop",
-    "JAX103": "recompile-on-changing-input",
-    "JAX301": "host-sync-in-step",
-    "JAX302": "host-to-device-in-step",
-}
+RULE_NAMES = RUN_CODES  # code -> stable name, for every code `run` reports
 
 _FIX_BY_KIND = {
     SHAPE: "give the argument a fixed shape (pad or bucket sizes) or mark it static only if it "
@@ -59,7 +67,7 @@ _FIX_BY_KIND = {
 
 
 def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFinding]:
-    """All runtime findings, sorted (path, line, code)."""
+    """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`)."""
     findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     for eager in eager_functions(instrument, wall_s):
@@ -73,19 +81,22 @@ def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFindin
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
     findings.extend(f for f in _transfers(instrument) if (f.path, f.line) not in covered or f.code != "JAX302")
-    return sorted(findings, key=lambda f: (f.path, f.line, f.code, f.message))
+    # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
+    return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
 
 
 def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
     where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
-    compiled = f", {eager.compiles} eager compilations ({eager.compile_s:.3g} s)" if eager.compiles else ""
+    compiled = f", {eager.compiles} eager compilations ({seconds(eager.compile_s)})" if eager.compiles else ""
     return RuntimeFinding(
         "JAX101", RULE_NAMES["JAX101"], eager.path, eager.line,
         f"{eager.name} is not jitted and ran {eager.ops_per_call:.0f} JAX ops one by one per call over "
         f"{eager.calls} calls{where}: {eager.ops} eager ops{compiled}, {eager.wall_share:.0%} of the wall "
         "time inside them",
         f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",
-        eager.calls, round(eager.op_s + eager.compile_s, 6))
+        eager.calls, round(eager.op_s + eager.compile_s, 6), function=eager.name,
+        saving_method="no estimate: the jitted function's time is not measured; fixing it saves at most "
+                      "cost_s, the time in its eager ops and their compilation")
 
 
 def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
@@ -96,7 +107,8 @@ def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
         f"{eager.h2d_transfers} host (NumPy) arrays given to {eager.name} here were copied to the device by "
         f"its eager ops over {eager.calls} calls, {eager.h2d_transfers / eager.calls:.0f} per call ({lines})",
         "move the data set to the device once (jax.device_put before the loop) and slice it on the device, "
-        f"and jax.jit {eager.name}", eager.h2d_transfers, None)
+        f"and jax.jit {eager.name}", eager.h2d_transfers, None, function=eager.name,
+        saving_method="no estimate: the copies happen inside the eager ops, whose time is JAX101's cost")
 
 
 def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
@@ -108,7 +120,8 @@ def _jit_rebuilt(record: FunctionRecord) -> Iterable[RuntimeFinding]:
             "JAX102", RULE_NAMES["JAX102"], display_path(site.path), site.line,
             f"jax.jit was applied to {record.name} {created} times at this line: every new wrapper "
             f"starts with an empty cache and is traced again{compiled}",
-            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6))
+            _FIX_BY_KIND[REDEFINED], created, round(record.compile_s, 6), function=record.name,
+            saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
 
 
 def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
@@ -132,37 +145,76 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
         "JAX103", RULE_NAMES["JAX103"], display_path(path), line,
         f"{record.name} was compiled {record.compiles} times in {every} because {changed} changed "
         f"({what}); last: {example}",
-        fix, record.compiles, round(record.compile_s, 6))
+        fix, record.compiles, round(record.compile_s, 6), function=record.name,
+        saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
+
+
+_RECOMPILES_MEASURED = "measured: the compile time of every compilation after the first, which the fix removes"
+
+
+def _recompile_s(record: FunctionRecord) -> float:
+    return round(max(0.0, record.compile_s - record.first_compile_s), 6)
+
+
+def step_period(instrument: Instrument, key: TransferKey) -> float | None:
+    """Steps between two occurrences of a transfer (median), None when it cannot be told.
+
+    A step is a call of the function the program calls most often (jitted or running ops
+    eagerly): the run's clock counts every such call of every function, so a step advances it
+    by clock / hottest calls on average."""
+    clocks = instrument.occurrence_clocks.get(key, [])
+    hottest = max([r.calls for r in instrument.functions.values()]
+                  + [r.calls for r in instrument.eager.values() if r.code.co_name != "<module>"], default=0)
+    if len(clocks) < 2 or not hottest or not instrument.clock:
+        return None
+    gaps = [later - earlier for earlier, later in zip(clocks, clocks[1:], strict=False)]
+    return statistics.median(gaps) * hottest / instrument.clock
 
 
 def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
     for key, count in instrument.transfers.items():
         if instrument.transfer_occurrences[key] < REPEATED:
             continue
+        period = step_period(instrument, key)
+        if period is not None and period >= PERIODIC_STEPS:
+            continue  # already done every k steps: not a per-step stall or copy
+        # "every ~3 steps" where that is what the run saw, else per step
+        every = f"every ~{period:.0f} steps" if period is not None and period >= 1.5 else "per step"
         functions = sorted(instrument.transfer_functions.get(key, {}))
         of = f" of {', '.join(functions)}'s output" if functions else ""
+        about = functions[0] if len(functions) == 1 else None
+        timed = round(instrument.transfer_s[key], 6) if key in instrument.transfer_s else None
         path = display_path(key.path)
         if key.direction == "d2h":
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
-                f"{count} device arrays{of} were read on the host here ({key.via}): each read waits "
-                "for the device to finish, so host and device stop overlapping",
+                f"{count} device arrays{of} were read on the host here ({key.via}), {every}: each read "
+                "waits for the device to finish, so host and device stop overlapping",
                 "keep values on the device and read them every k steps or after the loop "
-                "(accumulate metrics in the jitted step)", count, None)
+                "(accumulate metrics in the jitted step)", count, timed, function=about,
+                saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
                 continue
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
-                f"{key.via} was called {count} times here: each call waits for the device",
-                "synchronise once after the loop (or only where you read a timer)", count, None)
+                f"{key.via} was called {count} times here, {every}: each call waits for the device",
+                "synchronise once after the loop (or only where you read a timer)", count, timed, function=about,
+                saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "h2d":
             yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
-                "transfer per step",
+                f"transfer {every}",
                 "move the data set to the device once (jax.device_put before the loop) and slice it "
-                "on the device", count, None)
+                "on the device", count, timed, function=about, saving_s=timed,
+                saving_method="measured: the time of the copy calls at this line, which moving the data once "
+                              "removes (on CPU a copy shares host memory and costs little)" if timed is not None
+                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+
+
+_WAIT_NOT_SAVED = ("no estimate: cost_s is the wait, mostly the device finishing work the program needs anyway; "
+                   "reading every k steps saves only the part host work could overlap, at most cost_s")
 
 
 def confirm_with_scan(findings: list[RuntimeFinding], paths: list[str]) -> tuple[list[RuntimeFinding], str]:

@@ -1,6 +1,10 @@
 """The instruments `jaxopt-audit run` switches on around a user's program.
 
-What is recorded, and how (all in-process, all undone by `Instrument.uninstall`):
+What is recorded, and how (all in-process, all undone by `Instrument.uninstall`). Every
+wrapper and patch calls the real JAX or NumPy function with the arguments it was given and
+returns its result untouched; what a wrapper records lives outside the attributes JAX copies
+from a function onto its transformation's wrapper (tests/test_run_transparency.py checks that
+programs compute the same bytes with and without `run`).
 
 - Every function the program jits: `jax.jit` and `jax.pmap` are replaced for the run by a
   factory that returns
@@ -28,10 +32,12 @@ What is recorded, and how (all in-process, all undone by `Instrument.uninstall`)
   thread, so the sample is the call's time from dispatch to results with nothing else queued.
   A function's device time is the sum of its samples plus its other calls at the samples'
   median (the report says how many were timed); a call that compiled is not a sample.
-- Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above,
-  plus the rest of the calls that compiled), in the device's hands (inside top-level jitted
-  calls and blocked in a host read or a sync: `HostReads.waited_s`), and the rest, the
-  program's own Python (eager op dispatch included), all measured on one clock.
+- Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above
+  reported in that thread, an event nested in another counted once: `_compile_span`), in the
+  device's hands (inside top-level jitted calls, their compilation excluded, and blocked in a
+  host read or a sync: `HostReads.waited_in_this_thread`), and the rest, the program's own
+  Python (eager op dispatch included), all measured on one clock. Other threads (host
+  callbacks, data loaders) work while that thread runs on: their compilations are a note.
 - Eager (op-by-op) work: `EvalTrace.process_primitive` (every primitive JAX executes outside a
   compiled function) is wrapped: each op is counted for every user function on the stack (one
   `EagerRecord` per function; a new frame object is a new call), its time and the eager
@@ -74,6 +80,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core as jax_core
 from jax._src import source_info_util
+from jax._src.array import ArrayImpl  # the class, not type(jnp.zeros(())): an op at import compiles
 from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
@@ -89,6 +96,8 @@ _PRODUCER_ENDS = 8  # output leaves tracked for read attribution: this many at e
 TIME_FIRST = 3  # calls of each function always timed (so short runs have samples)
 TIME_EVERY = 16  # afterwards, one call in TIME_EVERY ...
 TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one costs the overlap
+_CLOCKS_KEPT = 4096  # occurrences of a transfer whose step is kept (enough for the median gap)
+_COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 _HOST_SCALARS = (int, float, bool, complex)
 # not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
@@ -97,7 +106,7 @@ _EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromf
                          "result_type", "can_cast", "issubdtype", "isdtype", "ndim", "shape", "size",
                          "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl"})
 
-ArrayImpl: type = type(jnp.zeros(()))
+_NOT_GIVEN = object()  # `jax.jit(...)` called without the function: a decorator factory
 _DEVICE_ONLY = frozenset({ArrayImpl})
 
 
@@ -138,6 +147,7 @@ class FunctionRecord:
     traced_uses: int = 0  # calls made under another transformation (inlined, not run)
     compiles: int = 0
     compile_s: float = 0.0
+    first_compile_s: float = 0.0  # of the call that compiled it first (the rest: recompilations)
     call_s: float = 0.0  # time inside top-level calls that did not compile
     exec_samples: list[float] = field(default_factory=list)  # synchronised calls: dispatch to results
     h2d_transfers: int = 0  # host leaves copied to the device as arguments
@@ -232,16 +242,28 @@ class _QuietPersistentMisses(logging.Filter):
 
 
 class RecordingJit:
-    """What `jax.jit(f)` returns during a run: the real jitted function plus bookkeeping."""
+    """What `jax.jit(f)` returns during a run: the real jitted function plus bookkeeping.
+
+    The bookkeeping lives in slots, never in the instance `__dict__`: JAX's transformations
+    (`grad`, `vmap`, `value_and_grad`, ...) copy the `__dict__` of the function they wrap onto
+    their own wrapper, and a later `jax.jit` of that wrapper copies it again onto its wrapper, so
+    state kept there would travel up and make an outer wrapper call an inner jitted function.
+    The `__dict__` holds only what the real jitted function's holds (its name, docstring,
+    `__wrapped__`, the user's function attributes), so what travels up is what travels up
+    without the run.
+    """
+
+    __slots__ = ("_jitted", "_record", "_instrument", "_static_positions", "_static_names",
+                 "__dict__", "__weakref__")
 
     def __init__(self, jitted: Any, record: FunctionRecord, instrument: Instrument,
                  static_positions: frozenset[int], static_names: frozenset[str]) -> None:
+        functools.update_wrapper(self, jitted)
         self._jitted = jitted
         self._record = record
         self._instrument = instrument
         self._static_positions = static_positions
         self._static_names = static_names
-        functools.update_wrapper(self, jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         instrument = self._instrument
@@ -252,7 +274,7 @@ class RecordingJit:
         return instrument._recorded_call(self, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "_jitted":  # not yet set (copying, unpickling): no recursion
+        if name in RecordingJit.__slots__:  # not yet set (copying, unpickling): no recursion
             raise AttributeError(name)
         return getattr(self._jitted, name)
 
@@ -261,7 +283,7 @@ class RecordingJit:
         return self if obj is None else types.MethodType(self, obj)
 
     def __repr__(self) -> str:
-        return f"<recorded {self._jitted!r}>"
+        return repr(self._jitted)  # a program may print its jitted function
 
 
 class Instrument:
@@ -277,16 +299,24 @@ class Instrument:
         self.transfer_occurrences: Counter[TransferKey] = Counter()
         self._last_transfer: TransferKey | None = None
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
+        # calls of the user's JAX work so far (top-level jitted calls, calls of functions running ops
+        # eagerly), and its value at each occurrence of a transfer: how many steps lie between them
+        self.clock = 0
+        self.occurrence_clocks: defaultdict[TransferKey, list[int]] = defaultdict(list)
+        # seconds inside the reads, syncs and explicit copies of each key (jit arguments: not timed apart)
+        self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
         self.eager_compiles = 0
-        self.eager_compile_s = 0.0
-        self.compile_s_by_kind: dict[str, float] = defaultdict(float)
+        self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
+        self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
+        self.program_compile_s = 0.0  # the program's thread compiling (nested events counted once)
+        self.other_threads_compile_s = 0.0  # other threads compiling, while the program's thread ran on
         self.eager: dict[Any, EagerRecord] = {}  # code object -> record
         self.eager_ops = 0
-        self.eager_op_s = 0.0  # inside eager ops, their compilation excluded
-        self.in_calls_s = 0.0  # the program's thread inside top-level jitted calls that did not compile
-        self.compile_extra_s = 0.0  # ... inside calls that compiled, beyond the compile events
+        self.eager_op_s = 0.0  # the program's thread inside eager ops, their compilation excluded
+        self.in_calls_s = 0.0  # the program's thread inside top-level jitted calls, compilation excluded
         self._waited_at_install = 0.0
-        self.waited_s = 0.0  # blocked in host reads and syncs (HostReads.waited_s over the run)
+        self.waited_s = 0.0  # the program's thread blocked in host reads and syncs
+        self._program_thread = threading.get_ident()
         self.on_call = on_call  # e.g. the trace's step counter
         # wraps each top-level call (record, call number) -> context manager: trace step markers
         self.annotate: Callable[[FunctionRecord, int], Any] | None = None
@@ -297,7 +327,7 @@ class Instrument:
         self._restore: list[Callable[[], None]] = []
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
-        self._original_block = ArrayImpl.block_until_ready  # type: ignore[attr-defined]
+        self._original_block = ArrayImpl.block_until_ready
 
     # ------------------------------------------------------------ install / uninstall
 
@@ -317,13 +347,14 @@ class Instrument:
         self._install_host_reads()
         self._install_host_writes()
         self._install_eager_ops()
-        self._waited_at_install = HOST_READS.waited_s
+        self._program_thread = threading.get_ident()
+        self._waited_at_install = HOST_READS.waited_in_this_thread()
         self.active = True
 
     def uninstall(self) -> None:
         """Restore everything."""
         if self.active:
-            self.waited_s = HOST_READS.waited_s - self._waited_at_install
+            self.waited_s = HOST_READS.waited_in_this_thread() - self._waited_at_install
         self.active = False
         for record in self.eager.values():
             record.last_frame = None  # frames hold the program's locals
@@ -340,9 +371,11 @@ class Instrument:
         instrument = self
 
         @functools.wraps(real_jit)
-        def jit(fun: Any = None, /, *args: Any, **options: Any) -> Any:
-            if fun is None:  # decorator factory: @jax.jit(static_argnames=...)
-                return lambda f: jit(f, *args, **options)
+        def jit(fun: Any = _NOT_GIVEN, /, *args: Any, **options: Any) -> Any:
+            if fun is _NOT_GIVEN:
+                if static_option != "static_argnums":  # pmap has no decorator factory: its own error
+                    return real_jit(*args, **options)
+                return lambda f: jit(f, *args, **options)  # @jax.jit(static_argnames=...)
             jitted = real_jit(fun, *args, **options)
             if not instrument.active:
                 return jitted
@@ -354,7 +387,10 @@ class Instrument:
         return jit
 
     def _wrap(self, fun: Any, jitted: Any, options: dict[str, Any]) -> Any:
-        target = inspect.unwrap(fun.func if isinstance(fun, functools.partial) else fun)
+        try:
+            target = inspect.unwrap(fun.func if isinstance(fun, functools.partial) else fun)
+        except ValueError:  # a cycle of __wrapped__: the object itself
+            target = fun
         code = getattr(target, "__code__", None)
         name = getattr(target, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
         path: str = code.co_filename if code else "<unknown>"
@@ -370,6 +406,9 @@ class Instrument:
             elif site is not None:
                 path, line = site
         name = str(name)
+        transformation = _transformation(fun)
+        if transformation is not None:  # jit(grad(f)) is another program than jit(f)
+            name = f"{transformation}({name})"
         key = (path, line, name)
         record = self.functions.get(key)
         positions, names, positional = _static_arguments(fun, options)
@@ -429,15 +468,15 @@ class Instrument:
             if frame.compiles or frame.compile_s:
                 self._account_compilation(frame, nested)
         record.calls += 1
+        if not nested:
+            self.clock += 1
         inside = max(0.0, end - start - frame.compile_s)
         compiled = bool(frame.compiles or frame.compile_s)
         if not compiled:
             record.call_s += inside
-        if not nested:
-            if compiled:  # JAX's own bookkeeping around a compilation
-                self.compile_extra_s += max(0.0, end - begin - frame.compile_s)
-            else:
-                self.in_calls_s += max(0.0, end - begin)
+        if not nested and threading.get_ident() == self._program_thread:
+            # a call that compiled also ran: only its compile events are compile time
+            self.in_calls_s += max(0.0, end - begin - frame.compile_s)
         if timed:
             self._next_timed = end + TIME_GAP_S
             if not compiled:  # a compiling call says nothing of steady state
@@ -500,8 +539,13 @@ class Instrument:
     def _on_compile_event(self, event: CompileEvent) -> None:
         if not self.active:
             return
-        duration = event.seconds
-        self.compile_s_by_kind[event.kind] += duration
+        self.compile_s_by_kind[event.kind] += event.seconds
+        duration = self._compile_span(event.seconds)  # the part not already inside an earlier event
+        in_program_thread = threading.get_ident() == self._program_thread
+        if in_program_thread:
+            self.program_compile_s += duration
+        else:
+            self.other_threads_compile_s += duration
         stack = getattr(self._local, "stack", None)
         if stack:
             frame = stack[0]  # the outermost top-level call in this thread owns the work
@@ -509,9 +553,9 @@ class Instrument:
             if event.kind == "compile":
                 frame.compiles += 1
         else:
-            self.eager_compile_s += duration
-            if event.kind == "compile":
-                self.eager_compiles += 1
+            if in_program_thread:  # as the split: other threads' compilations are a note
+                self.eager_compile_s += duration
+                self.eager_compiles += event.kind == "compile"
             owners = getattr(self._local, "eager_owner", None)
             if owners is not None:  # compiling an eager op the user's functions issued
                 for owner in owners:
@@ -519,10 +563,36 @@ class Instrument:
                     owner.compiles += event.kind == "compile"
                 self._local.eager_compile_s += duration
 
+    def _compile_span(self, seconds: float) -> float:
+        """Seconds of this thread's compile time that a just-ended event of `seconds` adds.
+
+        JAX reports each event as it ends, in the thread that did the work, and a trace of an
+        outer function contains the traces of the jitted functions it calls: so an event either
+        contains earlier ones (they lie at the end of the thread's list) or follows them. The
+        thread keeps its events' union as disjoint spans, the latest last.
+        """
+        local = self._local
+        spans = getattr(local, "compile_spans", None)
+        if spans is None:
+            spans = local.compile_spans = []
+        end = time.perf_counter()
+        begin = end - seconds
+        added = seconds
+        while spans and spans[-1][1] > begin:
+            earlier_begin, earlier_end = spans.pop()
+            added -= min(earlier_end, end) - max(earlier_begin, begin)  # the overlap, counted already
+            begin, end = min(begin, earlier_begin), max(end, earlier_end)
+        spans.append((begin, end))
+        if len(spans) > _COMPILE_SPANS_KEPT:
+            del spans[: len(spans) - _COMPILE_SPANS_KEPT]
+        return max(0.0, added)
+
     def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
         record = frame.record
         if nested:  # a top-level call inside another (a host callback): the outer frame has it
             return
+        if record.compiles == 0 and frame.compiles:
+            record.first_compile_s = frame.compile_s
         record.compile_s += frame.compile_s
         for _ in range(frame.compiles):
             record.compiles += 1
@@ -570,7 +640,7 @@ class Instrument:
     def wait(self, outputs: Any) -> None:
         """Block until `outputs` are computed, without counting it as the program's sync."""
         for leaf in jax.tree_util.tree_leaves(outputs):
-            if type(leaf) is ArrayImpl and not leaf.is_deleted():  # type: ignore[attr-defined]
+            if type(leaf) is ArrayImpl and not leaf.is_deleted():
                 self._original_block(leaf)
 
     # ------------------------------------------------------------ host reads and syncs
@@ -589,8 +659,9 @@ class Instrument:
                 del producers[key]
 
     def _install_host_reads(self) -> None:
-        HOST_READS.subscribe(self._on_host_read)  # the hooks `bench`'s TransferMonitor uses too
-        self._restore.append(lambda: HOST_READS.unsubscribe(self._on_host_read))
+        # the hooks `bench`'s TransferMonitor uses too
+        HOST_READS.subscribe(self._on_host_read, self._on_read_finished)
+        self._restore.append(lambda: HOST_READS.unsubscribe(self._on_host_read, self._on_read_finished))
 
     def _on_host_read(self, array: Any, via: str, direction: str) -> None:
         if not self.active:
@@ -603,6 +674,14 @@ class Instrument:
         else:
             self._note_read(array, via, direction)
 
+    def _on_read_finished(self, seconds: float) -> None:
+        """The seconds the read or sync just counted took, charged to its line."""
+        key = getattr(self._local, "pending_read", None)
+        if key is not None:
+            self._local.pending_read = None
+            with self._lock:
+                self.transfer_s[key] += seconds
+
     def _note_read(self, array: Any, via: str, direction: str) -> None:
         with self._lock:
             if not self._read_arrays.first(array):
@@ -613,13 +692,16 @@ class Instrument:
             record.d2h_transfers += 1
         site = self.user_files.caller_site(3)
         if site is not None:
-            self._count_transfer(TransferKey(direction, site[0], site[1], via),
-                                 record.name if record else None)
+            key = TransferKey(direction, site[0], site[1], via)
+            self._count_transfer(key, record.name if record else None)
+            self._local.pending_read = key
 
     def _note_sync(self, via: str) -> None:
         site = self.user_files.caller_site(3)
         if site is not None:
-            self._count_transfer(TransferKey("sync", site.path, site.line, via), None)
+            key = TransferKey("sync", site.path, site.line, via)
+            self._count_transfer(key, None)
+            self._local.pending_read = key
 
     def _count_transfer(self, key: TransferKey, function: str | None, count: int = 1) -> None:
         with self._lock:
@@ -627,6 +709,9 @@ class Instrument:
             if key != self._last_transfer:
                 self.transfer_occurrences[key] += 1
                 self._last_transfer = key
+                clocks = self.occurrence_clocks[key]
+                if len(clocks) < _CLOCKS_KEPT:
+                    clocks.append(self.clock)
             if function is not None:
                 functions = self.transfer_functions.get(key)
                 if functions is None:  # not setdefault: that builds a Counter on every transfer
@@ -645,8 +730,11 @@ class Instrument:
             for name, value in list(vars(module).items()):
                 if name.startswith("_") or name in _EAGER_SKIP or not callable(value) or isinstance(value, type):
                     continue
-                if type(value).__name__ in ("PjitFunction", "function"):
+                kind = type(value).__name__
+                if kind == "function":
                     self._patch(module, name, functools.wraps(value)(self._eager_entry(value)))
+                elif kind == "PjitFunction":  # keeps `.lower`, `.trace`, ... as the jitted function has them
+                    self._patch(module, name, _ForwardingEntry(value, self._eager_entry(value)))
         ufunc = getattr(jnp, "ufunc", None)
         if isinstance(ufunc, type) and "__call__" in vars(ufunc):
             self._patch(ufunc, "__call__", self._eager_entry(vars(ufunc)["__call__"]))
@@ -675,7 +763,8 @@ class Instrument:
                 return original(*args, **kwargs)
             finally:
                 spent = max(0.0, time.perf_counter() - start - local.eager_compile_s)
-                instrument.eager_op_s += spent
+                if threading.get_ident() == instrument._program_thread:  # part of the split's host time
+                    instrument.eager_op_s += spent
                 for owner in owners:
                     owner.op_s += spent
                 local.eager_owner = None
@@ -703,6 +792,7 @@ class Instrument:
                 if record.last_frame is not frame:
                     record.last_frame = frame
                     record.calls += 1
+                    self.clock += 1
                     caller = frame.f_back
                     while caller is not None and not is_user(caller.f_code.co_filename):
                         caller = caller.f_back
@@ -736,21 +826,82 @@ class Instrument:
         instrument = self
 
         @functools.wraps(original)
-        def put(obj: Any, *args: Any, **kwargs: Any) -> Any:
-            if not instrument.active or HOST_READS.inside() or not _is_top_level():
-                return original(obj, *args, **kwargs)
-            count = _host_array_count(obj)
+        def put(*args: Any, **kwargs: Any) -> Any:
+            # the value passed by keyword (`jnp.asarray(a=x)`) is not the common case: uncounted
+            if not instrument.active or not args or HOST_READS.inside() or not _is_top_level():
+                return original(*args, **kwargs)
+            count = _host_array_count(args[0])
+            key = None
             if count:
                 site = instrument.user_files.caller_site(2)
                 if site is not None:
-                    instrument._count_transfer(TransferKey("h2d", site.path, site.line, via), None, count)
+                    key = TransferKey("h2d", site.path, site.line, via)
+                    instrument._count_transfer(key, None, count)
             HOST_READS.enter()  # what the copy does inside is not the user's doing
+            start = time.perf_counter()
             try:
-                return original(obj, *args, **kwargs)
+                return original(*args, **kwargs)
             finally:
+                if key is not None:
+                    spent = time.perf_counter() - start
+                    with instrument._lock:
+                        instrument.transfer_s[key] += spent
                 HOST_READS.exit()
 
         return put
+
+
+class _ForwardingEntry:
+    """A counted eager entry standing in for a library's jitted function (`jnp.exp`).
+
+    Calls go through `counted`; every attribute the jitted function has (`.lower`, `.trace`,
+    `.eval_shape`, its name and `__wrapped__`) reads as the jitted function's own. State is in
+    slots, for the reason `RecordingJit` gives.
+    """
+
+    __slots__ = ("_original", "_counted", "__dict__", "__weakref__")
+
+    def __init__(self, original: Any, counted: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, original)
+        self._original = original
+        self._counted = counted
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._counted(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _ForwardingEntry.__slots__:
+            raise AttributeError(name)
+        return getattr(self._original, name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return repr(self._original)
+
+
+_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
+# the inner functions of JAX's transformations (`jax.grad(f)` returns a wrapper of `grad_f`)
+_TRANSFORMATIONS = {"grad_f": "grad", "value_and_grad_f": "value_and_grad", "vmap_f": "vmap",
+                    "jacfun": "jacobian", "fun_remat": "checkpoint"}
+
+
+def _transformation(fun: Any) -> str | None:
+    """'grad' when `fun` is `jax.grad(f)` (also value_and_grad, vmap, jacfwd/jacrev/hessian,
+    checkpoint), else None: the name the record of `jax.jit(fun)` takes, `grad(f)`."""
+    code = getattr(fun, "__code__", None)
+    if code is None or not os.path.abspath(code.co_filename).startswith(_JAX_DIR):
+        return None
+    names = [code.co_name]
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            inner = getattr(cell.cell_contents, "__code__", None)
+        except ValueError:  # an empty cell
+            continue
+        if inner is not None:
+            names.append(inner.co_name)
+    return next((_TRANSFORMATIONS[n] for n in names if n in _TRANSFORMATIONS), None)
 
 
 def _package_of(filename: str) -> str:

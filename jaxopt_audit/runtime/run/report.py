@@ -4,9 +4,10 @@ Built once, from what the instruments recorded and the findings derived from the
 (`build_report`); the terminal renderer and `--json` both read it, neither analyses.
 
 The time split is measured on one clock, the program thread's: wall = compile + device + host,
-where compile is the trace, lowering and XLA compilation JAX reports (plus the rest of the calls
-that compiled), device the time the program's thread was in the device's hands (inside
-top-level jitted calls and blocked in host reads and syncs) and host the rest: the program's
+where compile is the trace, lowering and XLA compilation JAX reports in that thread (an event
+nested in another counted once), device the time the program's thread was in the device's
+hands (inside top-level jitted calls, their compilation excluded, and blocked in host reads and
+syncs) and host the rest: the program's
 own Python, eager op dispatch included. Per function, device time is measured on synchronised
 sample calls (`exec_measured` of them); their sum is checked against the run's device time.
 """
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...fileio import write_text_atomic
+from ...units import seconds
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
 
@@ -110,8 +112,21 @@ class RuntimeFinding:
     message: str
     fix: str
     count: int  # how many times it happened (compilations, transfers, jit wrappers)
-    cost_s: float | None  # seconds it measurably cost, where known (compile time)
+    # seconds it took in this run, where known: compile time, eager ops and their compilation, time
+    # waited in the reads or syncs, time in the copy calls
+    cost_s: float | None
     confirmed_by_scan: bool | None = None  # None: the static scan did not run
+    # what it is about: the un-jitted function (JAX101, JAX302 by its eager ops), the jitted one
+    # (JAX102, JAX103, JAX301/JAX302 of its outputs or arguments); None when not known. With the
+    # line, what `report a.json b.json` matches a problem by across two versions of a program
+    function: str | None = None
+    saving_s: float | None = None  # what fixing it saves, where a counterfactual was measured
+    saving_method: str = ""  # how saving_s was obtained, or why there is none
+
+    @property
+    def rank_s(self) -> float:
+        """What orders findings: the measured saving, else the cost (fixing saves at most that)."""
+        return self.saving_s if self.saving_s is not None else (self.cost_s or 0.0)
 
 
 @dataclass(frozen=True)
@@ -177,10 +192,11 @@ class RunReport:
 
 
 SPLIT_METHODS = (
-    ("compile", "trace + lowering + XLA compile durations reported by jax.monitoring, plus the rest "
-                "of the jitted calls that compiled"),
-    ("device", "the program's thread inside top-level jitted calls (dispatch to results where a call "
-               "is synchronised) and blocked in host reads and syncs, timed around each"),
+    ("compile", "trace + lowering + XLA compile durations reported by jax.monitoring in the program's "
+                "thread, nested events counted once"),
+    ("device", "the program's thread inside top-level jitted calls, their compilation excluded "
+               "(dispatch to results where a call is synchronised), and blocked in host reads and "
+               "syncs, timed around each"),
     ("host", "wall - compile - device: the program's own Python between those, eager op dispatch "
              "included"),
     ("function device", "per jitted function: calls synchronised before and after (the first "
@@ -201,18 +217,26 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                         tuple(sorted(instrument.transfer_functions.get(key, {}))))
          for key, count in instrument.transfers.items()),
         key=lambda t: (-t.count, t.path, t.line, t.direction, t.via)))
-    compile_s = sum(instrument.compile_s_by_kind.values()) + instrument.compile_extra_s
+    compile_s = instrument.program_compile_s
     device_s = instrument.in_calls_s + instrument.waited_s
     host_s = wall_s - compile_s - device_s
     functions_device_s = sum(record.exec_estimate_s for record in instrument.functions.values())
     notes = []
-    if host_s < 0:
-        notes.append(f"compile + device exceed the wall time by {-host_s:.3g} s: nested traces report "
-                     "overlapping compile durations; host time is shown as 0")
+    if host_s < 0:  # each part is a disjoint stretch of the program's thread: only clock rounding
+        notes.append(f"compile + device exceed the wall time by {seconds(-host_s)}; host time is shown as 0")
         host_s = 0.0
+    if instrument.other_threads_compile_s > 0.001:
+        notes.append(f"other threads (host callbacks, data loaders) compiled for "
+                     f"{seconds(instrument.other_threads_compile_s)} while the program's thread ran on; "
+                     "not part of the split")
+    if trace is not None:
+        notes.append(f"--trace: the profiler recorded every op and call while it was on, which slows the "
+                     f"program's Python (host time) and dispatch; starting and stopping it took "
+                     f"{seconds(trace.get('switching_s', 0.0))} of the wall time. Run without --trace for the "
+                     "program's own times")
     if functions_device_s - device_s > 0.1 * wall_s:
-        notes.append(f"the jitted functions' sampled device times add up to {functions_device_s:.3g} s, more than "
-                     f"the {device_s:.3g} s the program waited for the device: their work overlapped the "
+        notes.append(f"the jitted functions' sampled device times add up to {seconds(functions_device_s)}, more "
+                     f"than the {seconds(device_s)} the program waited for the device: their work overlapped the "
                      "program's Python (asynchronous dispatch)")
     split = TimeSplit(_r(compile_s), _r(device_s), _r(host_s), _r(instrument.eager_op_s),
                       _r(functions_device_s), SPLIT_METHODS)

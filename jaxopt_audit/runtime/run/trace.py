@@ -11,11 +11,18 @@ traces read the same way.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 from ..trace import TraceCapture, open_command, step_marker
 from .instrument import FunctionRecord
+
+
+def marker_name(record: FunctionRecord) -> str:
+    """The steps' name in the trace: two functions may share a name (`<lambda>`), not a line."""
+    return f"{record.name} at {os.path.basename(record.path)}:{record.line}"
 
 
 class TraceStepsError(ValueError):
@@ -47,6 +54,7 @@ class RunTrace:
         self._capture: TraceCapture | None = None
         self._followed: FunctionRecord | None = None
         self._finished = False
+        self.switching_s = 0.0  # the program's thread starting and stopping the profiler
 
     def start(self) -> None:
         """At program start: begin now unless waiting for step N."""
@@ -58,10 +66,8 @@ class RunTrace:
         --trace-steps (XProf and the summary then show them as steps), every function's otherwise."""
         if self._capture is None:
             return contextlib.nullcontext()
-        if self.steps is None:
-            return step_marker(call_number, name=record.name)
-        if self._followed is None or record is self._followed:
-            return step_marker(call_number, name=record.name)
+        if self.steps is None or self._followed is None or record is self._followed:
+            return step_marker(call_number, name=marker_name(record))
         return contextlib.nullcontext()
 
     def on_call(self, record: FunctionRecord, outputs: Any) -> None:
@@ -80,11 +86,17 @@ class RunTrace:
             self._wait(outputs)
             self._end()
 
-    def finish(self) -> dict[str, Any]:
-        """At program end: stop if still capturing; the summary for the report."""
+    def finish(self, copies_seen: int | None = None) -> dict[str, Any]:
+        """After the program: stop if still capturing; the summary for the report.
+
+        copies_seen: the host<->device transfers the instruments counted, set beside the
+        trace's copy events. The time this takes is not the program's (`switching_s` is only
+        what starting and stopping took while the program ran)."""
         if self._capture is not None:
+            during = self.switching_s
             self._end()
-        info: dict[str, Any] = {"dir": self.log_dir,
+            self.switching_s = during
+        info: dict[str, Any] = {"dir": self.log_dir, "switching_s": round(self.switching_s, 6),
                                 "steps": f"{self.steps[0]}:{self.steps[1]}" if self.steps else None,
                                 "followed": self._followed.name if self._followed else None}
         if self._path is None:
@@ -97,7 +109,7 @@ class RunTrace:
             from ..trace import summarize_trace
 
             summary = summarize_trace(self._path)
-            info["summary"] = summary.render()
+            info["summary"] = summary.render(copies_seen=copies_seen)
             info["xla_by_module"] = dict(summary.modules)  # the per-function check of device time
         except Exception as exc:  # the trace file is the deliverable; its summary is a bonus
             info["summary"] = f"summary unavailable ({type(exc).__name__}: {exc})"
@@ -106,13 +118,17 @@ class RunTrace:
     _path: str | None = None
 
     def _begin(self) -> None:
+        began = time.perf_counter()
         self._capture = TraceCapture(self.log_dir)
         self._capture.__enter__()
+        self.switching_s += time.perf_counter() - began
 
     def _end(self) -> None:
         capture, self._capture = self._capture, None
         self._finished = True
         if capture is None:
             return
+        began = time.perf_counter()
         capture.__exit__(None, None, None)
+        self.switching_s += time.perf_counter() - began
         self._path = str(capture.path) if capture.path else None
