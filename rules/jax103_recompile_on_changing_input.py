@@ -28,6 +28,15 @@ class RecompileOnChangingInput(Rule):
     pass a mask or the true length as an array argument; or keep the full array and select
     inside the function with `jnp.where` on an index comparison.
 
+    ## At run time
+    `jaxopt-audit run` finds every recompilation, whatever the file shows: it counts each jitted
+    function's compilations and asks JAX why each one after the first happened
+    (`jax_explain_cache_misses`). A function compiled at least three times in one run, for a
+    reason other than a new wrapper (that is JAX102), is reported at the call that missed the
+    cache, with the argument that changed and how: its shape, its dtype, its weak type (a Python
+    scalar one call, an array the next), a static argument's value, or a pytree's structure. The
+    cost it reports is the compile time of those recompilations: what fixing them saves, at most.
+
     The rule stays quiet on slices whose bounds move together (`x[i:i + bs]`: the same length
     every iteration, the last partial batch at most once more), on loops over a written-out list
     of sizes (`for n in [64, 128]`: one compilation per size is the point of such a sweep), on

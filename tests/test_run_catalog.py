@@ -1,5 +1,5 @@
-"""Every code `jaxopt-audit run` prints has a page: a static rule's, or the run-time page of
-`runtime.run.catalog` (JAX103); and the JAX103 page's examples behave as the page says when run."""
+"""Every code `jaxopt-audit run` prints is a rule of the catalog with the same name, and JAX103's
+page says what `run` measures; the run-time JAX103 examples behave as that page says."""
 
 from __future__ import annotations
 
@@ -10,17 +10,46 @@ from pathlib import Path
 import pytest
 
 from jaxopt_audit.runtime.run import findings as run_findings
-from jaxopt_audit.runtime.run.catalog import JAX103, RUN_CODES, RUNTIME_ONLY, runtime_page
+from jaxopt_audit.runtime.run.catalog import RUN_CODES
 from jaxopt_audit.static.registry import load_rules
 
 STATIC = {rule.CODE: rule for rule in load_rules()}
 
+# a jitted loss given five batch lengths: five compilations
+RECOMPILES = """\
+import jax
+import jax.numpy as jnp
 
-def test_every_code_run_reports_has_exactly_one_page_with_one_name() -> None:
+@jax.jit
+def loss(w, batch):
+    return jnp.mean((batch @ w) ** 2)
+
+w = jnp.ones((8, 1))
+data = jnp.ones((1000, 8))
+losses = [loss(w, data[:size]) for size in (32, 48, 64, 80, 96)]
+print(jnp.stack(losses))
+"""
+
+# one padded shape, the real size in a mask: compiled once
+PADDED = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def loss(w, batch, mask):
+    return jnp.sum(mask * (batch @ w)[:, 0] ** 2) / jnp.sum(mask)
+
+w = jnp.ones((8, 1))
+data = jnp.ones((1000, 8))
+losses = [loss(w, data[:96], jnp.arange(96) < size) for size in (32, 48, 64, 80, 96)]
+print(jnp.stack(losses))
+"""
+
+
+def test_every_code_run_reports_is_a_rule_with_the_same_name() -> None:
     for code, name in RUN_CODES.items():
-        static = STATIC.get(code)
-        assert (static is None) == (code in RUNTIME_ONLY), code
-        assert (static.NAME if static else RUNTIME_ONLY[code].name) == name
+        assert code in STATIC, code
+        assert STATIC[code].NAME == name
 
 
 def test_the_findings_emit_only_catalogued_codes() -> None:
@@ -31,13 +60,13 @@ def test_the_findings_emit_only_catalogued_codes() -> None:
     assert emitted and emitted <= set(RUN_CODES)
 
 
-def test_the_jax103_page_reads_like_a_rule_page_and_says_it_is_found_at_run_time() -> None:
-    page = runtime_page("jax103")
-    assert page is not None and page.startswith("# JAX103 recompile-on-changing-input (warning)\n")
-    for section in ("## What it does", "## Why is this bad?", "## How to fix", "## Example", "## Use instead"):
-        assert section in page
-    assert "Found at run time only" in page
-    assert runtime_page("JAX101") is None  # a static rule: its page is the rule's
+def test_the_jax103_page_says_what_run_measures(capsys) -> None:
+    from jaxopt_audit.cli import main
+
+    assert main(["rule", "JAX103"]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("# JAX103 recompile-on-changing-input (warning)\n")
+    assert "## At run time" in page and "jax_explain_cache_misses" in page
 
 
 def _codes(tmp_path: Path, source: str) -> list[str]:
@@ -50,6 +79,6 @@ def _codes(tmp_path: Path, source: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_jax103_examples_are_found_and_fixed_as_the_page_says(tmp_path: Path) -> None:
-    assert _codes(tmp_path, JAX103.example) == ["JAX103"]
-    assert _codes(tmp_path, JAX103.instead) == []
+def test_recompiles_are_found_and_the_padded_fix_is_clean(tmp_path: Path) -> None:
+    assert _codes(tmp_path, RECOMPILES) == ["JAX103"]
+    assert _codes(tmp_path, PADDED) == []
