@@ -35,7 +35,8 @@ class ConstantKeyInStep(Rule):
     ## Why is this bad?
     A JAX key is a value, not a generator with hidden state: the same key gives the same numbers.
     A key rebuilt from the same seed every step draws identical "random" numbers every step — the
-    same noise on every batch (seed 001's preprocessing), the same dropout mask, the same
+    same noise on every batch (the preprocessing of a published training-loop case study), the
+    same dropout mask, the same
     exploration. Nothing fails; the model just trains on less randomness than you think.
 
     ## How to fix
@@ -95,7 +96,7 @@ class ConstantKeyInStep(Rule):
                 for batch in batches:
                     w = train_step(w, preprocess_batch(batch))
                 return w
-        """, note="seed 001: identical augmentation noise on every batch"),
+        """, note="a training loop's identical augmentation noise on every batch"),
         Invalid("""
             import jax
             import jax.numpy as jnp
@@ -188,9 +189,9 @@ _UNUSED_COMMENT = re.compile(r"\b(dummy|unused|not used|placeholder|irrelevant|d
 
 
 def _said_unused(model: SemanticModel, call: cst.Call) -> bool:
-    """The line of the key carries a comment saying the key is a dummy (round ab: a value
-    estimate read from a policy that also samples an action, `rng=PRNGKey(0)  # Dummy key since
-    we're just extracting the value`, judged wrong 12 times). The author has said what the draws
+    """The line of the key carries a comment saying the key is a dummy (a value estimate read
+    from a policy that also samples an action, `rng=PRNGKey(0)  # Dummy key since we're just
+    extracting the value`). The author has said what the draws
     are for; the file cannot show it otherwise."""
     text = model.source_line(model.line_of(call))
     return "#" in text and bool(_UNUSED_COMMENT.search(text.split("#", 1)[1]))
