@@ -104,8 +104,7 @@ class PrngKeyReuse(Rule):
     h)`), when the two calls are identical (`a = noise(key, x)`, `b = noise(key, x)`: the same draw
     twice), and in a loop that carries state (a training loop).
 
-    Off in test files by default (README "What `scan .` reports by default"): on 12 sampled
-    test findings in public JAX projects, none was a bug: tests reuse keys on purpose (identical
+    Off in test files by default (README, "The rules"): tests reuse keys on purpose (identical
     inputs, determinism, caching) or where correlated test data does not matter.
     """
 

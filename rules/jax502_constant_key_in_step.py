@@ -54,8 +54,8 @@ class ConstantKeyInStep(Rule):
     arguments or loop variables, on keys created outside the loop, and on a key whose line's
     comment calls it a dummy or unused (`rng=PRNGKey(0),  # dummy key, only the value is read`).
 
-    Off in test files by default (README "What `scan .` reports by default"): all 7 findings in
-    test files of public JAX projects were loops over test parameters (dtypes, cases), not steps.
+    Off in test files by default (README, "The rules"): the loops of test files run over test
+    parameters (dtypes, cases), not steps.
 
     ## Measured
     `training_loop` pipeline, stage "fresh noise": the fix changes the math (fresh noise per batch),
