@@ -83,8 +83,8 @@ class MissingJit(Rule):
     you.
 
     ## Measured
-    Seed 001 measured 20x from adding `@jit` to the training step; see the `training_loop`
-    pipeline's "jit" stage for this machine's figure.
+    A published case study of a training loop measured 20x from adding `@jit` to the training
+    step; see the `training_loop` pipeline's "jit" stage for this machine's figure.
     """
 
     CODE = "JAX101"
@@ -335,8 +335,8 @@ def _candidate(model: SemanticModel, fn: Function) -> bool:
 
 def _eager_baseline(model: SemanticModel, caller: Function, target: Function) -> bool:
     """The file jits the function under another name (`fast = jax.jit(f)`) and the caller reads
-    a timer: the eager loop is the baseline of an eager-versus-jit comparison (round ar: eight
-    benchmark scripts timing `f` and then `jit(f)`)."""
+    a timer: the eager loop is the baseline of an eager-versus-jit comparison (a benchmark script
+    timing `f` and then `jit(f)`)."""
     return target.jitted and reads_timer(model, caller.calls)
 
 
@@ -353,8 +353,8 @@ def _takes_a_growing_input(model: SemanticModel, site: Site) -> bool:
 def _scalar_inputs(model: SemanticModel, site: Site) -> bool:
     """Every argument is the step count or a number (`lr = schedule(step)`, `schedule(step + 1,
     1e-3)`): the function computes on scalars, so each of its eager ops costs a dispatch of a few
-    microseconds and jitting it saves tens of microseconds a step. Round q's judge: a
-    warmup-cosine schedule called each step to log the rate, six findings, all wrong."""
+    microseconds and jitting it saves tens of microseconds a step (a warmup-cosine schedule
+    called each step to log the rate is not worth a finding)."""
     call: cst.Call = site.node
     counters = site.loop.counters_in_scope() if site.loop is not None else set()
     if not call.args or not counters:

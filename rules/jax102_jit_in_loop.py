@@ -103,7 +103,7 @@ class JitInLoop(Rule):
             for scale in jnp.linspace(0.5, 2.0, 16):
                 outputs.append(jax.jit(selu)(x * scale))  # <- JAX102
                 shifted = jax.jit(lambda v: selu(v) + scale)(x)  # <- JAX102
-        """, note="seed 002's `jax.jit(selu)(x)` inline, and a lambda closing over the loop variable"),
+        """, note="a 'JAX basics' post's `jax.jit(selu)(x)` inline, and a lambda closing over the loop variable"),
         Invalid("""
             import jax
             import jax.numpy as jnp
@@ -206,7 +206,7 @@ class JitInLoop(Rule):
                     continue
                 context = why_every_step(model, site) or _outer_pass(model, site)
                 if context is None or _under_memo_guard(fn, site.node, site.loop) or _ahead_of_time(fn, site.node) \
-                        or fn.binds_unread(site.node):  # a wrapper never called never compiles (round an)
+                        or fn.binds_unread(site.node):  # a wrapper never called never compiles
                     continue
                 reuse = _reuse(fn, site.node, site.loop)
                 if _factory_of_varying_values(model, target, site) \

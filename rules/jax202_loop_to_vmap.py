@@ -74,8 +74,8 @@ class LoopToVmap(Rule):
     ## Why is this bad?
     Each iteration is a separate dispatch of a small computation: the device runs one replicate
     at a time and mostly waits for Python. `jax.vmap` turns the function of one item into a
-    function of a stacked batch of items, which XLA runs as one wide computation. Seed 000 ran 30
-    seeds of an online learner in one vmapped call instead of 30 sequential runs: ~30x.
+    function of a stacked batch of items, which XLA runs as one wide computation. A blog post on
+    an online learner ran 30 seeds in one vmapped call instead of 30 sequential runs: ~30x.
 
     ## How to fix
     Stack the items (`keys = jax.random.split(key, 30)`, `lrs = jnp.array([...])`) and call
@@ -109,8 +109,9 @@ class LoopToVmap(Rule):
     written (not when the setting is a size or shape).
 
     ## Measured
-    Seed 000: 4 conditions x 30 seeds, ~63 min sequential, ~2.1 min batched (~30x); see the
-    `batched_learner` pipeline's vmap stage for this machine's figure.
+    A blog post on a multi-seed online learner: 4 conditions x 30 seeds, ~63 min sequential,
+    ~2.1 min batched (~30x); see the `batched_learner` pipeline's vmap stage for this machine's
+    figure.
     """
 
     CODE = "JAX202"
@@ -134,7 +135,7 @@ class LoopToVmap(Rule):
                 for seed in range(num_seeds):  # <- JAX202
                     results.append(run_learning_loop(jax.random.key(seed), observations))
                 return jnp.stack(results)
-        """, note="seed 000: 30 seeds run one after the other"),
+        """, note="an online learner's 30 seeds run one after the other"),
         Invalid("""
             import jax
             import jax.numpy as jnp

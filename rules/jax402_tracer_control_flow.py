@@ -23,7 +23,8 @@ class TracerControlFlow(Rule):
     ## Why is this bad?
     Under `jit`, arguments are abstract tracers with a shape and dtype but no value. Python needs
     a concrete `True`/`False` to choose a branch, so tracing fails with
-    `TracerBoolConversionError` or `ConcretizationTypeError` (seed 002's `-x if neg else x`).
+    `TracerBoolConversionError` or `ConcretizationTypeError` (the "JAX Basics" post's
+    `-x if neg else x`).
 
     ## How to fix
     Branch on device with `jnp.where(cond, a, b)`, `jax.lax.select`, or `jax.lax.cond` (both
@@ -43,7 +44,8 @@ class TracerControlFlow(Rule):
     back unconverted; it is reported only when the whole expression is tested (`if a or b:`).
 
     ## References
-    JAX docs, "Control flow and logical operators with JIT"; seed 002, pitfall 2.
+    JAX docs, "Control flow and logical operators with JIT"; "JAX Basics - Framework
+    Benchmarks & JIT Compilation", JIT pitfall 2.
     """
 
     CODE = "JAX402"
@@ -165,7 +167,7 @@ class TracerControlFlow(Rule):
                 elif isinstance(node, cst.BooleanOperation):
                     # `a or b` converts `a` only and hands `b` back as it is: `b` is converted
                     # when the whole expression is tested (`if a or b:`), not when it is a value
-                    # (`lax.cond(n <= 4 or order < 3, ...)`, round ab)
+                    # (`lax.cond(n <= 4 or order < 3, ...)`)
                     operands = (node.left, node.right) if id(node) in tested else (node.left,)
                     for operand in operands:
                         if is_traced(operand, fn) and not _is_boolean_op(operand):

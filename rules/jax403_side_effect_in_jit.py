@@ -51,7 +51,8 @@ class SideEffectInJit(Rule):
     ## Why is this bad?
     JAX runs the Python body once, at trace time, with abstract tracers; later calls run the
     compiled program and skip the Python entirely. A `print` therefore prints
-    `Traced<ShapedArray(float32[3])>` once and never again (seed 002); a stored tracer leaks
+    `Traced<ShapedArray(float32[3])>` once and never again (as the "JAX Basics" post shows); a
+    stored tracer leaks
     out of its trace and raises `UnexpectedTracerError` when used; a global written under jit
     keeps its trace-time value. JAX arrays are immutable: `x[i] = v` raises `TypeError`.
 
@@ -61,7 +62,8 @@ class SideEffectInJit(Rule):
     `x = x.at[i].set(v)`.
 
     A print of a constant message is reported as info, only beside a print of a traced value in the
-    same function (seed 002's "Running f():" before the values it expects every call; constant
+    same function (the "JAX Basics" post's "Running f():" before the values it expects every
+    call; constant
     messages alone, "Computed gradient.", are a trace-time progress log), only as a top-level
     statement of the function that is jitted or transformed (not in helpers it calls or in
     branches), and not when it or another print of the function talks about compiling, jitting or
@@ -103,7 +105,7 @@ class SideEffectInJit(Rule):
             x = np.random.randn(3, 4)
             y = np.random.randn(4)
             f(x, y)
-        """, note="seed 002: prints once, at trace time, showing tracers"),
+        """, note="the 'JAX Basics' post's print: once, at trace time, showing tracers"),
         Invalid("""
             import jax
             import jax.numpy as jnp
@@ -216,9 +218,9 @@ class SideEffectInJit(Rule):
                                     f"time and shows a tracer for `{describe(traced)}`, not its values", fix=fix)
             # a constant message: reported where the user jitted or transformed the function,
             # not in helpers it calls (a shared `warn(msg)` helper is meant for trace time too),
-            # and only beside prints of traced values (seed 002's "Running f():" before the
-            # values it expects each call). Alone, constant messages are a trace-time progress
-            # log ("Computed gradient."): 10 of 10 judged wrong on rounds ae and an
+            # and only beside prints of traced values (a "Running f():" before the values it
+            # expects each call). Alone, constant messages are a trace-time progress log
+            # ("Computed gradient."), written to print once
             direct = fn.jitted or bool(fn.transform_roots)
             if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn) \
                     and not _announces_tracing(model, fn) and _prints_tracers(model, fn):
@@ -281,7 +283,7 @@ class SideEffectInJit(Rule):
 def _tried_for_the_error(fn: Function, node: cst.CSTNode) -> bool:
     """The assignment sits in the body of a `try` whose handler catches the TypeError it raises
     (`except TypeError:`, `except Exception as e:`, a bare `except:`): a tutorial showing that
-    JAX arrays are immutable (round an, judged wrong)."""
+    JAX arrays are immutable."""
     for block in enclosing_statements(fn, node) or ():
         if isinstance(block, cst.Try) and any(n is node for n in walk(block.body)):
             for handler in block.handlers:
@@ -343,7 +345,7 @@ def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> b
 def _logs_shapes(model: SemanticModel, fn: Function) -> bool:
     """Another print of the function reads a static attribute (`print("omega", w.shape)`): its
     author is logging shapes at trace time, and the prints of arrays beside it are part of that
-    log (round v: a series of 'params in 1..4' prints around a reshape, judged deliberate)."""
+    log (a series of 'params in 1..4' prints around a reshape)."""
     for site in fn.calls:
         if model.resolve(site.node.func) in PRINT_FUNCTIONS and any(
                 isinstance(n, cst.Attribute) and n.attr.value in apis.STATIC_ATTRIBUTES
@@ -383,8 +385,8 @@ def _literal_text(call: cst.Call) -> str | None:
 
 def _labelled_trace_time(call: cst.Call) -> bool:
     """A print whose own text says it runs while tracing or compiling (`print(" [f.trace] a:",
-    a)`, `print(f"tracing step: {x}")`): it shows a tracer on purpose (round aj: a course's
-    lessons printing tracers beside `jax.debug.print` for contrast, 12 judged wrong)."""
+    a)`, `print(f"tracing step: {x}")`): it shows a tracer on purpose (a course's lessons
+    printing tracers beside `jax.debug.print` for contrast)."""
     return any(word in text.lower() for text in literal_texts(call) for word in ("trac", "compil"))
 
 
@@ -400,7 +402,7 @@ def _prints_tracers(model: SemanticModel, fn: Function) -> bool:
 
 def _announces_tracing(model: SemanticModel, fn: Function) -> bool:
     """Another print of the function says it is being traced (`print("integrate recompiled")`):
-    its other constant messages ("verified", "scanned") are the same trace-time log (round ae)."""
+    its other constant messages ("verified", "scanned") are the same trace-time log."""
     for site in fn.calls:
         if model.resolve(site.node.func) in PRINT_FUNCTIONS:
             text = _literal_text(site.node)

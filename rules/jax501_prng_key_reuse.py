@@ -47,7 +47,8 @@ class PrngKeyReuse(Rule):
 
     ## Why is this bad?
     JAX random functions are pure: the same key gives the same numbers. Two draws from one
-    key are identical (seed 002: `print(jax.random.normal(key))` twice prints the same value),
+    key are identical (the "JAX Basics" post: `print(jax.random.normal(key))` twice prints the
+    same value),
     draws of different shapes or distributions from one key are correlated, and a key reused
     on every iteration adds the same "noise" to every step. Nothing fails; results are
     silently less random than they look.
@@ -103,8 +104,7 @@ class PrngKeyReuse(Rule):
     h)`), when the two calls are identical (`a = noise(key, x)`, `b = noise(key, x)`: the same draw
     twice), and in a loop that carries state (a training loop).
 
-    Off in test files by default (README "What `scan .` reports by default"): on 12 sampled
-    test findings in public JAX projects, none was a bug: tests reuse keys on purpose (identical
+    Off in test files by default (README, "The rules"): tests reuse keys on purpose (identical
     inputs, determinism, caching) or where correlated test data does not matter.
     """
 
@@ -122,7 +122,7 @@ class PrngKeyReuse(Rule):
             key = jax.random.key(42)
             print(jax.random.normal(key))
             print(jax.random.normal(key))  # <- JAX501
-        """, note="seed 002: the same key gives the same number"),
+        """, note="the 'JAX Basics' post: the same key gives the same number"),
         Invalid("""
             import jax
             import jax.numpy as jnp
@@ -271,9 +271,9 @@ def _measurement_inputs(model: SemanticModel, previous: cst.Call, node: cst.Call
     function that reads a timer, lowers a program without running it, or is named for a benchmark or
     mock data (`def benchmark(...)`, `generate_mock_data`), in a `__main__` block or notebook cell
     that reads a timer, or in a `__main__` block without loops (a module's smoke test: build inputs,
-    run once, print shapes; round s, judged wrong). A measurement needs inputs of the right shapes;
-    equal or correlated numbers change nothing it reports (rounds x and z: mock molecules for a
-    timed comparison, a kernel benchmark's inputs; judged wrong). Keys handed to a step or split,
+    run once, print shapes). A measurement needs inputs of the right shapes; equal or correlated
+    numbers change nothing it reports (mock molecules for a timed comparison, a kernel
+    benchmark's inputs). Keys handed to a step or split,
     not drawn with, are still followed."""
     for call in (previous, node):
         q = model.resolve(call.func) or ""
@@ -310,8 +310,8 @@ def _starts_a_simulation(fn: Function, *draws: cst.Call) -> bool:
 
 def _lowers(model: SemanticModel, fn: Function) -> bool:
     """The function lowers or traces a program without running it (`jax.jit(f).lower(x)`,
-    `jax.make_jaxpr(f)(x)`, `jax.eval_shape`): its inputs matter only by shape and dtype (round ag:
-    an HLO dump's inputs drawn from one key, judged wrong)."""
+    `jax.make_jaxpr(f)(x)`, `jax.eval_shape`): its inputs matter only by shape and dtype (an HLO
+    dump's inputs drawn from one key)."""
     return any(isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value == "lower"
                or model.resolve(s.node.func) in ("jax.make_jaxpr", "jax.eval_shape") for s in fn.calls)
 
@@ -321,8 +321,8 @@ _STAND_IN_VALUE = re.compile(r"(^|_)(dummy|mock|placeholder)(_|$)")
 
 def _named_stand_in(model: SemanticModel, draw: cst.Call) -> bool:
     """The draw is stored as it is under a name that says it is a stand-in (`dummy_indices =
-    jax.random.randint(key, ...)` for a warm-up call whose result is thrown away; round ad,
-    judged wrong): its numbers change nothing, so sharing its key with another draw does not
+    jax.random.randint(key, ...)` for a warm-up call whose result is thrown away): its numbers
+    change nothing, so sharing its key with another draw does not
     either."""
     for fn in model.functions:
         for a in fn.assignments:
@@ -359,10 +359,10 @@ def _main_block(module: Function, node: cst.Call) -> cst.If | None:
 
 def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """`if kind == "uniform": x = uniform(key, ...)`, then `if kind == "gaussian": x = normal(key,
-    ...)`: two ifs on one name equal to two different literals never both run (round v, a
+    ...)`: two ifs on one name equal to two different literals never both run (a
     dequantisation noise helper), though the flow walk, which keeps no values, joins them; nor
     do two ifs testing one value against disjoint ranges (`if self.D == 1:`, then `if self.D >
-    1:`: round ao, a proposal drawn in one or many dimensions)."""
+    1:`: a proposal drawn in one or many dimensions)."""
     fn = _function_of(model, node)
     if fn is None:
         return False
@@ -371,7 +371,7 @@ def _exclusive_cases(model: SemanticModel, previous: cst.Call, node: cst.Call) -
     if any(subject == other and _disjoint(case, other_case)
            for subject, case in cases[0] for other, other_case in cases[1]):
         return True
-    # one under `if use_tpu:`, the other under the `else:` of another `if use_tpu:` (round ao: a
+    # one under `if use_tpu:`, the other under the `else:` of another `if use_tpu:` (a
     # notebook's device keys made for the TPU path, its batch key used on the other path)
     sides = [_branch_sides(call, around) for call, around in zip((previous, node), blocks, strict=True)]
     return any((test, not side) in sides[1] for test, side in sides[0])
@@ -463,9 +463,8 @@ SPLITTING_SAMPLERS = frozenset({"jax.random.randint", "jax.random.choice", "jax.
 
 def _one_splits_first(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """Two different samplers on one key, one of which splits it before drawing
-    (`uniform(key, ...)` then `randint(key, ...)`): the draws share no bits. Judges measured no
-    correlation in four such pairs (|r| about 0.002) and called none of them a bug worth
-    reporting; the same sampler twice (`randint` and `randint`, `choice` and `choice`) draws
+    (`uniform(key, ...)` then `randint(key, ...)`): the draws share no bits (measured: no
+    correlation, |r| about 0.002); the same sampler twice (`randint` and `randint`, `choice` and `choice`) draws
     the same numbers and is still reported."""
     first, second = model.resolve(previous.func), model.resolve(node.func)
     if first is None or second is None or first == second:
@@ -486,8 +485,8 @@ def _splits(sampler: str, call: cst.Call) -> bool:
 def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst.Call) -> bool:
     """Both draws only make example inputs for a model's `init` (`x = normal(key, shape)`, then
     `model.init(key, x=x)`), or are never read in a function that calls `init`: initialisation
-    reads their shapes, so equal numbers change nothing (round ak: three network builders drawing
-    `x` and `t` from one key for `init`, one of which then initialises on zeros; judged wrong)."""
+    reads their shapes, so equal numbers change nothing (a network builder drawing `x` and `t`
+    from one key for `init`)."""
     fn = _function_of(model, node)
     if fn is None:
         return False
@@ -498,7 +497,7 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
         if not bound:
             return False
         name = bound[0].targets[0]
-        reads = fn.reads(name, own=True)  # a nested `def forward(x, t)` has its own `x` and `t` (round ak)
+        reads = fn.reads(name, own=True)  # a nested `def forward(x, t)` has its own `x` and `t`
         if (reads == 0 and not init_args) or (reads and init_args.count(name) != reads):
             return False  # read by something other than `init` (in a builder that calls `init`, a
             # draw never read feeds nothing)
@@ -508,11 +507,10 @@ def _example_inputs_for_init(model: SemanticModel, previous: cst.Call, node: cst
 def _result_unread(model: SemanticModel, call: cst.Call) -> bool:
     """The key derivation's result is bound to a local name nothing reads, nested functions
     included (`subkeys = split(key, n)` left over from an edit, then `sample_noise(key, n)`): dead
-    code makes keys nobody uses, so the other use of the key is its only one (round am: three
-    dataset builders, judged wrong), or to one the next statements bind again before reading it
-    (`keys = split(key, 12)`, then `keys = split(key, n)`: round as, judged wrong). Any use whose
-    statement discards its result (`_ = warm_up(split(key, n), x)` to compile before a timed run:
-    round an, judged wrong) is one too."""
+    code makes keys nobody uses, so the other use of the key is its only one (a dataset
+    builder), or to one the next statements bind again before reading it (`keys = split(key,
+    12)`, then `keys = split(key, n)`). Any use whose statement discards its result (`_ =
+    warm_up(split(key, n), x)` to compile before a timed run) is one too."""
     fn = _function_of(model, call)
     if fn is None:
         return False
@@ -546,8 +544,7 @@ def _flax_inits(model: SemanticModel, previous: cst.Call, node: cst.Call) -> boo
     """A flax `init` and another use of its key: flax never draws with the key it is given, it
     folds each submodule's path into it, so an actor and a critic initialised from one key get
     parameters of their own, one module twice is a deliberate copy, and a later `split(key)`
-    shares no bits with the parameters. Round p's judge checked twelve such pairs: all
-    independent. Haiku draws its keys in order from the one given, so two haiku networks with
+    shares no bits with the parameters. Haiku draws its keys in order from the one given, so two haiku networks with
     layers of the same shapes start equal: a file importing haiku is still reported."""
     if not (_is_init(previous) or _is_init(node)):
         return False

@@ -35,7 +35,8 @@ class ConstantKeyInStep(Rule):
     ## Why is this bad?
     A JAX key is a value, not a generator with hidden state: the same key gives the same numbers.
     A key rebuilt from the same seed every step draws identical "random" numbers every step — the
-    same noise on every batch (seed 001's preprocessing), the same dropout mask, the same
+    same noise on every batch (the preprocessing of a published training-loop case study), the
+    same dropout mask, the same
     exploration. Nothing fails; the model just trains on less randomness than you think.
 
     ## How to fix
@@ -53,8 +54,8 @@ class ConstantKeyInStep(Rule):
     arguments or loop variables, on keys created outside the loop, and on a key whose line's
     comment calls it a dummy or unused (`rng=PRNGKey(0),  # dummy key, only the value is read`).
 
-    Off in test files by default (README "What `scan .` reports by default"): all 7 findings in
-    test files of public JAX projects were loops over test parameters (dtypes, cases), not steps.
+    Off in test files by default (README, "The rules"): the loops of test files run over test
+    parameters (dtypes, cases), not steps.
 
     ## Measured
     `training_loop` pipeline, stage "fresh noise": the fix changes the math (fresh noise per batch),
@@ -95,7 +96,7 @@ class ConstantKeyInStep(Rule):
                 for batch in batches:
                     w = train_step(w, preprocess_batch(batch))
                 return w
-        """, note="seed 001: identical augmentation noise on every batch"),
+        """, note="a training loop's identical augmentation noise on every batch"),
         Invalid("""
             import jax
             import jax.numpy as jnp
@@ -188,9 +189,9 @@ _UNUSED_COMMENT = re.compile(r"\b(dummy|unused|not used|placeholder|irrelevant|d
 
 
 def _said_unused(model: SemanticModel, call: cst.Call) -> bool:
-    """The line of the key carries a comment saying the key is a dummy (round ab: a value
-    estimate read from a policy that also samples an action, `rng=PRNGKey(0)  # Dummy key since
-    we're just extracting the value`, judged wrong 12 times). The author has said what the draws
+    """The line of the key carries a comment saying the key is a dummy (a value estimate read
+    from a policy that also samples an action, `rng=PRNGKey(0)  # Dummy key since we're just
+    extracting the value`). The author has said what the draws
     are for; the file cannot show it otherwise."""
     text = model.source_line(model.line_of(call))
     return "#" in text and bool(_UNUSED_COMMENT.search(text.split("#", 1)[1]))

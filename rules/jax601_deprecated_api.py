@@ -217,7 +217,7 @@ def _keyword_fix(keyword: Keyword) -> str:
 
 def _unevaluated_nodes(module: cst.Module) -> dict[int, str]:
     """Ids of the nodes no run evaluates, with where they sit: inside annotations when the module
-    postpones their evaluation, and inside `if TYPE_CHECKING:` blocks (round r: an import of the
+    postpones their evaluation, and inside `if TYPE_CHECKING:` blocks (an import of the
     removed `jaxlib.xla_extension` for a type hint)."""
     out: dict[int, str] = {}
     for block in walk(module):
@@ -268,7 +268,7 @@ def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
 
 def _restored(model: SemanticModel) -> set[str]:
     """Removed names the file puts back (`random.KeyArray = jax.Array`, a shim so an old library
-    keeps importing: round at): the assignment is no use, and uses after it find the name."""
+    keeps importing): the assignment is no use, and uses after it find the name."""
     out: set[str] = set()
     for node in walk(model.module):
         if isinstance(node, cst.Assign):
@@ -306,7 +306,7 @@ def _walk(model: SemanticModel, root: cst.CSTNode) -> list[tuple[cst.CSTNode, De
             tried = cast("cst.Try | cst.TryStar", node)
             # version-compatibility code: the body tries one spelling and the handlers hold the
             # other (old first and new as the fallback, or the reverse); only else/finally run
-            # whatever the JAX version. Unless every spelling is gone (round ar: `sharded_jit`'s
+            # whatever the JAX version. Unless every spelling is gone (`sharded_jit`'s
             # PartitionSpec, then `pxla`'s): then the last handler's error escapes.
             handlers = [_walk(model, handler.body) for handler in tried.handlers]
             if handlers and all(_removes(uses) for uses in handlers) and _removes(_walk(model, tried.body)):

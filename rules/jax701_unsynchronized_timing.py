@@ -42,7 +42,7 @@ TIMEIT_RUNNERS = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 # Words that say a measurement knowingly includes compilation.
 _SAYS_COMPILE = re.compile(r"compil|first|warm|cold|trac|startup|lower", re.IGNORECASE)
 # ... or that it times a first call on purpose ("Initial step time"): its compilation is what it
-# means to include, though the run it queued still needs a wait (round m's judge)
+# means to include, though the run it queued still needs a wait
 _SAYS_FIRST_CALL = re.compile(_SAYS_COMPILE.pattern + "|initial", re.IGNORECASE)
 
 
@@ -59,8 +59,8 @@ class UnsynchronizedTiming(Rule):
     ## Why is this bad?
     JAX dispatches asynchronously: a call returns as soon as the work is queued, and the device
     computes in the background. A timer read right after the call measures the dispatch — often
-    microseconds — not the computation (seed 002: `%time jnp.dot(x, x.T)` versus `%timeit
-    jnp.dot(x, x.T).block_until_ready()`). The first call of a jitted function traces and
+    microseconds — not the computation (the "JAX Basics" post: `%time jnp.dot(x, x.T)` versus
+    `%timeit jnp.dot(x, x.T).block_until_ready()`). The first call of a jitted function traces and
     compiles it, which can take seconds; mixed into a steady-state figure it makes the compiled
     code look slow.
 
@@ -125,8 +125,8 @@ class UnsynchronizedTiming(Rule):
     (`loss.backward()`: no JAX array has that method).
 
     ## Measured
-    `jit_basics` pipeline (seed 002): the async-dispatch benchmark times the same call with and
-    without `block_until_ready`.
+    `jit_basics` pipeline (after the "JAX Basics" post): the async-dispatch benchmark times the
+    same call with and without `block_until_ready`.
     """
 
     CODE = "JAX701"
@@ -153,7 +153,7 @@ class UnsynchronizedTiming(Rule):
             selu(x).block_until_ready()
             elapsed = time.perf_counter() - t0  # <- JAX701
             print(f"selu: {elapsed * 1e3:.2f} ms")
-        """, note="seed 002: dispatch timed, not compute; a first call timed as steady state"),
+        """, note="dispatch timed, not compute; a first call timed as steady state"),
         Invalid("""
             import time
             import timeit
@@ -241,7 +241,7 @@ class UnsynchronizedTiming(Rule):
                             and not _says_compile(model, fn, region, _SAYS_FIRST_CALL):
                         # a one-off first run: the figure is its compilation, which no wait changes;
                         # one timed as the "initial step" is a real step whose run leaks into the next
-                        # figure without a wait (round m, judged right)
+                        # figure without a wait
                         continue
                     if _streamed(model, fn, pending, region):
                         continue  # an epoch over a data loader: only the last few steps escape
@@ -358,13 +358,13 @@ def _says_compile(model: SemanticModel, fn: Function, region: TimedRegion, words
     if any(words.search(name) for name in labels):
         return True
     announced = {id(c) for c in region.calls if type(c) is cst.Call and _announces(c)}
-    # and a message printed just before the timer starts (`print("Compiling and running...")`,
-    # round ab): it names what the region is about to time
+    # and a message printed just before the timer starts (`print("Compiling and running...")`):
+    # it names what the region is about to time
     start = model.line_of(region.start)
     announced |= {id(s.node) for s in fn.calls if _announces(s.node)
                   and start - _ANNOUNCED_WITHIN <= model.line_of(s.node) < start}
-    # or just after the second reading (`end = perf_counter()`, `print("compilation complete!")`,
-    # round aj): it says what the figure was
+    # or just after the second reading (`end = perf_counter()`, `print("compilation complete!")`):
+    # it says what the figure was
     end = model.line_of(region.end)
     announced |= {id(s.node) for s in fn.calls if _announces(s.node)
                   and end < model.line_of(s.node) <= end + _ANNOUNCED_WITHIN}
@@ -402,9 +402,9 @@ def _runs_once(call: cst.Call) -> bool:
 def _first_jitted(model: SemanticModel, fn: Function, timer: cst.Call, pending: cst.Call, known: bool = False) -> bool:
     """A measurement made once (`%time f(x)`, or a region outside any loop) of the first call of a
     jitted `f` that is no whole run (no loop or scan inside): the figure is tracing and
-    compilation, which run synchronously, so no wait would change it (judged wrong on rounds l, u,
-    v and aj: a notebook's one-off timing of a function it jitted a cell earlier, a module's demo
-    timing `jax.jit(model.apply)` once before timing it again warm)."""
+    compilation, which run synchronously, so no wait would change it (a notebook's one-off timing
+    of a function it jitted a cell earlier, a module's demo timing `jax.jit(model.apply)` once
+    before timing it again warm)."""
     callee = model.callee(pending, fn)
     if not isinstance(pending.func, cst.Name) or not callee.jitted:
         return False
@@ -465,19 +465,19 @@ def _streamed(model: SemanticModel, fn: Function, pending: cst.Call, region) -> 
     """The unsynchronized work runs in a loop inside the timed region that takes its data from
     a host stream each iteration (`for x, y in loader:`, `next(it)`): the host cannot run more
     than a few steps ahead of a device fed batch by batch, so only the last steps escape the
-    reading. The round p judge called such an epoch timer (470 steps of a data loader) right to
-    within a negligible error; a single large dispatch timed without a wait is still reported."""
+    reading: an epoch timer over 470 steps of a data loader is right to within a negligible
+    error. A single large dispatch timed without a wait is still reported."""
     return any(_data_stream(model, loop, pending) for loop in _loops_in_region(model, fn, pending, region))
 
 
 def _whole_run(model: SemanticModel, fn: Function, first: cst.Call, region) -> bool:
     """The first call sits in a training or simulation loop inside the region, one that threads
     state from step to step: the region times a whole run end to end, compilation included, a
-    legitimate wall time (round u: "Training time" over a PINN's epochs), or one each iteration of
-    which runs a compiled loop (`jax.lax.fori_loop(0, n, step, carry)`: round ai, a molecular
-    dynamics run's "Total simulation time" over 5 cycles of compiled steps, judged wrong), or
-    that hands it a new item of what it iterates each time (round aj: an NNX model trained in
-    place over 10 epochs of a batch generator, "Training completed in", judged wrong). A loop
+    legitimate wall time ("Training time" over a PINN's epochs), or one each iteration of which
+    runs a compiled loop (`jax.lax.fori_loop(0, n, step, carry)`: a molecular dynamics run's
+    "Total simulation time" over 5 cycles of compiled steps), or that hands it a new item of
+    what it iterates each time (an NNX model trained in place over 10 epochs of a batch
+    generator, "Training completed in"). A loop
     repeating the same call (a benchmark averaging over repetitions) is still reported."""
     return any(drives_steps(model, loop) or runs_compiled_loops(model, loop) or _over_items(model, loop, first)
                for loop in _loops_in_region(model, fn, first, region))

@@ -47,7 +47,8 @@ class ManualOptimizerUpdate(Rule):
     code as `optax.sgd`; the cost is everything around it: no optimizer state (momentum, Adam's
     moments), no schedules, clipping or weight decay, and each change of optimizer is a rewrite
     of the training step. Outside `jit` the comprehension also dispatches one operation per leaf.
-    Seed 001 attributes 2x to switching the hand-written update to `optax.adam`; since a jitted
+    A published training-loop case study attributes 2x to switching the hand-written update to
+    `optax.adam`; since a jitted
     SGD update is already fused, most of such a gain comes from the better optimizer, which is a
     change of the math, not of the speed of one step.
 
@@ -91,7 +92,7 @@ class ManualOptimizerUpdate(Rule):
                 grads = jax.grad(loss_fn)(params)
                 new_params = {k: params[k] - 0.001 * grads[k] for k in params}  # <- JAX702
                 return new_params
-        """, note="seed 001's train step"),
+        """, note="a training-loop case study's train step"),
         Invalid("""
             import jax
             import jax.numpy as jnp

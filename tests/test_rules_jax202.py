@@ -52,7 +52,7 @@ def sweep(key, observations, lrs):
 
 def test_a_handful_of_written_out_cases_is_no_vmap_candidate():
     # Validation helpers loop over 3 to 9 hard-coded test hands, and a tutorial over
-    # 4 scales of different shapes; earlier rounds had `for n in (2, 4, 8, 16, 32)`. Batching a
+    # 4 scales of different shapes, and a sweep `for n in (2, 4, 8, 16, 32)`. Batching a
     # handful of cases gains nothing. A grid the file does not spell out is still reported.
     assert lines("""
 TEST_CASES = [jnp.ones(3), jnp.zeros(3), jnp.full(3, 2.0)]

@@ -429,7 +429,7 @@ def test_still_reported_draws_that_differ_in_more_than_the_array():
 
 def test_a_sampler_that_splits_first_shares_no_bits_with_another_sampler():
     """randint (and choice without `p`, permutation) draw from `split(key)`, not from `key`:
-    after `uniform(key)` they share no bits with it, and a judge measured no correlation. The
+    after `uniform(key)` they share no bits with it, and no correlation is measured. The
     same sampler twice and choice with `p` (which draws `uniform(key)` itself) are still
     reported; the closing `split` derives new keys (see the draw-then-split case above)."""
     assert lines("""

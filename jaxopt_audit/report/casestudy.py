@@ -228,7 +228,8 @@ def _problem(run: Run, findings: Findings) -> list[str]:
     elif not found:
         lines.append("`jaxopt-audit scan` reports no findings on it.")
     else:
-        lines.append(f"`jaxopt-audit scan --extend-select PREVIEW` reports {len(found)} finding(s) on it:")
+        lines.append(f"`jaxopt-audit scan` reports {len(found)} finding(s) on it (every default rule, "
+                     "preview rules too):")
         lines.append("")
         lines.append(md.table(["line", "rule", "severity", "what"],
                               [[f.line, f"{f.code} {f.name}".strip(), f.severity, f.message] for f in found],

@@ -1,5 +1,5 @@
 """The static analyzer. This package's top level is the surface a rule imports, bundled or a
-team's own in `--rules-dir` (README, "Team rules"): the rule framework, the semantic model's
+team's own in `--rules-dir` (docs/team_rules.md): the rule framework, the semantic model's
 types, the walk helpers and the API name lists. The fact modules (`static/model/`: tracers,
 per_step, eager, ...) are the model's internals and may change between versions."""
 

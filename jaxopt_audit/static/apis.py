@@ -145,8 +145,8 @@ STRING_METHODS = frozenset({"startswith", "endswith", "split", "rsplit", "splitl
                             "rstrip", "lower", "upper", "casefold", "title", "format", "join", "encode",
                             "isdigit", "isalpha", "isalnum", "isspace", "partition", "rpartition",
                             "removeprefix", "removesuffix", "zfill", "ljust", "rjust", "center"})
-# Names old JAX re-exported from the standard library, read as the originals they were (round ah:
-# three `@partial(jit, static_argnums=...)` kernels under `from jax import partial` told to add jit).
+# Names old JAX re-exported from the standard library, read as the originals they were: a
+# `@partial(jit, static_argnums=...)` kernel under `from jax import partial` is already jitted.
 REEXPORTED = {"jax.partial": "functools.partial"}
 # Methods of PyTorch/TensorFlow tensors that no JAX array has: the value is another library's
 # tensor (`loss.backward()` in a torch-vs-JAX comparison), so the call is not JAX work.

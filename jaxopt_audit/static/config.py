@@ -17,7 +17,7 @@ class ConfigError(Exception):
 
 # Test files: a directory named like an entry ending in "/", or a file name like the others.
 TEST_FILES = ["tests/", "test/", "test_*.py", "*_test.py", "conftest.py"]
-# Off in test files by default (README "What `scan .` reports by default"): speed does not matter
+# Off in test files by default (README, "The rules"): speed does not matter
 # there (JAX1, JAX2, JAX3, JAX7), tests trigger tracing errors on purpose and a real one fails the
 # test (JAX4), and keys reused in tests make identical inputs on purpose or harmlessly (JAX5).
 # Deprecated and removed APIs (JAX6) break a test suite on upgrade like any code: still reported.

@@ -50,7 +50,7 @@ def _comments(source: str) -> list[str]:
 
 def shows_tracing_error(cell: Cell) -> bool:
     """The cell failed with a tracing error when it was last run, or printed one it caught
-    (`except Exception as ex: print(type(ex).__name__, ex)`, round ao): its saved outputs say so."""
+    (`except Exception as ex: print(type(ex).__name__, ex)`): its saved outputs say so."""
     return not apis.TRACING_ERRORS.isdisjoint(cell.shown_errors) or _TRACING_ERROR_NAMED.search(
         cell.shown_text) is not None
 
@@ -85,15 +85,15 @@ _ASYNC_DISPATCH = re.compile(r"\basynchron\w*|\basync\b|\breturns?\s+immediately
 
 def shows_async_dispatch(cell: Cell) -> bool:
     """The prose around the cell or its comments are about asynchronous dispatch: a tutorial
-    timing a call without a wait to show what the wait changes (round ah: `%time f(x)` under
-    "Jax is asynchronous", then `%time f(x).block_until_ready()`; round ao: a timing followed by
-    "the above timing ... is the time taken to dispatch the work"; both judged wrong)."""
+    timing a call without a wait to show what the wait changes (`%time f(x)` under "Jax is
+    asynchronous", then `%time f(x).block_until_ready()`; or a timing followed by "the above
+    timing ... is the time taken to dispatch the work")."""
     return _ASYNC_DISPATCH.search(commentary(cell)) is not None or _TOLD_AFTER.search(cell.after) is not None
 
 
 def marked_wrong(cell: Cell) -> bool:
     """The prose before the cell or its comments call what it does wrong: a tutorial's "wrong way"
-    shown beside the right one (round ag: `# WRONG - this measures dispatch time`, judged wrong),
+    shown beside the right one (`# WRONG - this measures dispatch time`),
     or the prose after it says so of the cell above."""
     return _MARKED_WRONG.search(commentary(cell)) is not None or _TOLD_AFTER.search(cell.after) is not None
 
@@ -101,7 +101,7 @@ def marked_wrong(cell: Cell) -> bool:
 # Prose after a cell that says what the cell above showed: "The above timing for DeviceArray is the
 # time taken to dispatch the work". Only a sentence pointing back counts: a later aside on
 # benchmarking ("jax returns a future ... Async Dispatch") explains the waits the cell has, and the
-# one it lacks is still reported (round af, judged right).
+# one it lacks is still reported.
 _TOLD_AFTER = re.compile(
     r"\b(?:above|previous|preceding)\b[^.!?\n]{0,100}?\b(?:dispatch\w*|asynchron\w*|async|wrong|incorrect\w*"
     r"|mistakes?)\b", re.IGNORECASE)
@@ -109,5 +109,5 @@ _TOLD_AFTER = re.compile(
 
 def shows_same_draw(cell: Cell) -> bool:
     """The prose before the cell or its comments say one key gives the same numbers: a tutorial
-    drawing twice on purpose (rounds ae and ag: four such cells, judged wrong)."""
+    drawing twice on purpose."""
     return _SAME_DRAW.search(commentary(cell)) is not None

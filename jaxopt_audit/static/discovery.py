@@ -15,7 +15,7 @@ SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv",
                           "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
                           ".ruff_cache", "node_modules", "site-packages", ".eggs",
                           # Jupyter's autosaved copies of notebooks and files: an editor's leftovers,
-                          # not the project's code (round x: a finding in a stale `-checkpoint.py`)
+                          # not the project's code (a stale `-checkpoint.py` would be scanned twice)
                           ".ipynb_checkpoints"})
 
 

@@ -128,7 +128,7 @@ class Rule:
     SUMMARY: ClassVar[str]  # one line, for `rules` and SARIF shortDescription
     FIX: ClassVar[str]  # the default suggested fix, one sentence
     # False: an opt-in rule, run only when selected by its exact code (or ALL), e.g. advice that
-    # is right but not worth everyone's default output (README "What `scan .` reports by default")
+    # is right but not worth everyone's default output (README, "The rules")
     DEFAULT: ClassVar[bool] = True
     # True: a preview rule, off by default: a heuristic whose judged precision on held-out real
     # repositories is below the bar for default output (docs/rules.md, "Preview"). The selector

@@ -169,7 +169,7 @@ class Function:
     def rebound_before_read(self, value: cst.BaseExpression, name_seq: dict[int, int]) -> bool:
         """`value` is bound to one plain local name that the next statements of the same block
         bind again before anything reads it (`keys = split(key, 12)`, then `keys = split(key,
-        n)`: round as, a UNet's leftover first split). No jump (`break`, `continue`, `return`,
+        n)`: a UNet's leftover first split). No jump (`break`, `continue`, `return`,
         `raise`) may lie between, so the second binding surely runs."""
         first = self._sole_binding(value)
         if first is None:
@@ -680,8 +680,8 @@ def _is_periodic_guard(test: cst.BaseExpression, loop: Loop) -> bool:
 
 def _periodic_on_parameter(test: cst.BaseExpression, fn: Function) -> bool:
     """`if i % 10 == 0:` outside any loop of a function given `i`: the step number its caller's
-    loop passes in, so the block runs every k-th call (round ai: a notebook's `gradient_step(i,
-    state)` printing every 10 iterations was reported as a per-step read, judged wrong)."""
+    loop passes in, so the block runs every k-th call (a notebook's `gradient_step(i, state)`
+    printing every 10 iterations reads the host once in 10 steps, not every step)."""
     if fn.is_module:
         return False
     return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
@@ -1044,8 +1044,8 @@ class SemanticModel:
         `jax.vmap(f, ...)` (or another wrapping transform of a function of this file): `f`, which
         the call runs. Asked only of whether a call reaches a compiled loop (a step whose
         vmapped inner function scans is a whole program). The eager-work facts do not follow
-        it: on the labelled rounds that added 25 findings of preview rules (missing jit, loop to
-        scan) on eager vmapped calls, where those rules are below 20% precise."""
+        it: missing-jit and loop-to-scan findings on eager vmapped calls are rarely worth
+        making."""
         if not isinstance(call.func, cst.Name):
             return None
         for current in scope.scopes():

@@ -82,10 +82,9 @@ def _memo(model: SemanticModel) -> _Memo:
 
 # jit pays by replacing many dispatches with one. On CPU an eager op costs about 4.5 us to
 # dispatch and a small jitted call about 3.5 us (benchmarks/eager_dispatch.py), so a function of
-# a few ops saves about 15 us a call: nothing next to the step around it. Ten of the JAX101
-# findings judged wrong on real code (rounds h-o) ran fewer than five ops (a reshape and a
-# slice, a figure's two broadcasts, a one-line material index); the three judged right ran 8
-# to 33.
+# a few ops saves about 15 us a call: nothing next to the step around it. The small helpers
+# real code calls per step (a reshape and a slice, a figure's two broadcasts, a one-line
+# material index) run fewer than five ops; eager steps worth jitting run 8 to 33.
 WORTH_JIT = 5
 # Transforms that run the function and its derivative: an eager `jax.grad(loss)(p)` dispatches
 # the forward pass and the backward pass op by op.
@@ -212,9 +211,9 @@ def prepares_compiled_input(model: SemanticModel, site: Site) -> bool:
     """The call makes a fresh input of a compiled call in the same loop (`xb = sample_batch(key,
     data)` then `params = train_step(params, xb)`, or `train_step(params, augment(x))`): the
     helper prepares each step's batch, and its eager ops overlap with the compiled step already
-    queued on the device. Round s's judges called all eight such findings (batch samplers of
-    about six ops beside a jitted step) wrong. A helper whose result the loop carries to the
-    next step (`w = scale(step(w, x))`) and an eager gradient step stay reported."""
+    queued on the device (a batch sampler of about six ops beside a jitted step). A helper whose
+    result the loop carries to the next step (`w = scale(step(w, x))`) and an eager gradient step
+    stay reported."""
     fn, loop = site.function, site.loop
     if loop is None:
         return False
@@ -376,7 +375,7 @@ PATH_ATTRIBUTES = frozenset({"stem", "suffix", "suffixes", "with_suffix", "with_
 
 def _walks_paths(loop: Loop) -> bool:
     """`for fn in files: ... fn.stem ...`: the items are paths, each iteration a file's work
-    (round x: an energy comparison per structure file, read as a step loop)."""
+    (an energy comparison per structure file), not a step loop."""
     items = set(loop.targets)
     return bool(items) and any(
         isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in items
@@ -550,7 +549,7 @@ def _feeds_state_back(model: SemanticModel, loop: Loop) -> bool:
 def _feeds_attribute_back(model: SemanticModel, loop: Loop) -> bool:
     """`self.params, loss = update(self.params, x)`, `holder.params, (out, mets) =
     train(holder.params, batch)`: state kept in an object's attribute, handed to a call doing
-    JAX work and rebound from its result, every iteration (round z: a diffusion trainer whose
+    JAX work and rebound from its result, every iteration (a diffusion trainer whose
     parameters live in a handler object)."""
     fn = loop.function
     for a in fn.assignments:

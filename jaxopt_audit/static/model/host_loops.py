@@ -149,8 +149,8 @@ def exits_on_device(model: SemanticModel, loop: Loop) -> bool:
 
 def _derived_on_host(model: SemanticModel, loop: Loop, device: set[str]) -> set[str]:
     """`device` and the names the loop derives from them on the host: `lf = float(loss)`,
-    `history.append(float(loss))`, then `gain = history[-2] - history[-1]` (round aq: an Adam
-    loop stopping when the gain is below a tolerance). A stop on any of them learns a device
+    `history.append(float(loss))`, then `gain = history[-2] - history[-1]` (an Adam loop
+    stopping when the gain is below a tolerance). A stop on any of them learns a device
     value every iteration."""
     fn = loop.function
     assignments = [a for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)]

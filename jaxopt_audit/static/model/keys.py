@@ -112,15 +112,14 @@ def _words(text: str) -> list[str]:
 
 def _evaluation(call: cst.Call, key: str) -> bool:
     """`evaluate(params, valid_key)` or `elbo(params, test_key)` every epoch: the same evaluation
-    randomness each time, so the scores compare (rounds v and x: judged deliberate)."""
+    randomness each time, so the scores compare: deliberate."""
     return any(w.startswith(_EVALUATION_WORDS) for w in _words(f"{callee_name(call)}_{key}"))
 
 
 def _evaluation_call(call: cst.Call) -> bool:
     """`evaluate_loss(params, key, ds_test)`, `get_val_loss(...)`, `plot_samples(key, ...)`, or
     `elbo(model, test_batches, key)`: an evaluation or a picture. Sharing its key with a training
-    draw correlates a logged score with one step's noise and changes no result (rounds z, aa, ab,
-    ac, af: eight such findings, all judged wrong)."""
+    draw correlates a logged score with one step's noise and changes no result."""
     name = _words(callee_name(call))
     if any(w.startswith(_TRAIN_WORDS) for w in name):
         return False  # `train_test_split(key, data)`, `update(params, key, val_batch)`: training
@@ -521,10 +520,10 @@ class _FunctionFlow:
 
     def split_after_draw(self, previous: cst.Call, call: cst.Call) -> bool:
         """`x = normal(key, ...)`, then `key, sub = split(key)` (or, in a loop, `key =
-        split(key)[0]` after drawing with `key`): the split derives new keys, and judges measured
-        no correlation between the draw and what the new keys draw (|r| < 0.013 over 20,000
-        keys; five findings in rounds p and q, all wrong). Drawing with a key already split, and
-        two splits of one key (the same keys twice), are still reuses."""
+        split(key)[0]` after drawing with `key`): the split derives new keys, and the draw and
+        what the new keys draw are measured uncorrelated (|r| < 0.013 over 20,000 keys). Drawing
+        with a key already split, and two splits of one key (the same keys twice), are still
+        reuses."""
         first, second = self.model.resolve(previous.func), self.model.resolve(call.func)
         return second in ("jax.random.split", "jax.random.fold_in") and first is not None \
             and first.startswith("jax.random.") and first not in apis.KEY_DERIVATIONS

@@ -85,7 +85,7 @@ _FRESH = (cst.List, cst.Dict, cst.Tuple, cst.Set, cst.Integer, cst.Float, cst.Si
 def _reset_before_next(loop: Loop, name: str) -> bool:
     """The body's last statement binding `name` sets it to a fresh literal (`metrics = []` after
     summarising an epoch's metrics into it): each iteration starts from that literal, not from
-    the previous iteration's value (round w)."""
+    the previous iteration's value."""
     body = loop.node.body
     if not isinstance(body, cst.IndentedBlock):
         return False
@@ -661,8 +661,7 @@ def records_for_rendering(model: SemanticModel, loop: Loop) -> cst.Call | None:
     """The loop appends to a list that the function, outside the loop, hands to a renderer
     (`rollout.append(state)` each step, then `frames = env.render(rollout[::2])`): a rollout made
     to be watched, whose time goes to rendering; scanning it or syncing less buys nothing a
-    reader wants (rounds q, t and v: 18 such rollouts, all judged noise). The renderer call is
-    returned."""
+    reader wants. The renderer call is returned."""
     fn = loop.function
     recorded = {site.node.func.value.value for site in fn.calls
                 if loop.encloses(site.loop) and isinstance(site.node.func, cst.Attribute)
@@ -681,7 +680,7 @@ def records_for_rendering(model: SemanticModel, loop: Loop) -> cst.Call | None:
 def has_compiled_alternative(model: SemanticModel, loop: Loop) -> bool:
     """The loop is one branch of an `if` whose other branch runs the same steps in a compiled
     loop (`if debug: for i in range(n): ... else: lax.fori_loop(...)`): the Python loop is the
-    author's eager debugging path, kept on purpose (round v)."""
+    author's eager debugging path, kept on purpose."""
     fn = loop.function
     compiled = [site.node for site in fn.calls if model.resolve(site.node.func) in apis.COMPILED_LOOPS]
     if not compiled:

@@ -25,8 +25,8 @@ SYNC_CALLS = frozenset({"jax.block_until_ready", "jax.effects_barrier", "jax.dev
                         "jax.experimental.multihost_utils.process_allgather",
                         "jax.experimental.multihost_utils.broadcast_one_to_all",
                         # a loop body reporting progress through jax_tqdm's host callbacks: the run's
-                        # last callback reaches the host at its end (round ar: saved outputs of
-                        # 50-780 s, growing with the model, timed around such a training scan)
+                        # last callback reaches the host at its end (a training scan timed this
+                        # way reports 50-780 s, growing with the model)
                         "jax_tqdm.scan_tqdm", "jax_tqdm.loop_tqdm"})
 # The builtins that may read a device value given to them: they format it as text.
 _FORMATTING_BUILTINS = frozenset({"builtins.print", "builtins.repr", "builtins.str"})
@@ -310,8 +310,8 @@ def _scalar_follow_up(model: SemanticModel, fn: Function, call: cst.Call, waited
     """After the timed region waited for its step, a call given only host values (the step
     count) or the values it waited for (`jnp.float32(loss[0])`, `schedule(step)`, a helper that
     runs no compiled code and no loop): scalar ops dispatched after the wait, microseconds the
-    reading can leave out. Round q's judge: seven step timers around a `block_until_ready`
-    followed by a learning-rate schedule, all right."""
+    reading can leave out (a step timer around a `block_until_ready` followed by a
+    learning-rate schedule)."""
     callee = model.callee(call, fn)
     if callee.jitted or callee.transform is not None:
         return False
@@ -417,7 +417,7 @@ _RELABELS = frozenset({"reshape", "astype", "transpose", "squeeze", "ravel", "fl
 def copies_or_casts(model: SemanticModel, call: cst.Call, scope: Function, depth: int = 0) -> bool:
     """The call only moves, relabels or allocates data: a host-device copy (`jax.device_put`,
     `jax.make_array_from_*`), a dtype cast, a key made or split, a constant fill (`jnp.zeros`:
-    round ah, a training loop's loss buffer made before an epoch timer, judged wrong), a reshape
+    a training loop's loss buffer made before an epoch timer), a reshape
     of what one of them returned, or a tree map of a function whose only JAX work is such calls
     (`jax.tree.map(lambda x: x.astype(bf16), params)`)."""
     q = model.resolve(call.func) or ""
@@ -475,7 +475,7 @@ def _may_sync(model: SemanticModel, fn: Function, call: cst.Call, results: set[s
 
 def _stores_in_list(model: SemanticModel, fn: Function, call: cst.Call) -> bool:
     """`samples.append(state.position)` where `samples` is a list (or deque) this function made:
-    storing a device value keeps a reference; it reads nothing (round z: a sampler's 2000 steps
+    storing a device value keeps a reference; it reads nothing (a sampler's 2000 steps
     appended to a list inside a timed region)."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value in _LIST_STORES and isinstance(func.value, cst.Name)):
@@ -523,8 +523,8 @@ def is_sync(model: SemanticModel, call: cst.Call, fn: Function, results: set[str
 
 def _numpy_array(model: SemanticModel, fn: Function, expr: cst.BaseExpression) -> bool:
     """A name every binding of which in `fn` is made by NumPy (`samples = np.zeros((n, d))`):
-    storing a device value into it converts the value on the host, which waits for it (round ah:
-    a timed sampler filling a NumPy array each step, judged wrong)."""
+    storing a device value into it converts the value on the host, which waits for it (a timed
+    sampler filling a NumPy array each step)."""
     if not isinstance(expr, cst.Name):
         return False
     bindings = fn.bindings(expr.value)

@@ -205,7 +205,7 @@ class Tracers:
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in comparison.comparisons):
                 return False
             # `x != None`: a JAX array defers a comparison with None to Python, which compares
-            # identities and gives a plain bool, under jit too (round ae, judged wrong)
+            # identities and gives a plain bool, under jit too
             if any(isinstance(n, cst.Name) and n.value == "None"
                    for n in (comparison.left, *(c.comparator for c in comparison.comparisons))):
                 return False
