@@ -33,7 +33,12 @@ from jaxopt_audit.static.model.host_loops import (
     over_structure,
     runs_compiled_loops,
 )
-from jaxopt_audit.static.model.loops import device_history, records_for_rendering, whole_list_read
+from jaxopt_audit.static.model.loops import (
+    device_history,
+    records_for_rendering,
+    renders_each_iteration,
+    whole_list_read,
+)
 from jaxopt_audit.static.model.timing import timed_regions
 
 
@@ -223,7 +228,7 @@ class HostSyncInStep(Rule):
             timed_loops = {id(s.loop) for s in fn.calls if s.loop is not None
                            and model.resolve(s.node.func) in apis.TIMER_FUNCTIONS}
             statements = Statements(fn)
-            amortised: dict[int, bool] = {}
+            amortised: dict[tuple[int, int], bool] = {}
             returned: dict[int, list[cst.CSTNode]] = {}  # per loop: host reads handed back to JAX
 
             def handed_back(loop: Loop, returned: dict[int, list[cst.CSTNode]] = returned) -> list[cst.CSTNode]:
@@ -231,19 +236,21 @@ class HostSyncInStep(Rule):
                     returned[id(loop)] = fed_back(model, loop)
                 return returned[id(loop)]
 
-            def per_step(site: Site, amortised: dict[int, bool] = amortised) -> bool:
+            def per_step(site: Site, amortised: dict[tuple[int, int], bool] = amortised) -> bool:
                 if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve):
                     return False
                 loop = model.step_loop_of(site)
                 if loop is None or _displays(site.function) or not (drives_steps(model, loop) or (
                         dispatch_loop(model, loop) and walks_device_rows(model, loop))):
                     return False  # not shown to be a hot loop over steps (a viewer, a sweep, a demo)
-                if id(site.loop) not in amortised:
+                key = (id(site.loop), id(loop))
+                if key not in amortised:
                     # compiled inner loops amortise the read; a loop that leaves on a device value
                     # (a decode loop's end-of-sequence test) waits every step by design
-                    amortised[id(site.loop)] = runs_compiled_loops(model, site.loop) \
-                        or exits_on_device(model, loop) or records_for_rendering(model, loop) is not None
-                return not amortised[id(site.loop)]
+                    amortised[key] = runs_compiled_loops(model, site.loop) \
+                        or exits_on_device(model, loop) or records_for_rendering(model, loop) is not None \
+                        or renders_each_iteration(loop) is not None
+                return not amortised[key]
 
             timed_steps = _timed_each_iteration(model, fn)
             found: list[tuple[cst.CSTNode, Site, str]] = []  # (what to point at, where, what is read)
@@ -357,11 +364,34 @@ class HostSyncInStep(Rule):
                     f"iteration{via}"
         else:
             where = f"on every iteration of the loop{line}"
+        condition = _condition_around(site)
+        if condition is not None:  # only some iterations run it: say which
+            where = f"{where}, {condition}"
         then = ""
         if more:
             then = f" (the {more} read{'s' if more > 1 else ''} right after it, with no new device work between, " \
                    f"wait{'' if more > 1 else 's'} no longer: move {'them' if more > 1 else 'it'} too)"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes{then}"
+
+
+def _condition_around(site: Site) -> str | None:
+    """The innermost `if` between the read and its loop (or around it in a per-step function's
+    body), as the message says it: `when `x > 0` holds`, or `when `x > 0` does not hold` in its
+    `else`. The read runs on those iterations only."""
+    path = enclosing_statements(site.function, site.node)
+    if not path:
+        return None
+    inside = site.loop is None
+    innermost: cst.If | None = None
+    for statement in path:
+        if site.loop is not None and statement is site.loop.node:
+            inside = True
+        elif inside and isinstance(statement, cst.If):
+            innermost = statement
+    if innermost is None:
+        return None
+    holds = any(n is site.node for n in walk(innermost.body))
+    return f"when `{describe(innermost.test, 40)}` {'holds' if holds else 'does not hold'}"
 
 
 # `what` of a read of a whole device history list: the marker, then the list's name.
@@ -465,21 +495,21 @@ def _first_waits(model: SemanticModel, found: list[tuple[cst.CSTNode, Site, str]
 
 
 def _dispatches_between(model: SemanticModel, site: Site, first: cst.CSTNode, then: cst.CSTNode) -> bool:
-    """Some call after the read `first` and up to the read `then` (in the loop's body, in source
-    order; `w.sum().item()` computes anew) may put new work on the device. When none does, the
-    first read has already waited for what was queued before it: the second waits for no new
-    work (five `np.array(...)` of one eager step's loss and aux outputs). One stall,
+    """Some call after the read `first` and up to the read `then` (in the loop's body or the
+    per-step function's, in source order; `w.sum().item()` computes anew) may put new work on the
+    device. When none does, the first read has already waited for what was queued before it: the
+    second waits for no new work (five `np.array(...)` of one eager step's loss and aux outputs). One stall,
     reported once, at the first read."""
     fn, loop = site.function, site.loop
     positions = model.positions
     start, end = positions.get(first), positions.get(then)
-    if start is None or end is None or loop is None:
+    if start is None or end is None:
         return True
     after, until = (start.end_line, start.end_column), (end.end_line, end.end_column)
     if after > (end.line, end.column):
         return True  # not in source order (nested or overlapping): no claim
-    for call in fn.calls:
-        if not loop.encloses(call.loop):
+    for call in fn.calls:  # in a per-step function's own body (no loop), every call between them
+        if loop is not None and not loop.encloses(call.loop):
             continue
         span = positions.get(call.node)
         if span is None:

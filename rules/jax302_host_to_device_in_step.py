@@ -175,6 +175,9 @@ class HostToDeviceInStep(Rule):
             if fn.traced:
                 continue
             statements = Statements(fn)
+            # per loop, the host values already reported: passed again to another call of the same
+            # iteration, the same data is copied again, which the first finding's fix removes too
+            passed: set[tuple[int, str]] = set()
             for site in fn.calls:
                 if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve) \
                         or not _loop_computes(model, site):
@@ -223,6 +226,10 @@ class HostToDeviceInStep(Rule):
                                               f"to `{describe(call.func)}`, which copies it to the device on every "
                                               "call")
                 elif held:
+                    key = (id(site.loop), ",".join(describe(v) for v in held))
+                    if key in passed:
+                        continue
+                    passed.add(key)
                     names = ", ".join(f"`{describe(v)}`" for v in held)
                     wide = " (float64: also converted to float32 on each copy, unless x64 is enabled)" \
                         if all(is_float64_numpy(model, v, fn) for v in held) else ""

@@ -247,7 +247,7 @@ class UnsynchronizedTiming(Rule):
                         continue  # an epoch over a data loader: only the last few steps escape
                     yield Report(region.end, f"`{describe(region.end)}` is read after `{describe(pending)}` "
                                              "without waiting for its result: JAX dispatches asynchronously, "
-                                             "so this times the dispatch, not the computation")
+                                             "so the timer can stop before the device finishes that work")
                     continue
                 if order is None:
                     order = calls_in_order(fn)
@@ -264,8 +264,8 @@ class UnsynchronizedTiming(Rule):
                     timed = _timeit_statement_pending(model, fn, call)
                     if timed is not None:
                         yield Report(call, f"`{_magic(call) or describe(call.func)}` times `{timed}` without "
-                                           "`.block_until_ready()`: JAX dispatches asynchronously, so this "
-                                           "times the dispatch, not the computation")
+                                           "`.block_until_ready()`: JAX dispatches asynchronously, so the "
+                                           "timer can stop before the device finishes that work")
 
 
 def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.CSTNode]:

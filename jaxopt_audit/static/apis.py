@@ -3,6 +3,8 @@ produce arrays, or pull values to the host. Data, not logic."""
 
 from __future__ import annotations
 
+import re
+
 # Calls that compile their function argument. Value: index of the function argument.
 JIT_WRAPPERS = frozenset({
     "jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "jax.pjit",
@@ -243,3 +245,13 @@ TRACING_ERRORS = frozenset({
 })
 # How a tracer prints (`Traced<ShapedArray(float32[3])>with<DynamicJaxprTrace...>`).
 TRACER_REPR = "Traced<"
+
+# Names of containers whose entries are structure: layers, parameters, dimensions. A loop over
+# one (`for (w, b), (gw, gb) in zip(params, grads)`) walks a pytree, not steps.
+STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|modules|leaves|children|shapes?|"
+                             r"dims|axes|sizes|args|kwargs)$", re.IGNORECASE)
+
+# Loaders that return a data set as NumPy arrays on the host (tuples of them, unpacked).
+NUMPY_DATASET_LOADERS = frozenset(
+    f"{prefix}.datasets.{name}.load_data" for prefix in ("keras", "tensorflow.keras", "tf.keras")
+    for name in ("mnist", "fashion_mnist", "cifar10", "cifar100", "boston_housing", "imdb", "reuters"))

@@ -85,6 +85,9 @@ def _eager_ops(model: SemanticModel, node: cst.CSTNode) -> int | None:
 def describe_runs(runs: Runs) -> str:
     """`runs 5,000 times: once per iteration of the 5,000-iteration loop at line 40`; the loops
     innermost first, each with where its count comes from."""
+    if runs.traced:
+        return ("runs inside code JAX traces (a jitted function, a `lax.scan` body or what they call): as "
+                "often as the compiled program runs, which the file does not show")
     if not runs.loops:
         return "runs once as far as this file shows (no loop around it or its callers)"
     parts = []

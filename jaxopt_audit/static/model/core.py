@@ -1829,6 +1829,10 @@ class SemanticModel:
             if isinstance(it.func, cst.Attribute) and it.func.attr.value in ("items", "keys", "values") \
                     and self.resolve(it.func) is None:
                 return True
+            if self.resolve(it.func) in ("builtins.zip", "builtins.enumerate"):
+                # `zip(params, grads, state)`: the layers of a pytree, walked side by side
+                return any(isinstance(a.value, cst.Name) and apis.STRUCTURE_NAMES.search(a.value.value)
+                           for a in it.args if a.keyword is None)
             return self.resolve(it.func) in apis.TREE_LEAVES
         if isinstance(it, cst.Name):  # `for k in params:` indexing `params[k]`
             targets = set(loop.targets)

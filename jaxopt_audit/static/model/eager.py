@@ -20,7 +20,6 @@ When neither is shown, the rules stay silent.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -58,11 +57,6 @@ STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builti
                                  "jax.devices",
                                  "jax.local_devices", "itertools.product", "builtins.dir",
                                  "builtins.vars"})
-
-
-# Names of containers whose entries are structure: layers, parameters, dimensions.
-STRUCTURE_NAMES = re.compile(r"(^|_)(params|parameters|layers|weights|blocks|modules|leaves|children|shapes?|"
-                             r"dims|axes|sizes|args|kwargs)$", re.IGNORECASE)
 
 
 @dataclass
@@ -402,7 +396,7 @@ def _structure_iterable(model: SemanticModel, expr: cst.BaseExpression, fn: Func
         return True  # `zip(coords, x.shape)`: one iteration per dimension
     base = expr.value if isinstance(expr, cst.Subscript) else expr
     name = base.value if isinstance(base, cst.Name) else base.attr.value if isinstance(base, cst.Attribute) else None
-    if name is not None and STRUCTURE_NAMES.search(name):
+    if name is not None and apis.STRUCTURE_NAMES.search(name):
         return True  # `for w, b in params`, `enumerate(slice_shape[:-1])`: layers, dimensions
     if isinstance(expr, cst.Name):
         bindings = fn.bindings(expr.value)

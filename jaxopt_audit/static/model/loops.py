@@ -464,7 +464,10 @@ def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> b
     return False
 
 
-def _binds_numpy(model: SemanticModel, a, scope, depth: int, name: str | None = None) -> bool:
+def _binds_numpy(model: SemanticModel, a, scope, depth: int, name: str | None = None,
+                 seen: frozenset[str] = frozenset()) -> bool:
+    if isinstance(a.value, cst.Call) and model.resolve(a.value.func) in apis.NUMPY_DATASET_LOADERS:
+        return True  # `(x_train, y_train), (x_test, y_test) = mnist.load_data()`: NumPy arrays
     value = element_bound(a, name) if name is not None else a.value  # `X, Y = data["x"], data["y"]`
     if isinstance(value, cst.Call) and name is not None and len(a.targets) > 1 and name in a.targets \
             and not batch_getter(model, value, scope):
@@ -473,9 +476,9 @@ def _binds_numpy(model: SemanticModel, a, scope, depth: int, name: str | None = 
         returned = _host_helper_returns(model, value, scope)
         return bool(returned) and all(
             isinstance(r, cst.Tuple) and len(r.elements) == len(a.targets)
-            and is_numpy_value(model, r.elements[element].value, helper, depth + 1) for r, helper in returned)
+            and is_numpy_value(model, r.elements[element].value, helper, depth + 1, seen) for r, helper in returned)
     if value is not None:
-        return is_numpy_value(model, value, scope, depth + 1)
+        return is_numpy_value(model, value, scope, depth + 1, seen)
     node = a.site.node  # `for batch, labels in zip(DATA, LABELS)`: rows of NumPy arrays
     if isinstance(node, cst.For):
         return _iterates_numpy(model, node.iter, scope, depth + 1)
@@ -501,10 +504,12 @@ _NUMPY_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "i
                             "uint32", "bool_", "complex64", "complex128", "dtype", "finfo", "iinfo"})
 
 
-def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0) -> bool:
+def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: int = 0,
+                   seen: frozenset[str] = frozenset()) -> bool:
     """A NumPy array on the host: built by `np.*`, a row or slice of one, or a name bound to one
     (in this function or at module level, also by unpacking a tuple), or an attribute of `self`
-    the class binds only to one."""
+    the class binds only to one. A name rebound from itself (`x = x / 255.0`, `x = x[perm]`) is
+    what its other bindings make it."""
     if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.Call):
@@ -515,32 +520,36 @@ def is_numpy_value(model: SemanticModel, expr: cst.BaseExpression, fn, depth: in
                 return False
             return not model.is_array(expr, fn)
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _NUMPY_METHODS:
-            return is_numpy_value(model, expr.func.value, fn, depth + 1)
+            return is_numpy_value(model, expr.func.value, fn, depth + 1, seen)
         if isinstance(expr.func, cst.Attribute) and _is_numpy_generator(model, expr.func.value, fn):
             return True  # rng.normal(...), rng.integers(...)
         if batch_getter(model, expr, fn):
-            return any(is_numpy_value(model, a.value, fn, depth + 1) for a in expr.args)
+            return any(is_numpy_value(model, a.value, fn, depth + 1, seen) for a in expr.args)
         returned = _host_helper_returns(model, expr, fn)
-        return bool(returned) and all(is_numpy_value(model, r, helper, depth + 1) for r, helper in returned)
+        return bool(returned) and all(is_numpy_value(model, r, helper, depth + 1, seen) for r, helper in returned)
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
         # `rng.normal(size=s) * scale`, `x.sum(axis=1) > 0`: NumPy stays NumPy unless a JAX array
         # takes part
         right = [expr.right] if isinstance(expr, cst.BinaryOperation) else [c.comparator for c in expr.comparisons]
-        return not model.is_array(expr, fn) and any(is_numpy_value(model, part, fn, depth + 1)
+        return not model.is_array(expr, fn) and any(is_numpy_value(model, part, fn, depth + 1, seen)
                                                     for part in (expr.left, *right))
     if isinstance(expr, cst.Subscript):
-        return is_numpy_value(model, expr.value, fn, depth + 1)
+        return is_numpy_value(model, expr.value, fn, depth + 1, seen)
     if isinstance(expr, cst.Name):
+        if expr.value in seen:
+            return True  # a rebinding from itself: decided by the name's other bindings
         if model.is_array(expr, fn):
             return False
         owner = fn.binding_scope(expr.value)
         bindings = owner.bindings(expr.value) if owner is not None else []
-        return bool(bindings) and all(_binds_numpy(model, a, owner, depth, expr.value) for a in bindings)
+        inner = seen | {expr.value}
+        return any(a.value is None or expr.value not in names_in(a.value) for a in bindings) \
+            and all(_binds_numpy(model, a, owner, depth, expr.value, inner) for a in bindings)
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
             and fn.cls is not None:
         # `self.X` where the class binds `self.X = np.random.randn(...)`: a data set the object holds
         values = fn.cls.attribute_values.get(expr.attr.value, [])
-        return bool(values) and all(is_numpy_value(model, v, owner, depth + 1) for v, owner in values)
+        return bool(values) and all(is_numpy_value(model, v, owner, depth + 1, seen) for v, owner in values)
     return False
 
 
@@ -673,6 +682,17 @@ def records_for_rendering(model: SemanticModel, loop: Loop) -> cst.Call | None:
         if loop.encloses(site.loop) or not _renders(site.node):
             continue
         if any(n in recorded for arg in site.node.args for n in names_in(arg.value)):
+            return site.node
+    return None
+
+
+def renders_each_iteration(loop: Loop) -> cst.Call | None:
+    """A call in the loop's body draws or saves a frame (`renderer.render_frame(...)`,
+    `save_frame`, `imageio.mimwrite`): a loop made to be watched, whose values have to reach the
+    host to be drawn, one frame per iteration. The call is returned."""
+    fn = loop.function
+    for site in fn.calls:
+        if loop.encloses(site.loop) and _renders(site.node):
             return site.node
     return None
 

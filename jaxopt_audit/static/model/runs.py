@@ -43,11 +43,16 @@ class Runs:
     """The loops that make a piece of code run repeatedly, innermost first."""
 
     loops: tuple[LoopCount, ...] = field(default_factory=tuple)
+    # the code is traced (a jitted function's body, a `lax.scan` body, what they call): it runs as
+    # often as the compiled program runs, which the file does not show
+    traced: bool = False
 
     @property
     def count(self) -> int | None:
-        """Times the code runs: the product of the trip counts; None when any is unknown; 1
-        outside every loop."""
+        """Times the code runs: the product of the trip counts; None when any is unknown or the
+        code is traced; 1 outside every loop."""
+        if self.traced:
+            return None
         total = 1
         for loop in self.loops:
             if loop.count is None:
@@ -66,12 +71,23 @@ def runs_of(model: SemanticModel, node: cst.CSTNode) -> Runs:
     fn = _function_at(model, node)
     if fn is None:
         return Runs()
+    if model.analysed and any(scope.traced for scope in _enclosing_functions(fn)):
+        return Runs(traced=True)
     loops: list[LoopCount] = []
     if node is not fn.node:
         loops.extend(_enclosing_counts(model, fn, node))
     if not fn.is_module:
         loops.extend(_caller_counts(model, fn, _CALLER_DEPTH))
     return Runs(tuple(loops))
+
+
+def _enclosing_functions(fn: Function) -> list[Function]:
+    scopes = []
+    current: Function | None = fn
+    while current is not None and not current.is_module:
+        scopes.append(current)
+        current = current.parent
+    return scopes
 
 
 def _function_at(model: SemanticModel, node: cst.CSTNode) -> Function | None:
@@ -245,7 +261,8 @@ def _int_literal(node: cst.BaseExpression) -> int | None:
 def _configured_values(model: SemanticModel) -> dict[str, set[int]]:
     """Integer settings the file writes down, by name: argparse defaults (`--num-steps` is
     `num_steps`), absl flags, class-level fields (`steps: int = 5000`), attribute assignments
-    (`config.steps = 5000`), dict literals and keyword arguments (`dict(steps=5000)`)."""
+    (`config.steps = 5000`), class attributes (`epochs = 200` in a class body), dict literals and
+    keyword arguments (`dict(steps=5000)`)."""
     found: dict[str, set[int]] = {}
 
     def add(name: str | None, value: cst.BaseExpression | None) -> None:
@@ -264,6 +281,14 @@ def _configured_values(model: SemanticModel) -> dict[str, set[int]]:
             for target in node.targets:
                 if isinstance(target.target, cst.Attribute):
                     add(target.target.attr.value, node.value)
+        elif isinstance(node, cst.ClassDef):
+            for statement in node.body.body:  # class-level settings: `epochs = 200`
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if isinstance(small, cst.Assign):
+                            for target in small.targets:
+                                if isinstance(target.target, cst.Name):
+                                    add(target.target.value, small.value)
         elif isinstance(node, cst.DictElement):
             add(string_value(node.key), node.value)
     return found
