@@ -88,15 +88,32 @@ def _judged_cell(judged: list[dict[str, Any]]) -> str:
 
 
 def render_readme(data: dict[str, Any]) -> str:
-    questions = _questions(data)
+    """The current figures: the sets marked `current` (judged on the rules as they are now, each
+    finding by two judges), per rule and question, and their recall."""
+    current = [s for s in data["sets"] if s.get("current")]
+    entries = [e for s in current for e in s["judged"]]
+    questions = [q for q in QUESTIONS if any(e["question"] == q for e in entries)]
+    table: dict[str, dict[str, Tally]] = {}
+    for entry in entries:
+        if RULE_CODE.match(entry["rules"]):
+            table.setdefault(entry["rules"], {}).setdefault(entry["question"], Tally()).add(entry)
+            table.setdefault("all", {}).setdefault(entry["question"], Tally()).add(entry)
     lines = ["| rule | " + " | ".join(q.upper() for q in questions) + " |",
              "|---|" + "---|" * len(questions)]
-    for code, tallies in per_rule(data).items():
-        lines.append(f"| {code} | " + " | ".join(tallies.get(q, Tally()).cell() for q in questions) + " |")
-    files, listed, found = recall_totals(data)
-    if listed:
-        lines += ["", f"Recall: readers who had not seen the findings listed {listed} real JAX mistakes in",
-                  f"{files} files; {found} of them ({100 * found / listed:.0f}%) were reported."]
+    for code in sorted(table, key=lambda c: (c == "all", c)):
+        label = "all findings" if code == "all" else code
+        lines.append(f"| {label} | " + " | ".join(table[code].get(q, Tally()).cell() for q in questions) + " |")
+    recalls = [s["recall"] for s in current if "recall" in s]
+    if recalls:
+        listed, found = sum(r["mistakes"] for r in recalls), sum(r["found"] for r in recalls)
+        major = sum(r.get("major", 0) for r in recalls)
+        major_found = sum(r.get("major_found", 0) for r in recalls)
+        files = sum(r["files_read"] for r in recalls)
+        lines += ["", f"Recall: readers who had not seen the findings listed {listed} real JAX mistakes in {files}",
+                  f"files; {found} ({100 * found / listed:.0f}%) were reported, {major_found} of the {major} "
+                  f"they called major."]
+    names = ", ".join(s["name"] for s in current)
+    lines += ["", f"(Sets: {names}; a debatable answer counts as not right.)"]
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from jaxopt_audit.static.model.eager import (
 )
 from jaxopt_audit.static.model.host_loops import ends_episode, exits_on_device, fed_back
 from jaxopt_audit.static.model.loops import (
+    exits_early,
     filled_buffers,
     grows_carry,
     has_compiled_alternative,
@@ -253,12 +254,17 @@ class LoopToScan(Rule):
                                             "full-length buffer, fill it with `lax.dynamic_update_slice` and run "
                                             "the iterations in `jax.lax.fori_loop`/`scan`")
                     continue
-                yield Report(loop.node, _message(header, names, sorted(filled), small))
+                yield Report(loop.node, _message(header, names, sorted(filled), small, exits_early(loop)))
 
 
-def _message(header: str, names: str, filled: list[str], small: list[CompiledStep] | None) -> str:
+def _message(header: str, names: str, filled: list[str], small: list[CompiledStep] | None,
+             early: bool = False) -> str:
     """What the loop carries and what each iteration costs, as far as the code shows."""
     head = f"this loop over `{header}` carries {names} from one iteration to the next"
+    if early:  # the stop test has to run inside the compiled loop: `while_loop`, not `scan`
+        return (f"{head} through JAX calls and may stop early (`break`), so every iteration is a separate "
+                "dispatch from Python; `jax.lax.while_loop`, with the stop test in its condition, compiles "
+                "the iterations into one program")
     if filled:
         buffers = ", ".join(f"`{n}`" for n in filled)
         return (f"{head} and writes a row of {buffers} with `.at[...].set` on each: outside jit every "

@@ -99,7 +99,7 @@ def describe_runs(runs: Runs) -> str:
         if loop.via:
             text += f", through the call to `{loop.via}`"
         if loop.conditional:
-            text += ", under a condition"
+            text += ", under a condition or with an early exit"
         parts.append(text)
     chain = "; inside ".join(parts)
     count = runs.count

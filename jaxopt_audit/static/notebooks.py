@@ -214,11 +214,28 @@ def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterab
                 end_line, end_column = line, f.column + 1
             if shown is not None and end_line == line:  # a magic read as longer Python: stay on its text
                 end_column = min(end_column, len(shown.source.split("\n")[line - 1]) + 1)
-            mapped.append(f._replace(line=line, end_line=end_line, end_column=end_column, cell=cell))
+            mapped.append(f._replace(line=line, end_line=end_line, end_column=end_column, cell=cell,
+                                     message=_cell_lines(f.message, origin, cell),
+                                     fix=_cell_lines(f.fix, origin, cell),
+                                     impact=f.impact._replace(why=_cell_lines(f.impact.why, origin, cell))
+                                     if f.impact is not None else None))
         findings = mapped
     elif program.cells:  # MyST: findings keep their file lines; the cell is found by line
         findings = [f for f in findings if not _demonstrated(f, by_code.get(f.code), program.cells.values())]
     return result._replace(findings=findings, error=error)
+
+
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+
+
+def _cell_lines(text: str, origin: list[tuple[int, int]], cell: int) -> str:
+    """A message's `line N` (a line of the notebook's program, as the rules see it) as the reader
+    finds it: `line M` in the finding's own cell, `cell C, line M` in another."""
+    def where(match: re.Match) -> str:
+        other, line = locate(origin, int(match.group(1)))
+        return f"line {line}" if other == cell else f"cell {other}, line {line}"
+
+    return _LINE_REFERENCE.sub(where, text)
 
 
 def _cell_by_line(program: Program) -> list[int]:

@@ -8,7 +8,7 @@ from typing import cast
 import libcst as cst
 
 from .. import apis
-from ..walk import callee_name, int_value, names_in, walk
+from ..walk import callee_name, children, int_value, names_in, walk
 from .core import Function, Loop, SemanticModel
 from .facts import fact
 
@@ -684,6 +684,20 @@ def records_for_rendering(model: SemanticModel, loop: Loop) -> cst.Call | None:
         if any(n in recorded for arg in site.node.args for n in names_in(arg.value)):
             return site.node
     return None
+
+
+def exits_early(loop: Loop) -> bool:
+    """A `break` (or `return`) in the loop's own body, outside loops nested in it: the loop may
+    stop before its trip count, on a test that `lax.scan` cannot make (`lax.while_loop` can)."""
+    stack: list[cst.CSTNode] = list(children(loop.node.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Break, cst.Return)):
+            return True
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(children(node))
+    return False
 
 
 def renders_each_iteration(loop: Loop) -> cst.Call | None:

@@ -20,7 +20,7 @@ from ..enclosing import enclosing_statements
 from ..walk import int_value, string_value, walk
 from .core import Function, Loop, SemanticModel
 from .facts import fact
-from .loops import literal_trip_count
+from .loops import exits_early, literal_trip_count
 
 # how far up the chain of callers a count is followed (a step called by a train function called
 # by a sweep): further than this the file rarely says more
@@ -194,6 +194,7 @@ def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopC
 
 def _count(model: SemanticModel, loop: Loop, conditional: bool = False, via: str = "") -> LoopCount:
     line = model.line_of(loop.node)
+    conditional = conditional or exits_early(loop)  # a `break`: the count is an upper bound
     literal = literal_trip_count(loop, model.resolve)
     if literal is not None:
         return LoopCount(line, literal, "", conditional, via)
