@@ -26,7 +26,7 @@ import libcst as cst
 from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
 from .cache_use import cached_results, open_cache
 from .config import Config, find_pyproject, load_config
-from .discovery import discover
+from .discovery import discover, package_of
 from .fixes import applicability
 from .impact import impact_of
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
@@ -47,16 +47,6 @@ class ScanResult:
     lines_scanned: int = 0
     rules: list[type[Rule]] = field(default_factory=list)
     internal_errors: int = 0
-
-
-def _package_of(path: str) -> str:
-    """Dotted package of a file, from the __init__.py files above it (for relative imports)."""
-    parts: list[str] = []
-    directory = os.path.dirname(os.path.abspath(path))
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        parts.append(os.path.basename(directory))
-        directory = os.path.dirname(directory)
-    return ".".join(reversed(parts))
 
 
 def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
@@ -103,7 +93,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     lines = text.splitlines()
     rules = list(rules)
     analyse = any(rule.ANALYSIS for rule in rules)
-    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project,
+    model = SemanticModel(module, path, package_of(path) if os.path.exists(path) else "", text, project,
                           analyse=analyse, cells=cells)
     try:
         return _checked(model, path, lines, rules, ignored_codes, summaries)

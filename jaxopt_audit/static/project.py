@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import libcst as cst
 
 from . import apis
+from .discovery import package_of
 from .names import dotted
 
 if TYPE_CHECKING:
@@ -151,12 +152,11 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
 
 def summarise_file(path: str) -> ModuleSummary:
     """One file's summary on its own (tests, tools); the scan takes it from the model it builds."""
-    from .engine import _package_of
     from .model import SemanticModel
 
     with open(path, "rb") as handle:
         module = cst.parse_module(handle.read())
-    return summarise_model(SemanticModel(module, path, _package_of(path)))
+    return summarise_model(SemanticModel(module, path, package_of(path)))
 
 
 def imported_candidate(fn: FunctionSummary) -> bool:
