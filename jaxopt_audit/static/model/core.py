@@ -23,7 +23,7 @@ from ..walk import children, int_value, names_in, own_nodes, string_value, targe
 
 if TYPE_CHECKING:
     from ..positions import Positions
-    from ..project import FunctionSummary, ImportedView
+    from .summaries import FunctionSummary, ImportedView
 
 FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
 LoopNode = cst.For | cst.While
