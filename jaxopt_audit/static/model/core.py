@@ -19,10 +19,10 @@ import libcst as cst
 
 from .. import apis
 from ..names import ImportTable, dotted
+from ..positions import Positions
 from ..walk import children, int_value, names_in, own_nodes, string_value, target_names, walk
 
 if TYPE_CHECKING:
-    from ..positions import Positions
     from .summaries import FunctionSummary, ImportedView
 
 FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
@@ -1275,12 +1275,6 @@ class SemanticModel:
                 for a in bindings)
         return False
 
-    def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
-        """In traced code: the value is certainly a tracer (`tracers.py` says when). Module-level
-        constants are static (docs/rules.md), and so are `self.*` attributes set at construction."""
-        from .tracers import tracers
-        return scope.traced and tracers(self).expr(expr, scope)
-
     # ----------------------------------------------------------------- analysis passes
     def _analyse(self) -> None:
         self._mark_jit_and_transforms()
@@ -1853,7 +1847,6 @@ class SemanticModel:
     def positions(self) -> Positions:
         """Node positions, computed on first use and only for the statements asked about."""
         if self._positions is None:
-            from ..positions import Positions
             self._positions = Positions(self.module, self.source)
         return self._positions
 
