@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..names import ImportTable, dotted
 from ..positions import Positions
 from ..walk import children, int_value, names_in, own_nodes, string_value, target_names, walk

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..names import dotted
 from ..walk import read_names, walk
 from .core import Function, Loop, SemanticModel, Site

@@ -7,7 +7,8 @@ from typing import cast
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..walk import callee_name, int_value, names_in, walk
 from .core import Function, Loop, SemanticModel
 from .facts import fact

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..walk import children
 from .core import Function, SemanticModel
 from .facts import fact

@@ -29,7 +29,8 @@ from typing import cast
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..walk import int_value
 from .core import Assignment, Function, SemanticModel, unpacks
 from .facts import fact
