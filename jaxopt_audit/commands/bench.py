@@ -21,6 +21,7 @@ from ..fileio import OutputPathError, check_output_dir, check_output_file, write
 from ..results import BenchResult
 from ..runtime.bench.harness import BenchOptions, resolve_pipeline, run_pipeline, select_stages
 from ..runtime.bench.pipeline import PIPELINE_NAMES, Pipeline, load_pipeline
+from ..static.engine import scan_for_report
 from ..units import quantity, seconds, speedup
 
 
@@ -191,7 +192,7 @@ def bench_command(args: argparse.Namespace) -> int:
             check_output_dir(args.trace, "--trace")
         pipelines = [resolve_pipeline(name) for name in names]
         options = BenchOptions(size=args.size, repeats=args.repeats, budget_s=args.budget,
-                               trace_dir=Path(args.trace) if args.trace else None)
+                               trace_dir=Path(args.trace) if args.trace else None, scan=scan_for_report)
         if len(pipelines) > 1 and args.stages:
             raise UsageError("--stages selects stages of one pipeline; drop it with `bench all`")
         selections = [(p, select_stages(p, args.stages)) for p in pipelines]

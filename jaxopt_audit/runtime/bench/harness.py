@@ -29,7 +29,17 @@ from typing import Any
 
 from ...exit_codes import UsageError
 from ...modules import NotImportable, import_file
-from ...results import BenchResult, BreakEven, Check, CompileTimes, StageFinding, StageResult, Throughput, Times
+from ...results import (
+    BenchResult,
+    BreakEven,
+    Check,
+    CompileTimes,
+    Scan,
+    StageFinding,
+    StageResult,
+    Throughput,
+    Times,
+)
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, load_pipeline
 
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
@@ -116,17 +126,13 @@ def stage_title(pipeline: Pipeline, stage: Stage) -> str:
     return doc.splitlines()[0].strip() if doc else stage.module
 
 
-def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[StageFinding] | None, str]:
+def stage_findings(pipeline: Pipeline, stage: Stage, scan: Scan) -> tuple[list[StageFinding] | None, str]:
     """The static scanner's findings on the stage's file, or None and why not."""
     path = getattr(pipeline.stage_module(stage), "__file__", None)
     if not path:
         return None, "the stage module has no source file"
     try:
-        from jaxopt_audit.static.engine import scan_for_report
-    except ImportError as exc:
-        return None, f"scanner unavailable ({exc})"
-    try:
-        result = scan_for_report([path])
+        result = scan([path])
     except Exception as exc:  # the scanner's own failure must not lose the measurements
         return None, f"scanner failed: {type(exc).__name__}: {exc}"
     return StageFinding.sorted(result.findings), ""
@@ -140,7 +146,7 @@ class BenchOptions:
     repeats: int | None = None
     budget_s: float | None = None
     trace_dir: Path | None = None
-    scan: bool = True
+    scan: Scan | None = None  # records each stage's findings (commands/bench.py passes the static scan)
     min_repeats: int = 3
 
 
@@ -282,8 +288,8 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
                                   changes_math=variant.changes_math, math_note=variant.math_note,
                                   title=variant.title, error=f"{type(exc).__name__}: {exc}".splitlines()[0],
                                   traceback=traceback.format_exc(limit=8))
-        if options.scan:
-            findings, why = stage_findings(pipeline, stage)
+        if options.scan is not None:
+            findings, why = stage_findings(pipeline, stage, options.scan)
             variant.findings = findings
             variant.findings_note = why
         variants.append(variant)
