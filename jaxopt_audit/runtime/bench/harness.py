@@ -169,6 +169,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
     on_result, if given, receives the result of the stages measured so far after each stage, so a
     run stopped by a time limit or a crash keeps what it had finished (`bench --out` writes it).
     """
+    # JAX (the runtime extra) and the modules that import it: loaded only to measure
     import jax
 
     from .machine import machine_info
@@ -302,7 +303,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
 
 def _add_comparisons(variants: list[StageResult], unit: str) -> None:
     """speedup vs stage 0 and vs the previous measured stage; break-even in work units."""
-    from .measure import break_even_calls, ceil_count
+    from .measure import break_even_calls, ceil_count  # imports JAX (the runtime extra)
 
     stage0 = next((v for v in variants if v.measured and v.stage == 0), None)
     previous: StageResult | None = None
@@ -328,6 +329,7 @@ def _add_comparisons(variants: list[StageResult], unit: str) -> None:
 
 def _trace_stage(pipeline: Pipeline, stage: Stage, stage_workload: Any, trace_dir: Path) -> dict[str, Any]:
     """Capture TRACE_STEPS steady-state calls with step markers; return where and the summary."""
+    # JAX (the runtime extra) and the trace capture that imports it: loaded only to trace
     import jax
 
     from ..trace import TraceCapture, open_command, step_marker
