@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 BENCH_SCHEMA_VERSION = 1
 
 T = TypeVar("T")
+
+# The static scan that `bench` and `report` record findings with, handed down by their commands
+# (`static.engine.scan_for_report`): file paths in, a result whose `.findings` are theirs out.
+Scan = Callable[[list[str]], Any]
 
 
 def finite(value: Any) -> Any:

@@ -12,6 +12,7 @@ from jaxopt_audit.static.model.eager import (
     differentiates,
     dispatch_loop,
     eager_ops,
+    host_fed,
     iterates_structure,
     prepares_compiled_input,
 )
@@ -23,7 +24,6 @@ from jaxopt_audit.static.model.loops import (
     has_compiled_alternative,
     has_fixed_trip_count,
     host_bound_call,
-    host_fed,
     is_numpy_value,
     iterates_rows,
     literal_trip_count,

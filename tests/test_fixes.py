@@ -32,7 +32,7 @@ def test_fix_on_the_rules_own_examples(rule, index):
     source = rule.INVALID[index].source
     before = scan_source(source, "example.py", instances).findings
     fixable = [f for f in before if f.code == rule.CODE and f.fix_applicability is not None]
-    outcome = fix_source(source, "example.py", instances, unsafe=True)
+    outcome = fix_source(source, "example.py", instances, unsafe=True, scan=scan_source)
     if not fixable:
         assert outcome.fixed == source
         return
@@ -45,7 +45,7 @@ def test_fix_on_the_rules_own_examples(rule, index):
     assert not [f for f in after if f.code == rule.CODE and f.fix_applicability is not None]
     assert len([f for f in after if f.code == rule.CODE]) == \
         len([f for f in before if f.code == rule.CODE]) - len(fixable)
-    again = fix_source(outcome.fixed, "example.py", instances, unsafe=True)
+    again = fix_source(outcome.fixed, "example.py", instances, unsafe=True, scan=scan_source)
     assert again.fixed == outcome.fixed and again.applied == []  # idempotent
 
 
@@ -53,8 +53,8 @@ def test_safe_fixes_only_without_unsafe_flag():
     instances = [r() for r in RULES]
     jax101 = next(r for r in RULES if r.CODE == "JAX101")
     source = jax101.INVALID[-1].source
-    assert fix_source(source, "x.py", instances).fixed == source
-    assert "@jax.jit" in fix_source(source, "x.py", instances, unsafe=True).fixed
+    assert fix_source(source, "x.py", instances, scan=scan_source).fixed == source
+    assert "@jax.jit" in fix_source(source, "x.py", instances, unsafe=True, scan=scan_source).fixed
 
 
 TIMED = """\
@@ -134,7 +134,7 @@ def test_jit_is_not_offered_where_an_argument_may_need_to_be_static(body, report
     instances = [r() for r in RULES]
     findings = scan_source(source, "x.py", instances).findings
     assert [f.fix_applicability for f in findings if f.code == "JAX101"] == [None] * reported
-    assert "@jax.jit" not in fix_source(source, "x.py", instances, unsafe=True).fixed
+    assert "@jax.jit" not in fix_source(source, "x.py", instances, unsafe=True, scan=scan_source).fixed
 
 
 def write_notebook(path, cells, **dump):
@@ -202,7 +202,7 @@ def test_notebook_in_an_unknown_layout_is_left_alone(tmp_path, capsys):
 ])
 def test_renames_keep_the_rest_of_the_chain_and_spell_modules_that_are_there(source, expected):
     instances = [r() for r in RULES]
-    fixed = fix_source(source, "x.py", instances).fixed
+    fixed = fix_source(source, "x.py", instances, scan=scan_source).fixed
     if expected is None:
         assert fixed == source
     else:
@@ -215,7 +215,8 @@ def test_jit_is_offered_on_a_gradient_step_and_not_where_it_would_freeze_rebound
     gradient_step = next(e.source for e in jax101.INVALID if "value_and_grad" in e.source)
     findings = [f for f in scan_source(gradient_step, "x.py", instances).findings if f.code == "JAX101"]
     assert [f.fix_applicability for f in findings] == ["unsafe"]
-    assert "@jax.jit\ndef train_step" in fix_source(gradient_step, "x.py", instances, unsafe=True).fixed
+    assert "@jax.jit\ndef train_step" in fix_source(gradient_step, "x.py", instances, unsafe=True,
+                                                    scan=scan_source).fixed
 
     frozen = ("import jax.numpy as jnp\nimport jax\n\nW = jnp.ones((4, 4))\n\n"
               "def forward(x):\n    return jnp.tanh(x @ W) * 2.0 - jnp.mean(x) + jnp.std(x)\n\n"
@@ -224,4 +225,4 @@ def test_jit_is_offered_on_a_gradient_step_and_not_where_it_would_freeze_rebound
     assert [f.fix_applicability for f in findings] == [None]
     assert "`W`, a module-level array that the program rebinds" in findings[0].message
     assert findings[0].fix.startswith("Pass `W` as argument,")
-    assert "@jax.jit" not in fix_source(frozen, "x.py", instances, unsafe=True).fixed
+    assert "@jax.jit" not in fix_source(frozen, "x.py", instances, unsafe=True, scan=scan_source).fixed

@@ -9,10 +9,11 @@ file cannot show next to the step's own."""
 from __future__ import annotations
 
 import pytest
-from test_program_suite import PROGRAMS, clean_dirs, manifest, mistake_dirs
 
 from jaxopt_audit.static.config import Config
 from jaxopt_audit.static.engine import scan_paths
+
+from test_program_suite import PROGRAMS, clean_dirs, manifest, mistake_dirs
 
 
 @pytest.fixture(scope="module")

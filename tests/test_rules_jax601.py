@@ -22,6 +22,7 @@ from jaxopt_audit.static.deprecations import (
     STATUSES,
     older_spelling,
 )
+from jaxopt_audit.static.engine import scan_source
 from jaxopt_audit.static.fixes import fix_source
 
 from conftest import rules_with_code, scan_text
@@ -444,7 +445,7 @@ def test_a_removed_keyword_is_reported_at_the_argument_and_renamed_by_the_fix():
     assert "deprecated" in found[0].message and "jax.device_put" in found[0].message
     assert "jax.default_device" in found[0].message  # for a function of no arguments
     # the renames are safe fixes; `device=` of device_put is current and not reported
-    fixed = fix_source(textwrap.dedent(source), "example.py", [r() for r in RULE]).fixed
+    fixed = fix_source(textwrap.dedent(source), "example.py", [r() for r in RULE], scan=scan_source).fixed
     assert "jnp.clip(x, min=lo, max=hi)" in fixed and "jnp.reshape(y, shape=(-1,))" in fixed
     assert 'backend="cpu"' in fixed  # dropping it is for the user to decide
     # a wrapper forwarding its own `device` parameter, or None, gives JAX nothing to warn about
@@ -521,7 +522,8 @@ def test_the_removed_shuffle_migrates_to_an_independent_permutation():
     assert "jax.random.permutation" in message and "independent=True" in message
     assert "not a rename" in message
     source = "import jax\nx = jax.random.shuffle(jax.random.key(0), jax.numpy.arange(4))\n"
-    assert fix_source(source, "example.py", [r() for r in RULE]).fixed == source  # a migration, not rewritten
+    fixed = fix_source(source, "example.py", [r() for r in RULE], scan=scan_source).fixed
+    assert fixed == source  # a migration, not rewritten
 
 
 def test_the_removed_xla_extension_module_and_a_member_with_its_own_replacement():
@@ -565,7 +567,7 @@ def test_the_removed_colab_tpu_setup_says_to_drop_it_and_is_not_rewritten():
     assert [line for line, _, _ in found] == [2, 3, 4]
     assert "nothing replaces it: drop the import and the `setup_tpu()` call" in found[0][2]
     assert "use nothing" not in found[0][2] and "use nothing" not in found[2][2]
-    assert fix_source(source, "example.py", [r() for r in RULE]).fixed == source
+    assert fix_source(source, "example.py", [r() for r in RULE], scan=scan_source).fixed == source
 
 
 def test_sharding_and_jaxpr_internals_that_moved_or_went():
@@ -595,7 +597,7 @@ def test_renames_among_the_additions_are_fixed_only_where_the_new_module_is_load
     # `jax.nn.standardize` is a drop-in rename that `import jax` loads; `jax.extend.core` is not
     # loaded by `import jax`, so rewriting `jax.core.Var` to it would break the file.
     source = "import jax\ny = jax.nn.normalize(jax.numpy.ones(3))\nok = isinstance(v, jax.core.Var)\n"
-    fixed = fix_source(source, "example.py", [r() for r in RULE]).fixed
+    fixed = fix_source(source, "example.py", [r() for r in RULE], scan=scan_source).fixed
     assert "jax.nn.standardize(" in fixed and "jax.core.Var" in fixed
 
 

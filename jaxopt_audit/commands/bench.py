@@ -13,6 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from ..exit_codes import FINDINGS as EXIT_FAILED  # noqa: E402
 from ..exit_codes import OK as EXIT_OK  # noqa: E402
 from ..exit_codes import USAGE as EXIT_USAGE  # noqa: E402
@@ -21,13 +25,12 @@ from ..fileio import OutputPathError, check_output_dir, check_output_file, write
 from ..results import BenchResult
 from ..runtime.bench.harness import BenchOptions, resolve_pipeline, run_pipeline, select_stages
 from ..runtime.bench.pipeline import PIPELINE_NAMES, Pipeline, load_pipeline
+from ..static.engine import scan_for_report
 from ..units import quantity, seconds, speedup
 
 
 def results_table(results: BenchResult) -> Any:
     """A rich Table of one pipeline's results."""
-    from rich.table import Table
-
     table = Table(title=f"{results.pipeline} ({results.size}) on {results.platform}: {results.device}",
                   caption=f"* measured on a prefix and extrapolated · JAX {results.jax_version}")
     for column in ("stage", "rules", "compile", "time/run", "spread", "x stage0", "x prev",
@@ -54,16 +57,12 @@ def results_table(results: BenchResult) -> Any:
 
 
 def _stdout_console() -> Any:
-    from rich.console import Console
-
     console = Console()
     # a file or a pipe has no terminal width to respect: do not squeeze the table into 80 columns
     return console if console.is_terminal else Console(width=170)
 
 
 def list_pipelines(fmt: str) -> int:
-    from rich.table import Table
-
     rows: list[dict[str, Any]] = []
     for name in PIPELINE_NAMES:
         try:
@@ -98,9 +97,6 @@ class _ProgressView:
     """A rich progress bar on stderr, refreshed only between calls (never inside a measured window)."""
 
     def __init__(self, pipeline: Pipeline, n_stages: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         self.console = Console(stderr=True)
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("{task.fields[phase]}"), TimeElapsedColumn(),
@@ -191,7 +187,7 @@ def bench_command(args: argparse.Namespace) -> int:
             check_output_dir(args.trace, "--trace")
         pipelines = [resolve_pipeline(name) for name in names]
         options = BenchOptions(size=args.size, repeats=args.repeats, budget_s=args.budget,
-                               trace_dir=Path(args.trace) if args.trace else None)
+                               trace_dir=Path(args.trace) if args.trace else None, scan=scan_for_report)
         if len(pipelines) > 1 and args.stages:
             raise UsageError("--stages selects stages of one pipeline; drop it with `bench all`")
         selections = [(p, select_stages(p, args.stages)) for p in pipelines]
@@ -237,7 +233,7 @@ def bench_command(args: argparse.Namespace) -> int:
         payload: Any = all_results[0].to_json() if len(all_results) == 1 else [r.to_json() for r in all_results]
         print(json.dumps(payload, indent=2, allow_nan=False))
     if options.trace_dir is not None:
-        from ..runtime.trace import open_command
+        from ..runtime.trace import open_command  # imports JAX: only when traces were taken
 
         print(f"jaxopt-audit bench: traces in {options.trace_dir}; open them with: "
               f"{open_command(options.trace_dir)}", file=sys.stderr)

@@ -7,13 +7,21 @@ import sys
 
 from ..exit_codes import OK as EXIT_OK  # noqa: E402
 from ..exit_codes import USAGE as EXIT_ERROR  # noqa: E402
+from ..report import run_study
 from ..report.casestudy import ReportError, write_report
+from ..static.engine import scan_for_report
+from ..static.registry import load_rules
 
 
 def report_command(args: argparse.Namespace) -> int:
     """Entry point of `jaxopt-audit report` (options are defined in cli.py)."""
     try:
-        md_path, pngs = write_report(args.results, args.output)
+        own = run_study.load(args.results)  # `run --json` results: the study of the user's rewrite
+        if own is not None:
+            md_path, pngs = run_study.write_study(own, args.output)
+        else:
+            names = {rule.CODE: rule.NAME for rule in load_rules()}
+            md_path, pngs = write_report(args.results, args.output, scan=scan_for_report, names=names)
     except ReportError as exc:
         print(f"jaxopt-audit report: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -18,8 +18,14 @@ from ..exit_codes import FINDINGS as EXIT_FINDINGS  # noqa: E402
 from ..exit_codes import OK as EXIT_OK  # noqa: E402
 from ..exit_codes import USAGE as EXIT_ERROR  # noqa: E402
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
+from ..report.github import render_github
+from ..report.json_report import render_json
+from ..report.sarif import render_sarif
+from ..report.terminal import render_rule_table, render_statistics, render_terminal
+from ..static.cache import default_cache_dir
 from ..static.config import ConfigError
-from ..static.engine import scan_paths
+from ..static.engine import resolve_config, scan_paths, scan_source
+from ..static.fix_run import fix_paths
 from ..static.registry import RuleLoadError, find_rule, load_rules
 from ..static.rule import IMPACT_LEVELS
 
@@ -47,8 +53,6 @@ def _cache_dir(args: argparse.Namespace, config) -> str | None:
         return None
     if getattr(args, "cache_dir", None):
         return args.cache_dir
-    from ..static.cache import default_cache_dir
-    from ..static.engine import resolve_config
     return default_cache_dir(resolve_config(list(args.paths) or ["."], config).source)
 
 
@@ -71,7 +75,7 @@ def scan_command(args: argparse.Namespace) -> int:
             config = args.config
         progress = None
         if interactive:
-            from rich.progress import Progress
+            from rich.progress import Progress  # only a terminal shows a progress bar: a pipe skips its import
             progress_bar = Progress(transient=True, console=Console(stderr=True))
         else:
             progress_bar = None
@@ -104,16 +108,12 @@ def scan_command(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace, fmt: str, result) -> None:
     if fmt in ("json", "sarif", "github"):
-        from ..report.github import render_github
-        from ..report.json_report import render_json
-        from ..report.sarif import render_sarif
         text = {"json": render_json, "sarif": render_sarif, "github": render_github}[fmt](result)
         if args.output:
             write_text_atomic(args.output, text)
         else:
             sys.stdout.write(text)
     else:
-        from ..report.terminal import render_statistics, render_terminal
         if args.output:
             console = Console(file=open(os.devnull, "w"), record=True, soft_wrap=True, width=120)
         else:
@@ -152,11 +152,8 @@ def _exit_status(args: argparse.Namespace, result) -> int:
 def _apply_fixes(args: argparse.Namespace, result, config) -> int | None:
     """--diff: print the diff and return the exit status. --fix: write the fixes, say what
     changed on stderr, and return None (the caller re-scans and reports what is left)."""
-    from ..static.engine import resolve_config
-    from ..static.fix_run import fix_paths
-
     summary = fix_paths(result, resolve_config(list(args.paths), config), args.unsafe_fixes,
-                        write=not args.diff)
+                        write=not args.diff, scan=scan_source)
     count = sum(len(o.applied) for o in summary.outcomes)
     files = len(summary.outcomes)
     if args.diff:
@@ -268,6 +265,5 @@ def rules_command(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         sys.stdout.write(rule_catalog(rules))
     else:
-        from ..report.terminal import render_rule_table
         render_rule_table(rules, Console())
     return EXIT_OK

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..exit_codes import UsageError  # noqa: E402
 from ..fileio import OutputPathError, check_output_file, write_text_atomic
-from ..results import BenchResult, CompileTimes, StageFinding, StageResult
+from ..results import BenchResult, CompileTimes, Scan, StageFinding, StageResult
 from . import markdown as md
 from .results_check import results_problem
 
@@ -87,40 +87,26 @@ def load_runs(paths: Sequence[str]) -> list[Run]:
 
 # ---------------------------------------------------------------- findings
 
-def rule_names() -> dict[str, str]:
-    """Rule code -> name from the rule registry (empty if the static half is unavailable)."""
-    try:
-        from jaxopt_audit.static.registry import load_rules
-
-        return {rule.CODE: rule.NAME for rule in load_rules()}
-    except Exception:  # the report must render without the scanner
-        return {}
-
-
-def findings_at_report_time(pipeline: str, module: str) -> tuple[list[StageFinding] | None, str]:
+def findings_at_report_time(pipeline: str, module: str, scan: Scan) -> tuple[list[StageFinding] | None, str]:
     """Scan a built-in stage file now, for results written without findings."""
-    try:
-        from jaxopt_audit.static.engine import scan_for_report
-    except ImportError:
-        return None, "the static scanner is unavailable"
     try:
         spec = importlib.util.find_spec(f"jaxopt_audit.reference_pipelines.{pipeline}.{module}")
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin:
         return None, f"the source of {module} is not available here"
-    result = scan_for_report([spec.origin])
+    result = scan([spec.origin])
     return StageFinding.sorted(result.findings), ""
 
 
 Findings = dict[int, tuple[list[StageFinding] | None, str]]  # stage -> (findings or None, why not)
 
 
-def findings_by_stage(run: Run) -> Findings:
+def findings_by_stage(run: Run, scan: Scan) -> Findings:
     out: Findings = {}
     for variant in run.variants:
         if variant.findings is None:
-            findings, why = findings_at_report_time(run.result.pipeline, variant.name)
+            findings, why = findings_at_report_time(run.result.pipeline, variant.name, scan)
             out[variant.stage] = (findings, why or variant.findings_note)
         else:
             out[variant.stage] = (variant.findings, "")
@@ -353,13 +339,13 @@ cost analysis and exist only for stages whose `run` is itself one jitted program
 once, so with `scan`/`fori_loop` they are lower bounds."""
 
 
-def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None = None) -> str:
+def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None = None, *, scan: Scan,
+           names: dict[str, str]) -> str:
     base = runs[0].result
     output_name = output_name or f"{base.pipeline}.md"
-    names = rule_names()
-    findings = findings_by_stage(runs[0])
+    findings = findings_by_stage(runs[0], scan)
     for run in runs[1:]:  # findings are per file: any run that recorded them fills gaps
-        for stage, (found, why) in findings_by_stage(run).items():
+        for stage, (found, why) in findings_by_stage(run, scan).items():
             if findings.get(stage, (None, ""))[0] is None and found is not None:
                 findings[stage] = (found, why)
     for f_list, _ in findings.values():
@@ -398,13 +384,11 @@ def render(runs: list[Run], plot_files: dict[str, str], output_name: str | None 
     return "\n".join(out)
 
 
-def write_report(result_paths: Sequence[str], output: str | None = None) -> tuple[Path, list[Path]]:
+def write_report(result_paths: Sequence[str], output: str | None = None, *, scan: Scan,
+                 names: dict[str, str]) -> tuple[Path, list[Path]]:
     """Write the markdown and its plots; return their paths."""
-    from . import plots, run_study
+    from . import plots  # matplotlib: the runtime extra, loaded only to draw
 
-    own = run_study.load(result_paths)  # `run --json` results: the study of the user's rewrite
-    if own is not None:
-        return run_study.write_study(own, output)
     runs = load_runs(result_paths)
     pipeline = runs[0].result.pipeline
     md_path = Path(output) if output else Path("reports") / f"{pipeline}.md"
@@ -421,6 +405,6 @@ def write_report(result_paths: Sequence[str], output: str | None = None) -> tupl
         "throughput": plots.throughput_plot([r.result for r in runs], labels,
                                             md_path.with_name(f"{md_path.stem}-throughput.png")),
     }
-    text = render(runs, {k: p.name for k, p in plot_paths.items()}, md_path.name)
+    text = render(runs, {k: p.name for k, p in plot_paths.items()}, md_path.name, scan=scan, names=names)
     write_text_atomic(md_path, text)
     return md_path, list(plot_paths.values())

@@ -36,7 +36,7 @@ _METHODS = {
 
 
 def array_type() -> type:
-    from jax._src.array import ArrayImpl
+    from jax._src.array import ArrayImpl  # JAX's private module: looked up only when hooking
 
     return ArrayImpl
 

@@ -27,6 +27,7 @@ from functools import cache
 
 from .. import __version__
 from .rule import Finding, Impact
+from .scan_results import FileResult, ScanError
 
 CACHE_DIR_NAME = ".jaxopt_audit_cache"
 ENV_CACHE_DIR = "JAXOPT_AUDIT_CACHE_DIR"
@@ -102,8 +103,6 @@ class Cache:
 
     def get(self, path: str, key: str):
         """The cached FileResult for `path` with this key, or None."""
-        from .engine import FileResult, ScanError
-
         entry = self.entries.get(os.path.abspath(path))
         if entry is None or entry.get("key") != key:
             return None

@@ -89,3 +89,13 @@ def discover(paths: list[str], exclude: list[str], include: Sequence[str] = ()) 
                 if wanted and not _excluded(relative(full), exclude):
                     add(full)
     return Discovery(files, errors)
+
+
+def package_of(path: str) -> str:
+    """Dotted package of a file, from the __init__.py files above it (for relative imports)."""
+    parts: list[str] = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        parts.append(os.path.basename(directory))
+        directory = os.path.dirname(directory)
+    return ".".join(reversed(parts))

@@ -20,37 +20,23 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import libcst as cst
 
 from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
+from .cache_use import cached_results, open_cache
 from .config import Config, find_pyproject, load_config
-from .discovery import discover
+from .discovery import discover, package_of
 from .fixes import applicability
 from .impact import impact_of
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
 from .model import SemanticModel
 from .noqa import suppressed
+from .notebooks import neutralise, scan_notebook
 from .project import ImportedView, ModuleSummary, Project, SummaryStore, summarise_model
 from .registry import check_patterns, load_rules, select_rules
 from .rule import Finding, Report, Rule
-
-
-class ScanError(NamedTuple):
-    path: str
-    message: str
-
-    def as_dict(self) -> dict:
-        return {"path": self.path, "message": self.message}
-
-
-class FileResult(NamedTuple):
-    path: str
-    findings: list[Finding]
-    error: ScanError | None
-    lines: int
-    internal_error: bool = False
+from .scan_results import FileResult, ScanError
 
 
 @dataclass
@@ -61,16 +47,6 @@ class ScanResult:
     lines_scanned: int = 0
     rules: list[type[Rule]] = field(default_factory=list)
     internal_errors: int = 0
-
-
-def _package_of(path: str) -> str:
-    """Dotted package of a file, from the __init__.py files above it (for relative imports)."""
-    parts: list[str] = []
-    directory = os.path.dirname(os.path.abspath(path))
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        parts.append(os.path.basename(directory))
-        directory = os.path.dirname(directory)
-    return ".".join(reversed(parts))
 
 
 def _syntax_message(exc: cst.ParserSyntaxError, source: str | bytes) -> str:
@@ -117,7 +93,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     lines = text.splitlines()
     rules = list(rules)
     analyse = any(rule.ANALYSIS for rule in rules)
-    model = SemanticModel(module, path, _package_of(path) if os.path.exists(path) else "", text, project,
+    model = SemanticModel(module, path, package_of(path) if os.path.exists(path) else "", text, project,
                           analyse=analyse, cells=cells)
     try:
         return _checked(model, path, lines, rules, ignored_codes, summaries)
@@ -171,8 +147,7 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
     except OSError as exc:
         return FileResult(path, [], ScanError(path, f"cannot read: {exc.strerror or exc}"), 0)
     if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
-        from .notebooks import scan_notebook
-        return scan_notebook(data, path, rules, ignored_codes)
+        return scan_notebook(data, path, rules, ignored_codes, scan_source)
     rules = list(rules)
     result = scan_source(data, path, rules, ignored_codes, project, summaries)
     if result.error is not None and result.error.message.startswith("syntax error"):
@@ -185,8 +160,6 @@ def _exported_notebook(data: bytes, path: str, rules: list[Rule], ignored_codes:
     """A script exported from Colab or Jupyter keeps its `!pip install ...` and `%magic` lines,
     which are not Python. Read those lines as blank (as in a notebook), scan the rest, and say
     so; None when the file has no such lines or still does not parse."""
-    from .notebooks import neutralise
-
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -391,7 +364,6 @@ def _scan_project(result: ScanResult, files: list[str], cfg: Config, chosen: lis
     cache = keys = None
     todo = files
     if cache_dir is not None:
-        from .cache_use import cached_results, open_cache
         cache = open_cache(cache_dir, chosen, cfg, lambda path, content: (project.view(path).digest(),))
         todo, keys = cached_results(cache, files, cfg, lambda r: _collect(result, r), progress)
     # a file whose functions another module traces is scanned again only when its first scan

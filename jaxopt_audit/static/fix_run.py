@@ -14,6 +14,7 @@ from ..notebook_format import is_ipynb, is_myst
 from .config import Config
 from .fixes import FixOutcome, allowed, fix_file, write_fixed
 from .notebook_fixes import fix_notebook
+from .scan_results import ScanSource
 
 
 class FixSummary(NamedTuple):
@@ -22,18 +23,18 @@ class FixSummary(NamedTuple):
     reasons: list[str]  # `path: why it was left`
 
 
-def fix_paths(result, config: Config, unsafe: bool, write: bool) -> FixSummary:
+def fix_paths(result, config: Config, unsafe: bool, write: bool, scan: ScanSource) -> FixSummary:
     rules = [r() for r in result.rules]
     paths = sorted({f.path for f in result.findings if allowed(f.fix_applicability, unsafe)})
     outcomes, notebooks_left, reasons = [], 0, []
     for path in paths:
         reason = None
         if is_ipynb(path):
-            outcome, reason = fix_notebook(path, rules, config.ignored_for(path), unsafe)
+            outcome, reason = fix_notebook(path, rules, config.ignored_for(path), unsafe, scan=scan)
         elif is_myst(path):
             outcome, reason = None, "MyST notebooks are not rewritten"
         else:
-            outcome = fix_file(path, rules, config.ignored_for(path), unsafe)
+            outcome = fix_file(path, rules, config.ignored_for(path), unsafe, scan=scan)
         if reason is not None:
             notebooks_left += sum(1 for f in result.findings
                                   if f.path == path and allowed(f.fix_applicability, unsafe))

@@ -18,23 +18,17 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import libcst as cst
 
+from .discovery import package_of
+from .model import SemanticModel
+from .rule import Fix, Rule
+from .scan_results import ScanSource
+
 SAFE, UNSAFE = "safe", "unsafe"
 MAX_ROUNDS = 8
-
-
-@dataclass(frozen=True)
-class Fix:
-    """What a rule's `fix` hook returns: nodes to replace, and one line saying what changes."""
-
-    applicability: str  # SAFE | UNSAFE
-    # the node and what replaces it (a FlattenSentinel: several statements for one)
-    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel], ...]
-    description: str
 
 
 class Applied(NamedTuple):
@@ -64,17 +58,12 @@ def applicability(rule, model, report) -> str | None:
 
 
 def offered_fix(rule, model, report) -> Fix | None:
-    if type(rule).fix is _base_fix():
+    if type(rule).fix is Rule.fix:
         return None
     try:
         return rule.fix(model, report)
     except Exception:  # noqa: BLE001 - a fix hook's bug costs its fix, never the scan
         return None
-
-
-def _base_fix():
-    from .rule import Rule
-    return Rule.fix
 
 
 def allowed(applicability_: str | None, unsafe: bool) -> bool:
@@ -99,12 +88,9 @@ def _compiles(text: str) -> bool:
 
 
 def _one_round(text: str, path: str, rules: list, ignored: Iterable[str], unsafe: bool,
-               package: str) -> tuple[str, list[Applied]]:
+               package: str, scan: ScanSource) -> tuple[str, list[Applied]]:
     """Apply every non-overlapping allowed fix once; (new text, what was applied)."""
-    from .engine import scan_source
-    from .model import SemanticModel
-
-    wanted = {(f.code, f.line, f.column) for f in scan_source(text, path, rules, ignored).findings
+    wanted = {(f.code, f.line, f.column) for f in scan(text, path, rules, ignored).findings
               if allowed(f.fix_applicability, unsafe)}
     if not wanted:
         return text, []
@@ -149,22 +135,21 @@ def _one_round(text: str, path: str, rules: list, ignored: Iterable[str], unsafe
 
 
 def fix_source(text: str, path: str, rules: list, ignored: Iterable[str] = (), unsafe: bool = False,
-               package: str = "") -> FixOutcome:
+               package: str = "", *, scan: ScanSource) -> FixOutcome:
     """Fix one file's text in rounds until nothing fixable is left."""
     current, applied = text, []
     ignored = tuple(ignored)
     for _ in range(MAX_ROUNDS):
-        current, done = _one_round(current, path, rules, ignored, unsafe, package)
+        current, done = _one_round(current, path, rules, ignored, unsafe, package, scan)
         if not done:
             break
         applied.extend(done)
     return FixOutcome(path, text, current, applied)
 
 
-def fix_file(path: str, rules: list, ignored: Iterable[str] = (), unsafe: bool = False) -> FixOutcome | None:
+def fix_file(path: str, rules: list, ignored: Iterable[str] = (), unsafe: bool = False, *,
+             scan: ScanSource) -> FixOutcome | None:
     """Fix a .py file's text (nothing written). None when it cannot be read or parsed."""
-    from .engine import _package_of
-
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -172,7 +157,7 @@ def fix_file(path: str, rules: list, ignored: Iterable[str] = (), unsafe: bool =
     except (OSError, cst.ParserSyntaxError, UnicodeDecodeError, LookupError, SyntaxError):
         return None
     text = data.decode(module.encoding)
-    return fix_source(text, path, rules, ignored, unsafe, _package_of(path))
+    return fix_source(text, path, rules, ignored, unsafe, package_of(path), scan=scan)
 
 
 def write_fixed(outcome: FixOutcome, encoding: str = "utf-8") -> None:

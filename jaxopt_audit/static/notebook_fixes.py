@@ -19,6 +19,7 @@ from collections.abc import Callable
 from ..notebook_format import NotebookError, ipynb_cells
 from .fixes import Applied, FixOutcome, fix_source
 from .notebooks import ipynb_program, locate
+from .scan_results import ScanSource
 
 
 def _serialiser(document, text: str) -> Callable[[object], str] | None:
@@ -51,7 +52,8 @@ def _cells_back(origin: list[tuple[int, int]], old: list[str], new: list[str],
     return out
 
 
-def fix_notebook(path: str, rules: list, ignored=(), unsafe: bool = False) -> tuple[FixOutcome | None, str | None]:
+def fix_notebook(path: str, rules: list, ignored=(), unsafe: bool = False, *,
+                 scan: ScanSource) -> tuple[FixOutcome | None, str | None]:
     """(outcome, None) when fixed, (None, reason) when the notebook is left as it is."""
     try:
         with open(path, "rb") as handle:
@@ -67,7 +69,7 @@ def fix_notebook(path: str, rules: list, ignored=(), unsafe: bool = False) -> tu
     serialise = _serialiser(document, text)
     if serialise is None:
         return None, "its JSON layout is not one this tool can write back unchanged"
-    outcome = fix_source(program.text, path, rules, ignored, unsafe)
+    outcome = fix_source(program.text, path, rules, ignored, unsafe, scan=scan)
     if outcome.fixed == program.text:
         return None, None
     old, new = program.text.split("\n"), outcome.fixed.split("\n")

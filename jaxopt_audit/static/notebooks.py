@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..notebook_format import Cell, NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
 from .apis import IPYTHON_TIMING_MAGICS
+from .scan_results import FileResult, ScanError, ScanSource
 
 if TYPE_CHECKING:
     from .rule import Finding, Rule
@@ -179,10 +180,9 @@ def locate(origin: list[tuple[int, int]], line: int) -> tuple[int, int]:
     return origin[min(max(line, 1), len(origin)) - 1]
 
 
-def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterable[str] = ()):
+def scan_notebook(data: bytes, path: str, rules: Iterable, ignored_codes: Iterable[str],
+                  scan_source: ScanSource) -> FileResult:
     """scan_source over the notebook's program, findings and errors mapped back to cells."""
-    from .engine import FileResult, ScanError, scan_source
-
     try:
         program = program_for(path, data)
     except NotebookError as exc:

@@ -14,27 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import libcst as cst
 
 from . import apis
+from .discovery import package_of
+from .model import Loop, SemanticModel
+from .model.eager import WORTH_JIT, eager_ops, host_side
+from .model.summaries import FunctionSummary, ImportedView
 from .names import dotted
-
-if TYPE_CHECKING:
-    from .model import Loop, SemanticModel
-
-class FunctionSummary(NamedTuple):
-    """One top-level function or class method (`Cls.method`) of a scanned module, as its own
-    file's semantic model sees it."""
-
-    name: str
-    params: tuple[str, ...]
-    jitted: bool  # its own name calls compiled code: decorated, or `name = jax.jit(f)` at module level
-    static_params: frozenset[str]
-    eager_ops: int  # array operations one eager call dispatches (eager.eager_ops)
-    host_work: bool  # its job is host work (eager.host_side): converts, prints, formats, syncs
-    has_loop: bool
 
 
 class ImportRef(NamedTuple):
@@ -94,8 +83,6 @@ _WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in (*apis.JIT_WRAPPERS, *a
 def summarise_model(model: SemanticModel) -> ModuleSummary:
     """The module's top-level functions, class methods and `name = jax.jit(f, ...)` bindings, from
     the facts its model already has (one parse, one answer per fact), and what it imports."""
-    from .model.eager import WORTH_JIT, eager_ops, host_side
-
     top = model.module_function
     functions: dict[str, FunctionSummary] = {}
     for fn in model.functions:
@@ -151,12 +138,9 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
 
 def summarise_file(path: str) -> ModuleSummary:
     """One file's summary on its own (tests, tools); the scan takes it from the model it builds."""
-    from .engine import _package_of
-    from .model import SemanticModel
-
     with open(path, "rb") as handle:
         module = cst.parse_module(handle.read())
-    return summarise_model(SemanticModel(module, path, _package_of(path)))
+    return summarise_model(SemanticModel(module, path, package_of(path)))
 
 
 def imported_candidate(fn: FunctionSummary) -> bool:
@@ -164,8 +148,6 @@ def imported_candidate(fn: FunctionSummary) -> bool:
     class may be a flax/equinox module traced through apply), enough array operations to be worth
     compiling (`eager.WORTH_JIT`), no host work and no loop of its own (it may hold the training
     loop)."""
-    from .model.eager import WORTH_JIT
-
     return not fn.jitted and "." not in fn.name and fn.eager_ops >= WORTH_JIT and not fn.host_work \
         and not fn.has_loop
 
@@ -262,22 +244,6 @@ class Project:
             if module is not None and module.path != own.path:
                 functions.update((f"{ref.local}.{name}", (module.path, fn)) for name, fn in module.functions.items())
         return functions
-
-
-class ImportedView(NamedTuple):
-    """What one file's model knows of the functions it imports from the scanned project."""
-
-    functions: dict[str, FunctionSummary]
-    # this module's own functions (qualified names) that another scanned module traces
-    traced: frozenset[str] = frozenset()
-
-    def get(self, spelling: str | None) -> FunctionSummary | None:
-        return self.functions.get(spelling) if spelling is not None else None
-
-    def digest(self) -> bytes:
-        """The cache's dependency input: changes when an imported summary, or who traces this
-        module's functions, changes."""
-        return repr((sorted(self.functions.items()), sorted(self.traced))).encode()
 
 
 _EMPTY = ImportedView({})

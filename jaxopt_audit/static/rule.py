@@ -20,7 +20,6 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from ..notebook_format import Cell
-    from .fixes import Fix
     from .model import SemanticModel
 
 SEVERITIES = ("error", "warning", "info")
@@ -90,6 +89,16 @@ class Report:
     message: str
     fix: str | None = None  # None: the rule's default FIX
     severity: str | None = None  # None: the rule's SEVERITY
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What a rule's `fix` hook returns: nodes to replace, and one line saying what changes."""
+
+    applicability: str  # SAFE | UNSAFE
+    # the node and what replaces it (a FlattenSentinel: several statements for one)
+    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel], ...]
+    description: str
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
+from .engine import scan_source
+from .registry import load_rules
+
 TRACE_RULES = ("JAX401", "JAX402", "JAX403", "JAX404")
 
 
@@ -23,9 +26,6 @@ def traces_as_written(model, function: cst.FunctionDef, static: Iterable[str] = 
     """A module-level `function` jitted with the parameters in `static` marked static (the rest
     traced, as the mapped arguments of a `jax.vmap` are) adds no trace-rule finding to the file.
     False for a nested function or method, or when the file cannot be scanned."""
-    from .engine import scan_source
-    from .registry import load_rules
-
     if model.source is None or not any(s is function for s in model.module.body):
         return False
     name = function.name.value
@@ -41,9 +41,6 @@ def traces_as_written(model, function: cst.FunctionDef, static: Iterable[str] = 
 def no_new_trace_findings(model, old: cst.FunctionDef, new: cst.FunctionDef) -> bool:
     """Replacing `old` with `new` leaves the trace rules' findings on the file as many as they
     were (the whole file: tracing a function traces the helpers it calls too)."""
-    from .engine import scan_source
-    from .registry import load_rules
-
     if model.source is None:
         return False
     rules = [r() for r in load_rules() if r.CODE in TRACE_RULES]

@@ -29,7 +29,17 @@ from typing import Any
 
 from ...exit_codes import UsageError
 from ...modules import NotImportable, import_file
-from ...results import BenchResult, BreakEven, Check, CompileTimes, StageFinding, StageResult, Throughput, Times
+from ...results import (
+    BenchResult,
+    BreakEven,
+    Check,
+    CompileTimes,
+    Scan,
+    StageFinding,
+    StageResult,
+    Throughput,
+    Times,
+)
 from .pipeline import PIPELINE_NAMES, Pipeline, Stage, load_pipeline
 
 DEFAULT_BUDGET_S = {"small": 0.5, "full": 5.0}
@@ -116,17 +126,13 @@ def stage_title(pipeline: Pipeline, stage: Stage) -> str:
     return doc.splitlines()[0].strip() if doc else stage.module
 
 
-def stage_findings(pipeline: Pipeline, stage: Stage) -> tuple[list[StageFinding] | None, str]:
+def stage_findings(pipeline: Pipeline, stage: Stage, scan: Scan) -> tuple[list[StageFinding] | None, str]:
     """The static scanner's findings on the stage's file, or None and why not."""
     path = getattr(pipeline.stage_module(stage), "__file__", None)
     if not path:
         return None, "the stage module has no source file"
     try:
-        from jaxopt_audit.static.engine import scan_for_report
-    except ImportError as exc:
-        return None, f"scanner unavailable ({exc})"
-    try:
-        result = scan_for_report([path])
+        result = scan([path])
     except Exception as exc:  # the scanner's own failure must not lose the measurements
         return None, f"scanner failed: {type(exc).__name__}: {exc}"
     return StageFinding.sorted(result.findings), ""
@@ -140,7 +146,7 @@ class BenchOptions:
     repeats: int | None = None
     budget_s: float | None = None
     trace_dir: Path | None = None
-    scan: bool = True
+    scan: Scan | None = None  # records each stage's findings (commands/bench.py passes the static scan)
     min_repeats: int = 3
 
 
@@ -163,6 +169,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
     on_result, if given, receives the result of the stages measured so far after each stage, so a
     run stopped by a time limit or a crash keeps what it had finished (`bench --out` writes it).
     """
+    # JAX (the runtime extra) and the modules that import it: loaded only to measure
     import jax
 
     from .machine import machine_info
@@ -282,8 +289,8 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
                                   changes_math=variant.changes_math, math_note=variant.math_note,
                                   title=variant.title, error=f"{type(exc).__name__}: {exc}".splitlines()[0],
                                   traceback=traceback.format_exc(limit=8))
-        if options.scan:
-            findings, why = stage_findings(pipeline, stage)
+        if options.scan is not None:
+            findings, why = stage_findings(pipeline, stage, options.scan)
             variant.findings = findings
             variant.findings_note = why
         variants.append(variant)
@@ -296,7 +303,7 @@ def run_pipeline(pipeline: Pipeline, stages: list[tuple[int, Stage]], options: B
 
 def _add_comparisons(variants: list[StageResult], unit: str) -> None:
     """speedup vs stage 0 and vs the previous measured stage; break-even in work units."""
-    from .measure import break_even_calls, ceil_count
+    from .measure import break_even_calls, ceil_count  # imports JAX (the runtime extra)
 
     stage0 = next((v for v in variants if v.measured and v.stage == 0), None)
     previous: StageResult | None = None
@@ -322,6 +329,7 @@ def _add_comparisons(variants: list[StageResult], unit: str) -> None:
 
 def _trace_stage(pipeline: Pipeline, stage: Stage, stage_workload: Any, trace_dir: Path) -> dict[str, Any]:
     """Capture TRACE_STEPS steady-state calls with step markers; return where and the summary."""
+    # JAX (the runtime extra) and the trace capture that imports it: loaded only to trace
     import jax
 
     from ..trace import TraceCapture, open_command, step_marker

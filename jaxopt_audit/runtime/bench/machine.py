@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 import jax
+import jaxlib
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,6 @@ def _cpu_count() -> int:
 @lru_cache(maxsize=1)
 def machine_info() -> MachineInfo:
     """Describe the default JAX backend and the host (cached: it does not change in a process)."""
-    import jaxlib
-
     devices = jax.devices()
     return MachineInfo(
         platform=jax.default_backend(),

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..names import ImportTable, dotted
+from ..positions import Positions
 from ..walk import children, int_value, names_in, own_nodes, string_value, target_names, walk
 
 if TYPE_CHECKING:
-    from ..positions import Positions
-    from ..project import FunctionSummary, ImportedView
+    from .summaries import FunctionSummary, ImportedView
 
 FunctionNode = cst.FunctionDef | cst.Lambda | cst.Module
 LoopNode = cst.For | cst.While
@@ -1275,12 +1276,6 @@ class SemanticModel:
                 for a in bindings)
         return False
 
-    def is_traced(self, expr: cst.BaseExpression, scope: Function) -> bool:
-        """In traced code: the value is certainly a tracer (`tracers.py` says when). Module-level
-        constants are static (docs/rules.md), and so are `self.*` attributes set at construction."""
-        from .tracers import tracers
-        return scope.traced and tracers(self).expr(expr, scope)
-
     # ----------------------------------------------------------------- analysis passes
     def _analyse(self) -> None:
         self._mark_jit_and_transforms()
@@ -1857,7 +1852,6 @@ class SemanticModel:
     def positions(self) -> Positions:
         """Node positions, computed on first use and only for the statements asked about."""
         if self._positions is None:
-            from ..positions import Positions
             self._positions = Positions(self.module, self.source)
         return self._positions
 

@@ -25,12 +25,20 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..names import dotted
 from ..walk import read_names, walk
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
-from .loops import carried_names, has_fixed_trip_count, is_numpy_value, iterates_rows, literal_trip_count
+from .loops import (
+    carried_names,
+    draws_on_host,
+    has_fixed_trip_count,
+    is_numpy_value,
+    iterates_rows,
+    literal_trip_count,
+)
 from .per_step import SINGLE_PASS
 
 # Libraries whose calls are host work by nature (plots, images, logging, progress bars).
@@ -677,4 +685,28 @@ def _calls_compiled(model: SemanticModel, loop: Loop) -> bool:
             return True
         if model.receiver_kind(site.node, fn) == "object" and model.call_work(site.node, fn) == "dispatch":
             return True
+    return False
+
+
+def host_fed(model: SemanticModel, loop: Loop) -> bool:
+    """Each iteration draws fresh data on the host (`perm = np.random.permutation(n)`,
+    `problem = rng.normal(size=...)`) or calls a same-module function that prints or plots:
+    the body must run on the host every step. (NumPy rows of a data set sliced per step are
+    JAX302's business and still a scan candidate once moved to the device.)"""
+    fn = loop.function
+    for a in fn.assignments:
+        if loop.encloses(a.site.loop) and not a.site.guarded and isinstance(a.value, cst.Call) \
+                and draws_on_host(model, a.value, fn):
+            return True
+    for site in fn.calls:
+        if loop.encloses(site.loop) and not site.guarded:
+            target = model.callee(site.node, fn).function
+            if target is not None and not target.traced and host_work(model, target):
+                return True
+            if target is not None and not target.traced and not target.does_jax_work and any(
+                    draws_on_host(model, s.node, target) for s in target.calls):
+                return True  # `problem = make_problem(data)`: a helper sampling on the host
+            if model.resolve(site.node.func) == "builtins.print" \
+                    and any(model.is_array(a.value, fn) for a in site.node.args):
+                return True  # a device value printed every step: a host round trip per iteration
     return False

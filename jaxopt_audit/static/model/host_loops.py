@@ -6,7 +6,8 @@ from typing import TypeGuard, cast
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
 from .loops import carried_names, grown_list, literal_trip_count

@@ -7,7 +7,8 @@ from typing import cast
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..walk import callee_name, children, int_value, names_in, walk
 from .core import Function, Loop, SemanticModel
 from .facts import fact
@@ -204,31 +205,6 @@ def _opaque_on_arrays(model: SemanticModel, call: cst.Call, fn) -> bool:
     return any(model.is_array(a.value, fn) or set(names_in(a.value)) & fn.array_names for a in call.args)
 
 
-def host_fed(model: SemanticModel, loop: Loop) -> bool:
-    """Each iteration draws fresh data on the host (`perm = np.random.permutation(n)`,
-    `problem = rng.normal(size=...)`) or calls a same-module function that prints or plots:
-    the body must run on the host every step. (NumPy rows of a data set sliced per step are
-    JAX302's business and still a scan candidate once moved to the device.)"""
-    from .eager import host_work
-    fn = loop.function
-    for a in fn.assignments:
-        if loop.encloses(a.site.loop) and not a.site.guarded and isinstance(a.value, cst.Call) \
-                and _draws_on_host(model, a.value, fn):
-            return True
-    for site in fn.calls:
-        if loop.encloses(site.loop) and not site.guarded:
-            target = model.callee(site.node, fn).function
-            if target is not None and not target.traced and host_work(model, target):
-                return True
-            if target is not None and not target.traced and not target.does_jax_work and any(
-                    _draws_on_host(model, s.node, target) for s in target.calls):
-                return True  # `problem = make_problem(data)`: a helper sampling on the host
-            if model.resolve(site.node.func) == "builtins.print" \
-                    and any(model.is_array(a.value, fn) for a in site.node.args):
-                return True  # a device value printed every step: a host round trip per iteration
-    return False
-
-
 # Calls that return an array longer than their input: a carry built with them changes shape.
 GROWING_CALLS = frozenset({"jax.numpy.concatenate", "jax.numpy.append", "jax.numpy.vstack", "jax.numpy.hstack",
                            "jax.numpy.stack", "numpy.concatenate", "numpy.append"})
@@ -271,7 +247,7 @@ def grown_names(model: SemanticModel, loop: Loop) -> set[str]:
     return grown
 
 
-def _draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
+def draws_on_host(model: SemanticModel, call: cst.Call, fn) -> bool:
     """`np.random.permutation(n)`, `rng.normal(...)` with `rng = np.random.default_rng()`."""
     q = model.resolve(call.func) or ""
     if q.startswith("numpy.random.") or q.startswith("random."):

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..rule import describe
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact

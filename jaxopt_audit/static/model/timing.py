@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
 from ..walk import children, own_nodes, read_names, walk
 from .core import Function, SemanticModel
 from .facts import fact

@@ -13,97 +13,25 @@ traced.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import libcst as cst
 
-from .. import apis
+import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+
+from ..walk import children
 from .core import Function, SemanticModel
 from .facts import fact
 from .tracers import (
-    ABSTRACT_TRANSFORMS,
     ARRAY_METHODS,
     ARRAY_NAMESPACES,
     annotation_text,
-    jax_internal,
+    really_traced,
+    trace_closure,
     tracers,
-    transformed_function,
 )
 
-# Maps over pytree structure: tracing comes from the caller, if any.
-STRUCTURE_MAPS = apis.TREE_MAPS
 # Attributes a traced parameter has only if it is an array (a dict or list has none of them).
 ARRAY_ONLY_ATTRIBUTES = frozenset({"at", "shape", "ndim", "dtype", "astype", "reshape", "T"})
-
-
-@dataclass(frozen=True)
-class TraceClosure:
-    traced: set[int]  # ids of the functions JAX runs on tracers
-    # per function id: the `jax.tree.map(f, tree)` calls in traced code that map it, each with
-    # the function making the call (whether its leaves are traced depends on the tree)
-    tree_maps: dict[int, list[tuple[cst.Call, Function]]]
-
-
-def really_traced(model: SemanticModel) -> set[int]:
-    """ids of the functions JAX runs on tracers (see the module docstring)."""
-    return trace_closure(model).traced
-
-
-@fact
-def trace_closure(model: SemanticModel) -> TraceClosure:
-    """The functions JAX runs on tracers (jitted, given to a tracing transform, or reached from
-    those; not host callbacks; none in JAX itself) and the `jax.tree.map` calls in traced code
-    that map each function."""
-    callbacks = model.host_callback_functions
-    traced: set[int] = set()
-    if jax_internal(model):
-        return TraceClosure(traced, {})
-    work: list[Function] = []
-    for fn in model.functions:
-        if id(fn) in callbacks or fn.is_module:
-            continue
-        if fn.jitted or any(root in ABSTRACT_TRANSFORMS for root in fn.transform_roots):
-            traced.add(id(fn))
-            work.append(fn)
-    for fn in model.functions:
-        for site in fn.calls:  # jax.jit(jax.grad(loss_fn))
-            if model.resolve(site.node.func) in apis.JIT_WRAPPERS and site.node.args:
-                inner = transformed_function(model, site.node.args[0].value, fn)
-                if inner is not None and id(inner) not in traced and id(inner) not in callbacks:
-                    traced.add(id(inner))
-                    work.append(inner)
-    children: dict[int, list[Function]] = {}
-    for fn in model.functions:
-        if fn.parent is not None:
-            children.setdefault(id(fn.parent), []).append(fn)
-    leaves: dict[int, list[tuple[cst.Call, Function]]] = {}
-    while work:
-        fn = work.pop()
-        reached: list[Function] = []
-        for site in fn.calls:
-            target = model.callee(site.node, fn).function
-            if target is not None:
-                reached.append(target)
-            q = model.resolve(site.node.func)
-            if q in apis.TRACING_TRANSFORMS:
-                # `jax.grad(loss_fn)` inside traced code: loss_fn is traced by the outer trace
-                for arg in site.node.args:
-                    ref = model.function_ref(arg.value, fn)
-                    if ref is not None:
-                        reached.append(ref)
-            mapped = _tree_mapped_function(model, site.node, fn)
-            if mapped is not None:
-                # under a trace, `jax.tree.map(f, tree)` calls f on the tree's leaves
-                leaves.setdefault(id(mapped), []).append((site.node, fn))
-                reached.append(mapped)
-        for inner in children.get(id(fn), []):
-            if inner.name == "<lambda>" or inner.transform_roots or inner.jitted:
-                reached.append(inner)
-        for target in reached:
-            if id(target) not in traced and id(target) not in callbacks and not target.is_module:
-                traced.add(id(target))
-                work.append(target)
-    return TraceClosure(traced, leaves)
 
 
 def traced_leaf_params(model: SemanticModel, fn: Function) -> set[str]:
@@ -139,12 +67,6 @@ def is_traced_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function
         return True
     return isinstance(expr, cst.Name) and expr.value in traced_leaf_params(model, fn) \
         and not fn.bindings(expr.value)
-
-
-def _tree_mapped_function(model: SemanticModel, call: cst.Call, scope: Function) -> Function | None:
-    if model.resolve(call.func) not in STRUCTURE_MAPS or not call.args:
-        return None
-    return model.function_ref(call.args[0].value, scope)
 
 
 def traced_functions(model: SemanticModel) -> Iterable[Function]:
@@ -271,7 +193,6 @@ def _is_at_update(expr: cst.BaseExpression) -> bool:
 
 def _walk_own(node: cst.CSTNode):
     """Descendants of a function body, not entering nested defs, lambdas or classes."""
-    from ..walk import children
     stack = [node]
     while stack:
         current = stack.pop()
