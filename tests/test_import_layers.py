@@ -54,9 +54,8 @@ def test_the_checker_sees_relative_and_absolute_imports():
 # ----------------------------------------------------------------- the module graph has no cycle
 
 # `try: from ..x import y` / `except ImportError:` around a first-party import that cannot fail
-# (libcst is a base dependency). This one is left to the work on `run` (runtime/run/**), which
-# should hand `confirm_with_scan` a scan callable; remove the entry when it does.
-KNOWN_FIRST_PARTY_IMPORT_GUARDS = {"runtime/run/findings.py"}
+# (libcst is a base dependency): none is allowed.
+KNOWN_FIRST_PARTY_IMPORT_GUARDS: set[str] = set()
 
 
 def _modules(root: Path) -> dict[str, Path]:

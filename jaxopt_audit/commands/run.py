@@ -30,6 +30,7 @@ from ..runtime.run.program import run as run_program
 from ..runtime.run.report import build_report, write_json
 from ..runtime.run.sites import UserFiles
 from ..runtime.run.trace import RunTrace, TraceStepsError, parse_steps
+from ..static.engine import scan_for_report
 
 H2D_TOTAL_ENV = "JAXOPT_AUDIT_H2D_TOTAL"  # =1: also count every host-to-device transfer (see below)
 
@@ -98,7 +99,7 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
     scan = "skipped (--no-scan)"
     if not args.no_scan and findings:
         paths = program.source_paths + [f.path for f in findings]
-        findings, scan = confirm_with_scan(findings, paths)
+        findings, scan = confirm_with_scan(findings, paths, scan_for_report)
     elif not findings:
         scan = "not needed (no runtime findings)"
     report = build_report(instrument, program.argv, outcome.exit_status, outcome.error, wall_s,

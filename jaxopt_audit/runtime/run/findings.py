@@ -37,8 +37,9 @@ from __future__ import annotations
 import os
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 from ...units import seconds
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
@@ -217,12 +218,10 @@ _WAIT_NOT_SAVED = ("no estimate: cost_s is the wait, mostly the device finishing
                    "reading every k steps saves only the part host work could overlap, at most cost_s")
 
 
-def confirm_with_scan(findings: list[RuntimeFinding], paths: list[str]) -> tuple[list[RuntimeFinding], str]:
-    """Mark findings the static scan also reports; returns (findings, scan status)."""
-    try:
-        from jaxopt_audit.static.engine import scan_for_report
-    except ImportError:
-        return findings, "unavailable (jaxopt_audit.static.engine is not installed)"
+def confirm_with_scan(findings: list[RuntimeFinding], paths: list[str],
+                      scan_for_report: Callable[[list[str]], Any]) -> tuple[list[RuntimeFinding], str]:
+    """Mark findings the static scan (`scan_for_report`, handed down by the command) also
+    reports; returns (findings, scan status)."""
     targets = sorted({os.path.abspath(p) for p in paths if os.path.isfile(p)})
     if not targets:
         return findings, "skipped (no source files to scan)"
