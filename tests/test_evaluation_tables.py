@@ -47,7 +47,19 @@ def test_a_rules_figure_sums_its_held_out_judgements(data):
     entry["wrong"] += 3
     after = tables.per_rule(changed)[entry["rules"]][entry["question"]]
     assert (after.right, after.wrong, after.judged) == (before.right, before.wrong + 3, before.judged + 3)
+    assert tables.render_rules(changed) != tables.render_rules(data)
+
+
+def test_the_readme_shows_the_current_sets_only(data):
+    current = next(s for s in data["sets"] if s.get("current"))
+    changed = copy.deepcopy(data)
+    older = next(s for s in changed["sets"] if not s.get("current") and s["judged"])
+    older["judged"][0]["wrong"] += 5
+    assert tables.render_readme(changed) == tables.render_readme(data)
+    entry = next(e for s in changed["sets"] if s.get("current") for e in s["judged"])
+    entry["wrong"] += 1
     assert tables.render_readme(changed) != tables.render_readme(data)
+    assert f"Sets: {current['name']}" in tables.render_readme(data)
 
 
 def test_a_set_not_held_out_counts_in_no_figure(data):
@@ -61,14 +73,16 @@ def test_a_set_not_held_out_counts_in_no_figure(data):
     assert "| tuned |" in tables.render_sets(changed)
 
 
-def test_a_new_question_gets_its_own_column(data):
+def test_the_readme_has_a_column_per_question_asked_of_the_current_sets(data):
     changed = copy.deepcopy(data)
-    changed["samples"].append({"name": "facts", "description": "JAX301 facts",
-                               "judged": [{"question": "fact", "rules": "JAX301", "right": 9, "wrong": 1,
-                                           "debatable": 0}]})
-    header = tables.render_readme(changed).splitlines()[0]
-    assert header == "| rule | FACT | WORTH |"
-    assert "| JAX301 | 9 of 10 (90%) |" in tables.render_readme(changed)
+    for s in changed["sets"]:
+        s.pop("current", None)
+    changed["sets"].append({"name": "facts", "held_out": True, "current": True, "repositories": ["example"],
+                            "judged": [{"question": "fact", "rules": "JAX301", "right": 9, "wrong": 1,
+                                        "debatable": 0}]})
+    rendered = tables.render_readme(changed)
+    assert rendered.splitlines()[0] == "| rule | FACT |"
+    assert "| JAX301 | 9 of 10 (90%) |" in rendered and "| all findings | 9 of 10 (90%) |" in rendered
 
 
 def test_missing_markers_are_an_error(tmp_path):
@@ -84,4 +98,4 @@ def test_check_reports_stale_docs(tmp_path, monkeypatch, capsys, data):
     assert tables.main(["--check"]) == 1 and "README.md" in capsys.readouterr().err
     assert readme.read_text().count("old") == 1
     assert tables.main([]) == 0 and tables.main(["--check"]) == 0
-    assert "| JAX601 |" in readme.read_text()
+    assert "| JAX601 |" in readme.read_text() and "| all findings |" in readme.read_text()

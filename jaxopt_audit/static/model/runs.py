@@ -71,10 +71,13 @@ def runs_of(model: SemanticModel, node: cst.CSTNode) -> Runs:
     fn = _function_at(model, node)
     if fn is None:
         return Runs()
-    if model.analysed and any(scope.traced for scope in _enclosing_functions(fn)):
+    about_the_function = node is fn.node or (isinstance(fn.node, cst.FunctionDef) and node is fn.node.name)
+    # a finding about a function as a whole (JAX101 at its `def`) counts its eager calls, wherever
+    # else JAX may trace it; one inside its body runs as often as the compiled program when traced
+    if not about_the_function and model.analysed and any(scope.traced for scope in _enclosing_functions(fn)):
         return Runs(traced=True)
     loops: list[LoopCount] = []
-    if node is not fn.node:
+    if not about_the_function:
         loops.extend(_enclosing_counts(model, fn, node))
     if not fn.is_module:
         loops.extend(_caller_counts(model, fn, _CALLER_DEPTH))
