@@ -41,7 +41,9 @@ class JitInLoop(Rule):
     `functools.partial(jax.jit, ...)(f)` and a `@jax.jit` decorator on a nested `def`) evaluated
     on every step: in the body of a step loop, or in an un-jitted function that the loop calls
     every step. That includes `jax.jit(f)(x)` called inline and jitting a lambda, a closure, a
-    `functools.partial` or a bound method built in the loop.
+    `functools.partial` or a bound method built in the loop. Also `jax.lax.scan`, `fori_loop` and
+    `while_loop` called outside jit in a loop with such a function: outside jit they trace and
+    compile their body on each call, found in JAX's cache only when it is the same object.
 
     ## Why is this bad?
     `jax.jit` returns a new wrapper each time it is evaluated. When the wrapped function is a new
@@ -91,6 +93,16 @@ class JitInLoop(Rule):
     FIX = "Jit once outside the loop (decorator, module level, `__init__`) and call the wrapper in the loop."
 
     INVALID = [
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def smooth(series, steps, rate):
+                c = jnp.zeros(())
+                for i in range(steps):
+                    c, _ = jax.lax.scan(lambda a, x: (a * rate + x, a), c, series)  # <- JAX102
+                return c
+        """, note="an eager `lax.scan` of a lambda made anew each iteration: traced and compiled every time"),
         Invalid("""
             import jax
             import jax.numpy as jnp
@@ -146,6 +158,19 @@ class JitInLoop(Rule):
         """, note="the same program rebuilt, traced and compiled once per epoch"),
     ]
     VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            def decay(c, x):
+                return c * 0.9 + x, c
+
+            def smooth(series, steps):
+                c = jnp.zeros(())
+                for i in range(steps):
+                    c, _ = jax.lax.scan(decay, c, series)  # one function object: traced once
+                return c
+        """, note="an eager `lax.scan` of a module-level function: JAX's cache finds it on every call"),
         Valid("""
             import jax
             import jax.numpy as jnp
@@ -226,6 +251,7 @@ class JitInLoop(Rule):
                 what = self._target_consequence(model, target, site)
                 yield Report(site.node, f"`{describe(site.node)}` is evaluated {where(model, site, context)}: "
                                         f"{what}")
+        yield from _eager_control_flow(model)
         for fn in model.functions:
             parent = fn.parent
             if parent is None or not isinstance(fn.node, cst.FunctionDef) or parent.traced \
@@ -261,6 +287,60 @@ class JitInLoop(Rule):
                     "of a fresh wrapper takes the slow dispatch path (about 15x a hoisted wrapper's)")
         return ("a new wrapper each iteration: slow dispatch at best, and a new trace and compilation "
                 "whenever the wrapped function is a new object")
+
+
+# Control-flow primitives that trace and compile their function arguments when called outside
+# jit, and the positions of those arguments. The cache holds on to the function object: a
+# bound method, lambda or closure is a new object on every evaluation.
+EAGER_CONTROL_FLOW = {"jax.lax.scan": (0,), "jax.lax.fori_loop": (2,), "jax.lax.while_loop": (0, 1)}
+
+
+def _eager_control_flow(model: SemanticModel) -> Iterator[Report]:
+    """`jax.lax.scan(self.step, ...)` outside jit, every step, with a body that is a new object
+    each time: traced and compiled again on every call, like a fresh `jax.jit` of it."""
+    for fn in model.functions:
+        if fn.traced:
+            continue
+        for site in fn.calls:
+            positions = EAGER_CONTROL_FLOW.get(model.resolve(site.node.func) or "")
+            if positions is None:
+                continue
+            args = [a.value for a in site.node.args if a.keyword is None]
+            fresh = [args[i] for i in positions if i < len(args) and _fresh_function(model, args[i], site)]
+            if not fresh:
+                continue
+            place = _repeated_at(model, site)
+            if place is None or _under_memo_guard(fn, site.node, site.loop):
+                continue
+            primitive = describe(site.node.func)
+            yield Report(site.node, f"`{primitive}` runs outside jit {place} with "
+                                    f"`{describe(fresh[0])}`, a new function object each time, so JAX traces and "
+                                    "compiles it again on every call (tens of milliseconds each, on CPU); pass a "
+                                    "function defined once at module level, or jit the function that calls "
+                                    f"`{primitive}`")
+
+
+def _repeated_at(model: SemanticModel, site: Site) -> str | None:
+    """Where the file shows the call repeated: in a loop of its own function (not under an `if`
+    that picks iterations), or in a function that a loop of this file calls; None otherwise."""
+    if site.loop is not None:
+        if site.guarded or _sweeps_written_out(site.loop):
+            return None
+        return f"on every iteration of the loop at line {model.line_of(site.loop.node)}"
+    fn = site.function
+    for caller in model.functions:
+        for call in caller.calls:
+            if call.loop is not None and not call.guarded and caller is not fn \
+                    and not _sweeps_written_out(call.loop) and model.callee(call.node, caller).function is fn:
+                return (f"each time `{fn.name}` runs, and the loop at line {model.line_of(call.loop.node)} "
+                        "calls it on every iteration")
+    return None
+
+
+def _sweeps_written_out(loop: Loop) -> bool:
+    """`for lr in [1e-4, 1e-3, 1e-2]`: a sweep over settings written out, each a different program
+    that compiles once whatever the function object."""
+    return isinstance(loop.node, cst.For) and isinstance(loop.node.iter, (cst.List, cst.Tuple, cst.Set))
 
 
 def _jit_target(model: SemanticModel, call: cst.Call) -> cst.BaseExpression | None:
