@@ -206,3 +206,62 @@ def test_impact_survives_the_cache(tmp_path):
     warm = scan_paths([str(tmp_path / "a.py")], config=None, cache_dir=cache_dir)
     assert [f.impact for f in warm.findings] == [f.impact for f in cold.findings]
     assert all(f.impact is not None for f in warm.findings)
+
+
+def test_a_call_in_a_comprehension_multiplies_the_runs():
+    source = """\
+    import jax
+    import jax.numpy as jnp
+
+    def run(key):
+        w = jnp.zeros(3)
+        for i in range(250):
+            w = w + jax.random.normal(jax.random.fold_in(key, i), (3,))
+        return w
+
+    results = [run(jax.random.key(s)) for s in range(30)]
+    """
+    loop = one(source, "JAX201")
+    assert loop[:2] == ("high", 7500)
+    assert "the 30-iteration comprehension at line 10, through the call to `run`" in loop.why
+    sweep = one(source, "JAX202")
+    assert sweep.runs == 30 and "the 30-iteration comprehension at line 10" in sweep.why
+
+
+def test_a_function_called_from_several_places_is_not_said_to_run_once():
+    source = """\
+    import jax.numpy as jnp
+
+    def update(w, g):
+        return w - 0.1 * g * jnp.sign(w) + jnp.tanh(g)
+
+    def warm(w, g):
+        return update(w, g)
+
+    def train(w, g):
+        for i in range(300):
+            w = update(w, g)
+        return w
+
+    def finish(w, g):
+        return update(w, g)
+    """
+    impact = one(source, "JAX101")
+    assert impact.runs == 300  # the call in the loop is the one that repeats it
+
+
+def test_a_helper_called_from_several_places_runs_once_per_call():
+    source = """\
+    import jax
+
+    def init(key):
+        w = jax.random.normal(key, (3,))
+        b = jax.random.normal(key, (3,))
+        return w, b
+
+    first = init(jax.random.key(0))
+    second = init(jax.random.key(1))
+    """
+    impact = one(source, "JAX501")
+    assert impact.runs == 2
+    assert "once per call of `init`, which this file calls from 2 places (the first at line 8)" in impact.why

@@ -90,9 +90,14 @@ def describe_runs(runs: Runs) -> str:
                 "often as the compiled program runs, which the file does not show")
     if not runs.loops:
         return "runs once as far as this file shows (no loop around it or its callers)"
-    parts = []
+    parts = []  # each: (as the innermost, as an outer one)
     for loop in runs.loops:
-        size = f"{loop.count:,}-iteration loop" if loop.count is not None else "loop of unknown length"
+        if loop.kind == "calls":
+            where = f"`{loop.via}`, which this file calls from {loop.count} places (the first at line {loop.line})"
+            parts.append((f"once per call of {where}", f"in each call of {where}"))
+            continue
+        noun = "comprehension" if loop.kind == "comprehension" else "loop"
+        size = f"{loop.count:,}-iteration {noun}" if loop.count is not None else f"{noun} of unknown length"
         text = f"the {size} at line {loop.line}"
         if loop.source:
             text += f" ({loop.source})"
@@ -100,10 +105,10 @@ def describe_runs(runs: Runs) -> str:
             text += f", through the call to `{loop.via}`"
         if loop.conditional:
             text += ", under a condition or with an early exit"
-        parts.append(text)
-    chain = "; inside ".join(parts)
+        parts.append((f"once per iteration of {text}", f"inside {text}"))
+    chain = "; ".join([parts[0][0]] + [outer for _, outer in parts[1:]])
     count = runs.count
     if count is None:
-        return f"runs once per iteration of {chain}; the file does not say how many"
+        return f"runs {chain}; the file does not say how many times"
     bound = "at most " if runs.conditional else ""
-    return f"runs {bound}{count:,} time{'s' if count != 1 else ''}: once per iteration of {chain}"
+    return f"runs {bound}{count:,} time{'s' if count != 1 else ''}: {chain}"

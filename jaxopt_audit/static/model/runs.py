@@ -36,6 +36,7 @@ class LoopCount:
     source: str = ""  # "" for a literal; else e.g. "the default of `--steps`"
     conditional: bool = False  # the code runs only on some of its iterations
     via: str = ""  # the function whose call sits in this loop, when the code is reached through it
+    kind: str = "loop"  # "loop"; "comprehension" (a call in one); "calls" (`count` call sites)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ def runs_of(model: SemanticModel, node: cst.CSTNode) -> Runs:
     if not about_the_function and model.analysed and any(scope.traced for scope in _enclosing_functions(fn)):
         return Runs(traced=True)
     loops: list[LoopCount] = []
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        own = _iterations(model, node.for_in.iter)  # a finding about the comprehension's items
+        loops.append(LoopCount(model.line_of(node), own, "", False, "", "comprehension"))
     if not about_the_function:
         loops.extend(_enclosing_counts(model, fn, node))
     if not fn.is_module:
@@ -177,11 +181,15 @@ def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopC
         and model.callee(site.node, caller).function is fn]
     if not sites:
         sites = [site for caller in model.functions for site in caller.calls
-                 if caller is not fn and not caller.is_module and model.callee(site.node, caller).function is fn]
-        if len(sites) != 1:
+                 if caller is not fn and model.callee(site.node, caller).function is fn]
+        if len(sites) > 1:  # called from several places, each once as far as the file shows
+            return [LoopCount(model.line_of(sites[0].node), len(sites), "", False, fn.name, "calls")]
+        if not sites:
             return []
         caller = sites[0].function
-        return _caller_counts(model, caller, depth - 1)
+        around = _comprehension_count(model, sites[0], fn.name)
+        return ([around] if around is not None else []) + (
+            [] if caller.is_module else _caller_counts(model, caller, depth - 1))
     site = sites[0]
     caller = site.function
     called = model.callee(site.node, caller).function
@@ -193,6 +201,28 @@ def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopC
     if not caller.is_module:
         counts.extend(_caller_counts(model, caller, depth - 1))
     return counts
+
+
+def _comprehension_count(model: SemanticModel, site, via: str) -> LoopCount | None:
+    """The comprehension around a call, if any (`[run(k) for k in range(30)]`), with its
+    count when a literal gives it."""
+    for comp in site.function.comprehensions:
+        node = comp.node
+        element = node.elt if not isinstance(node, cst.DictComp) else node.value
+        if any(n is site.node for n in walk(element)):
+            return LoopCount(model.line_of(node), _iterations(model, node.for_in.iter), "", False, via,
+                             "comprehension")
+    return None
+
+
+def _iterations(model: SemanticModel, it: cst.BaseExpression) -> int | None:
+    """A comprehension's literal count: `range(30)`, a written-out list or tuple."""
+    if isinstance(it, (cst.List, cst.Tuple)):
+        return len(it.elements)
+    if isinstance(it, cst.Call) and model.resolve(it.func) == "builtins.range" \
+            and len(it.args) == 1 and it.args[0].keyword is None:
+        return _int_literal(it.args[0].value)
+    return None
 
 
 def _count(model: SemanticModel, loop: Loop, conditional: bool = False, via: str = "") -> LoopCount:
