@@ -2,9 +2,12 @@
 
 From the instruments' records:
 
-- JAX101 missing-jit: a user function called again and again that executed JAX ops one by one
+- JAX101 missing-jit: a user function called once per step that executed JAX ops one by one
   (at least two eager ops per call): its eager op count per call and its share of the wall time.
-  A function only ever called from another such function is left to its caller's finding.
+  The function named is the step (`report.eager_roles`): a helper called from the step is left
+  to the step's finding, a function that calls the step in a loop (`train` around `train_step`)
+  is not the one to jit, and work done once or every k steps (initialisation, evaluation) is
+  setup, a line of the summary, never a finding.
 - JAX102 jit-in-loop: `jax.jit` applied again and again at one line (a new wrapper, so a new
   trace, each time).
 - JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
@@ -24,8 +27,9 @@ Each finding has `cost_s`, the time it took in this run where it is measured, an
 what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
 there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
 first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls;
-for JAX101 (the jitted function's time is not measured) and JAX301 (the wait is mostly device
-work the program needs anyway) there is none, and cost_s bounds it. Findings come ordered by
+JAX101 saves its eager time less the jitted function's time, measured after the run by jitting
+the function on the argument shapes it was called with (`jit_saving`); for JAX301 (the wait is
+mostly device work the program needs anyway) there is none, and cost_s bounds it. Findings come ordered by
 saving, else by cost (`RuntimeFinding.rank_s`).
 
 Then, when the static scan is available, each finding is marked `confirmed_by_scan` if the scan
@@ -42,10 +46,12 @@ from dataclasses import replace
 from typing import Any
 
 from ...units import seconds
+from . import jit_saving
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
-from .instrument import FunctionRecord, Instrument, TransferKey
-from .report import EagerFunctionReport, RuntimeFinding, eager_functions
+from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
+from .jit_saving import JitSaving
+from .report import STEP, EagerFunctionReport, RuntimeFinding, eager_functions, eager_roles
 from .sites import display_path
 
 REPEATED = 3
@@ -67,14 +73,19 @@ _FIX_BY_KIND = {
 }
 
 
-def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFinding]:
-    """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`)."""
+def derive_findings(instrument: Instrument, wall_s: float, measure_jit: bool = False) -> list[RuntimeFinding]:
+    """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`).
+
+    With `measure_jit` (after the program has finished, instruments off) each JAX101 saving is
+    measured by jitting the function on its recorded arguments (`jit_saving`)."""
     findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
+    records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
     for eager in eager_functions(instrument, wall_s):
-        if eager.calls < REPEATED or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT or eager.nested_in_eager:
+        if eager.role != STEP or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT:
             continue
-        findings.append(_missing_jit(eager))
+        saving = _jit_saving(records.get((eager.path, eager.line, eager.name)), eager) if measure_jit else None
+        findings.append(_missing_jit(eager, saving))
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
@@ -86,7 +97,17 @@ def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFindin
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
 
 
-def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
+def _jit_saving(record: EagerRecord | None, eager: EagerFunctionReport) -> JitSaving:
+    cost_s = eager.op_s + eager.compile_s
+    if record is None:
+        return JitSaving(None, "no estimate: the function's record was not found")
+    try:
+        return jit_saving.measure(jit_saving.function_of(record.code), record.argument_samples, eager.calls, cost_s)
+    except Exception as exc:  # the measurement is an extra: it never costs the report
+        return JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
+
+
+def _missing_jit(eager: EagerFunctionReport, saving: JitSaving | None) -> RuntimeFinding:
     where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
     compiled = f", {eager.compiles} eager compilations ({seconds(eager.compile_s)})" if eager.compiles else ""
     return RuntimeFinding(
@@ -96,8 +117,10 @@ def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
         "time inside them",
         f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",
         eager.calls, round(eager.op_s + eager.compile_s, 6), function=eager.name,
-        saving_method="no estimate: the jitted function's time is not measured; fixing it saves at most "
-                      "cost_s, the time in its eager ops and their compilation")
+        saving_s=saving.saving_s if saving is not None else None,
+        saving_method=saving.method if saving is not None else
+        "no estimate: the jitted function's time is not measured (--trace); fixing it saves at most "
+        "cost_s, the time in its eager ops and their compilation")
 
 
 def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
@@ -164,8 +187,9 @@ def step_period(instrument: Instrument, key: TransferKey) -> float | None:
     eagerly): the run's clock counts every such call of every function, so a step advances it
     by clock / hottest calls on average."""
     clocks = instrument.occurrence_clocks.get(key, [])
+    roles = eager_roles(instrument)  # a helper called several times per step is not the step
     hottest = max([r.calls for r in instrument.functions.values()]
-                  + [r.calls for r in instrument.eager.values() if r.code.co_name != "<module>"], default=0)
+                  + [instrument.eager[code].calls for code, role in roles.items() if role == STEP], default=0)
     if len(clocks) < 2 or not hottest or not instrument.clock:
         return None
     gaps = [later - earlier for earlier, later in zip(clocks, clocks[1:], strict=False)]

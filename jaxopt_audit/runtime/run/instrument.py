@@ -85,6 +85,7 @@ from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
+from .arguments import ArgumentSample, signature_of
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .sites import SourceLine, UserFiles
 
@@ -99,6 +100,7 @@ TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one cos
 _CLOCKS_KEPT = 4096  # occurrences of a transfer whose step is kept (enough for the median gap)
 _COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
+MAX_SIGNATURES = 64  # argument signatures kept per un-jitted function
 _HOST_SCALARS = (int, float, bool, complex)
 # not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
 _EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromfile", "fromfunction",
@@ -195,6 +197,8 @@ class EagerRecord:
     h2d_sites: Counter[SourceLine] = field(default_factory=Counter)  # ... by the line of the op
     callers: Counter[SourceLine] = field(default_factory=Counter)  # where its calls came from
     caller_codes: set[Any] = field(default_factory=set)
+    # its calls' arguments by signature (`arguments.signature_of`), the first MAX_SIGNATURES kinds
+    argument_samples: dict[Any, ArgumentSample] = field(default_factory=dict)
     last_frame: Any = field(default=None, repr=False)  # the frame of its current call
 
 
@@ -799,6 +803,8 @@ class Instrument:
                     if caller is not None:
                         record.callers[SourceLine(caller.f_code.co_filename, caller.f_lineno)] += 1
                         record.caller_codes.add(caller.f_code)
+                    if code.co_name != "<module>":
+                        _note_arguments(record, frame)
                 if not chain:
                     record.own_ops += 1
                 chain.append(record)
@@ -922,6 +928,20 @@ def _host_array_count(obj: Any) -> int:
         return sum(1 for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray)
     except Exception:  # not a pytree jax accepts: the real call will say so
         return 0
+
+
+def _note_arguments(record: EagerRecord, frame: FrameType) -> None:
+    """Count the call's argument signature (what a jit of the function would compile for)."""
+    found = signature_of(frame)
+    if found is None:
+        return
+    key, sample = found
+    kept = record.argument_samples.get(key)
+    if kept is None:
+        if len(record.argument_samples) >= MAX_SIGNATURES:
+            return
+        kept = record.argument_samples[key] = sample
+    kept.calls += 1
 
 
 def _own_miss(misses: list[CacheMiss], record: FunctionRecord) -> CacheMiss | None:
