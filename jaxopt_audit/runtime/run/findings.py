@@ -22,14 +22,19 @@ From the instruments' records:
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
 with nothing else in between (a comprehension moving a dict of arrays to the device once), nor
 a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`); one
-every few steps is reported with its period.
+every few steps is reported with its period. A `block_until_ready` followed by a timer read is
+a benchmark's measurement, which needs the wait, not a stall.
 Each finding has `cost_s`, the time it took in this run where it is measured, and `saving_s`,
 what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
 there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
-first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls;
+first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls,
+one made by passing NumPy arrays to a jitted call the time of copying such arrays, measured
+after the run (`copy_saving`);
 JAX101 saves its eager time less the jitted function's time, measured after the run by jitting
-the function on the argument shapes it was called with (`jit_saving`); for JAX301 (the wait is
-mostly device work the program needs anyway) there is none, and cost_s bounds it. Findings come ordered by
+the function on the argument shapes it was called with (`jit_saving`); a JAX301 read of a
+jitted function's output saves the time waited beyond that function's device work (each read
+waits for at most one call); other waits (a sync, a read of an unknown array) have no
+estimate, and cost_s bounds them. Findings come ordered by
 saving, else by cost (`RuntimeFinding.rank_s`).
 
 Then, when the static scan is available, each finding is marked `confirmed_by_scan` if the scan
@@ -38,6 +43,7 @@ reports the same code at that line.
 
 from __future__ import annotations
 
+import linecache
 import os
 import statistics
 from collections import Counter
@@ -49,6 +55,7 @@ from ...units import seconds
 from . import jit_saving
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
+from .copy_saving import copies_saving
 from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
 from .jit_saving import JitSaving
 from .report import STEP, EagerFunctionReport, RuntimeFinding, eager_functions, eager_roles
@@ -73,18 +80,19 @@ _FIX_BY_KIND = {
 }
 
 
-def derive_findings(instrument: Instrument, wall_s: float, measure_jit: bool = False) -> list[RuntimeFinding]:
+def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False) -> list[RuntimeFinding]:
     """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`).
 
-    With `measure_jit` (after the program has finished, instruments off) each JAX101 saving is
-    measured by jitting the function on its recorded arguments (`jit_saving`)."""
+    With `measure` (after the program has finished, instruments off) each JAX101 saving is
+    measured by jitting the function on its recorded arguments (`jit_saving`), and the copies
+    of a jitted call's NumPy arguments by copying arrays of their shapes (`copy_saving`)."""
     findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
     for eager in eager_functions(instrument, wall_s):
         if eager.role != STEP or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT:
             continue
-        saving = _jit_saving(records.get((eager.path, eager.line, eager.name)), eager) if measure_jit else None
+        saving = _jit_saving(records.get((eager.path, eager.line, eager.name)), eager) if measure else None
         findings.append(_missing_jit(eager, saving))
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
@@ -92,17 +100,17 @@ def derive_findings(instrument: Instrument, wall_s: float, measure_jit: bool = F
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
-    findings.extend(f for f in _transfers(instrument) if (f.path, f.line) not in covered or f.code != "JAX302")
+    findings.extend(f for f in _transfers(instrument, measure) if (f.path, f.line) not in covered or f.code != "JAX302")
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
 
 
 def _jit_saving(record: EagerRecord | None, eager: EagerFunctionReport) -> JitSaving:
-    cost_s = eager.op_s + eager.compile_s
     if record is None:
         return JitSaving(None, "no estimate: the function's record was not found")
     try:
-        return jit_saving.measure(jit_saving.function_of(record.code), record.argument_samples, eager.calls, cost_s)
+        return jit_saving.measure(jit_saving.function_of(record.code), record.argument_samples, eager.calls,
+                                  eager.compile_s)
     except Exception as exc:  # the measurement is an extra: it never costs the report
         return JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
 
@@ -196,7 +204,7 @@ def step_period(instrument: Instrument, key: TransferKey) -> float | None:
     return statistics.median(gaps) * hottest / instrument.clock
 
 
-def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
+def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[RuntimeFinding]:
     for key, count in instrument.transfers.items():
         if instrument.transfer_occurrences[key] < REPEATED:
             continue
@@ -211,15 +219,18 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
         timed = round(instrument.transfer_s[key], 6) if key in instrument.transfer_s else None
         path = display_path(key.path)
         if key.direction == "d2h":
+            saving, method = _beyond_device_work(instrument, key, about, timed)
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
                 f"{count} device arrays{of} were read on the host here ({key.via}), {every}: each read "
                 "waits for the device to finish, so host and device stop overlapping",
                 "keep values on the device and read them every k steps or after the loop "
                 "(accumulate metrics in the jitted step)", count, timed, function=about,
-                saving_method=_WAIT_NOT_SAVED)
+                saving_s=saving, saving_method=method)
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
+                continue
+            if _timed_sync(key.path, key.line):  # a benchmark's wait before reading its timer: needed
                 continue
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
@@ -227,15 +238,41 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
                 "synchronise once after the loop (or only where you read a timer)", count, timed, function=about,
                 saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "h2d":
+            saving, method = timed, (
+                "measured: the time of the copy calls at this line, which moving the data once removes "
+                "(on CPU a copy shares host memory and costs little)" if timed is not None
+                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+            if timed is None and measure and key in instrument.argument_copies:
+                saving, method = copies_saving(instrument.argument_copies[key])
             yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
                 f"transfer {every}",
                 "move the data set to the device once (jax.device_put before the loop) and slice it "
-                "on the device", count, timed, function=about, saving_s=timed,
-                saving_method="measured: the time of the copy calls at this line, which moving the data once "
-                              "removes (on CPU a copy shares host memory and costs little)" if timed is not None
-                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+                "on the device", count, timed, function=about, saving_s=saving, saving_method=method)
+
+
+def _beyond_device_work(instrument: Instrument, key: TransferKey, function: str | None,
+                        waited: float | None) -> tuple[float | None, str]:
+    """The time waited in the reads beyond the device work they waited for: each read waits at
+    most for one call of the function whose output it reads (its median synchronised time)."""
+    records = [r for r in instrument.functions.values() if r.name == function and r.exec_samples]
+    if waited is None or len(records) != 1:
+        return None, _WAIT_NOT_SAVED
+    reads = instrument.transfer_occurrences[key]
+    device = reads * statistics.median(records[0].exec_samples)
+    return round(max(0.0, waited - device), 6), (
+        f"measured: the time waited in these reads less the device work they waited for ({reads} reads x "
+        f"{seconds(device / reads)}, {function}'s median call), which reading after the loop does not wait for")
+
+
+_TIMERS = ("perf_counter(", "time.time(", "monotonic(", "process_time(", "perf_counter_ns(", "time_ns(")
+
+
+def _timed_sync(path: str, line: int) -> bool:
+    """The sync's line or one of the next two reads a timer: the wait is part of a measurement."""
+    text = "".join(linecache.getline(path, n) for n in range(line, line + 3))
+    return any(timer in text for timer in _TIMERS)
 
 
 _WAIT_NOT_SAVED = ("no estimate: cost_s is the wait, mostly the device finishing work the program needs anyway; "

@@ -309,6 +309,9 @@ class Instrument:
         self.occurrence_clocks: defaultdict[TransferKey, list[int]] = defaultdict(list)
         # seconds inside the reads, syncs and explicit copies of each key (jit arguments: not timed apart)
         self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
+        # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
+        # measured after the run (`copy_saving`)
+        self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str]]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -448,7 +451,7 @@ class Instrument:
         if stack is None:
             stack = self._local.stack = []
         nested = bool(stack)
-        host_leaves, host_arrays = self._count_host_leaves(wrapper, args, kwargs)
+        host_leaves, host_arrays, host_specs = self._count_host_leaves(wrapper, args, kwargs)
         frame = _CallFrame(record)
         self._last_transfer = None  # a jitted call separates occurrences of transfers
         begin = time.perf_counter()
@@ -493,8 +496,12 @@ class Instrument:
                 site = self.user_files.caller_site(3)
                 if site is not None:
                     record.call_sites_with_host_arrays[site] += 1
-                    self._count_transfer(TransferKey("h2d", site[0], site[1], "jit argument"), record.name,
-                                         host_arrays)
+                    key = TransferKey("h2d", site[0], site[1], "jit argument")
+                    self._count_transfer(key, record.name, host_arrays)
+                    specs = self.argument_copies.get(key)
+                    if specs is None:
+                        specs = self.argument_copies[key] = Counter()
+                    specs.update(host_specs)
         leaves = jax.tree_util.tree_leaves(out)
         if not set(map(type, leaves)) <= _DEVICE_ONLY:
             leaves = [leaf for leaf in leaves if type(leaf) is ArrayImpl]
@@ -505,7 +512,9 @@ class Instrument:
             self.on_call(record, out)
         return out
 
-    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> tuple[int, int]:
+    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
+                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]]]:
+        """(host leaves, NumPy arrays among them, their (shape, dtype))."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
@@ -513,9 +522,10 @@ class Instrument:
             kwargs = {k: v for k, v in kwargs.items() if k not in names}
         all_leaves = jax.tree_util.tree_leaves((args, kwargs))
         if set(map(type, all_leaves)) <= _DEVICE_ONLY:  # the common case, checked in C
-            return 0, 0
+            return 0, 0, []
         leaves = 0
         arrays = 0
+        specs = []
         for leaf in all_leaves:
             kind = type(leaf)
             if kind is ArrayImpl:
@@ -523,9 +533,10 @@ class Instrument:
             if kind is np.ndarray:
                 leaves += 1
                 arrays += 1
+                specs.append((leaf.shape, leaf.dtype.str))
             elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
                 leaves += 1
-        return leaves, arrays
+        return leaves, arrays, specs
 
     def _stack(self) -> list[_CallFrame]:
         stack = getattr(self._local, "stack", None)
