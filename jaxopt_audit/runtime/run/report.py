@@ -20,6 +20,7 @@ from typing import Any
 
 from ...fileio import write_text_atomic
 from ...units import seconds
+from .arguments import NOT_FUNCTIONS
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
 
@@ -27,8 +28,6 @@ REPEATED = 3  # calls of a function (or per call of its caller) that make a per-
 PERIODIC = 10  # a function called this many times less often than the step is not per step
 
 STEP, HELPER, DRIVER, SETUP = "step", "helper", "driver", "setup"
-# code objects that are no function a user could jit: the script's top and comprehensions
-_NOT_FUNCTIONS = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 
 
 @dataclass(frozen=True)
@@ -268,7 +267,7 @@ def eager_roles(instrument: Instrument) -> dict[Any, str]:
       program's step (parameter initialisation, an evaluation every k steps): not a per-step cost.
     - step: the rest, per-step work whose function is the one to jit.
     """
-    records = {code: r for code, r in instrument.eager.items() if code.co_name not in _NOT_FUNCTIONS and r.ops}
+    records = {code: r for code, r in instrument.eager.items() if code.co_name not in NOT_FUNCTIONS and r.ops}
     repeated = {code for code, r in records.items() if r.calls >= REPEATED}
     roles: dict[Any, str] = {}
     callees: dict[Any, list[EagerRecord]] = {}
