@@ -72,15 +72,18 @@ def _major(folder: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", ["01_mlp_value_and_grad", "09_growing_batch_shapes", "12_dropout_classifier"])
-def test_the_top_finding_is_the_labelled_major_mistake(tmp_path: Path, program: str) -> None:
+@pytest.mark.parametrize(("program", "measured"), [("01_mlp_value_and_grad", True), ("09_growing_batch_shapes", True),
+                                                   ("11_heat_diffusion", False), ("04_learning_rate_sweep", False)])
+def test_the_top_finding_is_the_labelled_major_mistake(tmp_path: Path, program: str, measured: bool) -> None:
     folder = PROGRAMS / program
     major = _major(folder)
     status, report = audit(tmp_path, str(folder / "slow.py"))
     assert status == 0
     top = report["findings"][0]
-    assert (top["code"], top["line"]) == (major["code"], major["line"]), report["findings"]
-    assert top["saving_s"] is not None and top["saving_method"].startswith("measured:")
+    # a loop's finding points at the call in its body, the label at the `for` line above it
+    assert top["code"] == major["code"] and 0 <= top["line"] - major["line"] <= 2, report["findings"]
+    assert top["saving_method"].startswith("measured:" if measured else "no estimate:")
+    assert (top["saving_s"] is not None) == measured
 
 
 @pytest.mark.slow

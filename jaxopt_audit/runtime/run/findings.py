@@ -100,6 +100,7 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
+        findings.extend(_python_loop(record, wall_s))
     findings.extend(f for f in _transfers(instrument, measure) if (f.path, f.line) not in covered or f.code != "JAX302")
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
@@ -179,6 +180,36 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
         f"({what}); last: {example}",
         fix, record.compiles, round(record.compile_s, 6), function=record.name,
         saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
+
+
+def _python_loop(record: FunctionRecord, wall_s: float) -> Iterable[RuntimeFinding]:
+    """A jitted function called again and again from one line, the calls a large part of the run.
+
+    Each call is a dispatch from Python; one `lax.scan` (a state carried from call to call: an
+    argument that is an earlier call's output) or one `vmap` (independent calls) replaces them."""
+    if record.calls < LOOP_CALLS or wall_s <= 0 or record.call_s < LOOP_SHARE * wall_s or not record.sampled_sites:
+        return
+    if record.wrappers_created >= REPEATED or len(record.recompiles) + 1 >= REPEATED:
+        return  # the loop re-traces or recompiles: JAX102/JAX103 come first
+    (site, _), sampled = record.sampled_sites.most_common(1)[0], sum(record.sampled_sites.values())
+    carried = record.sampled_carried * 2 >= sampled
+    code = "JAX201" if carried else "JAX202"
+    fix = ("run the loop as lax.scan (or lax.fori_loop) inside one jitted function: one dispatch for all "
+           "the steps" if carried else
+           f"jax.vmap {record.name} over the values the loop goes through: one call instead of {record.calls}")
+    how = "each step's state comes from the call before" if carried else "the calls are independent"
+    yield RuntimeFinding(
+        code, RULE_NAMES[code], display_path(site.path), site.line,
+        f"{record.name} was called {record.calls} times from a Python loop here ({how}): "
+        f"{seconds(record.call_s / record.calls)} of the program's time per call, "
+        f"{record.call_s / wall_s:.0%} of the wall time in the calls",
+        fix, record.calls, round(record.call_s, 6), function=record.name,
+        saving_method="no estimate: the scanned or vmapped version is not timed; cost_s, the program's time "
+                      "inside the calls (dispatch, and waiting where a call waits), bounds what it saves")
+
+
+LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
+LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time inside them
 
 
 _RECOMPILES_MEASURED = "measured: the compile time of every compilation after the first, which the fix removes"

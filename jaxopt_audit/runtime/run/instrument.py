@@ -162,6 +162,10 @@ class FunctionRecord:
     jit_sites: Counter[SourceLine] = field(default_factory=Counter)  # where wrappers were created
     call_sites_with_host_arrays: Counter[SourceLine] = field(default_factory=Counter)
     recompiles: list[Recompile] = field(default_factory=list)  # the first MAX_RECOMPILES_KEPT
+    # on the timed (sampled) top-level calls: where they were made, and how many took an output of
+    # a jitted call as an argument (a state carried from step to step: a loop to scan, else to vmap)
+    sampled_sites: Counter[SourceLine] = field(default_factory=Counter)
+    sampled_carried: int = 0
 
     @property
     def wrappers_created(self) -> int:
@@ -455,6 +459,9 @@ class Instrument:
             stack = self._local.stack = []
         nested = bool(stack)
         host_leaves, host_arrays, host_specs = self._count_host_leaves(wrapper, args, kwargs)
+        sampled = not stack and (record.calls < TIME_FIRST or record.calls % TIME_EVERY == 0)
+        if sampled:
+            self._note_loop_sample(record, args, kwargs)
         frame = _CallFrame(record)
         self._last_transfer = None  # a jitted call separates occurrences of transfers
         begin = time.perf_counter()
@@ -514,6 +521,17 @@ class Instrument:
         if self.on_call is not None:
             self.on_call(record, out)
         return out
+
+    def _note_loop_sample(self, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
+        site = self.user_files.caller_site(4)
+        if site is not None:
+            record.sampled_sites[site] += 1
+        producers = self._producers
+        for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+            producer = producers.get(id(leaf))
+            if producer is not None and producer[0]() is leaf:
+                record.sampled_carried += 1
+                break
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
                            kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]]]:
