@@ -112,7 +112,7 @@ def _jit_saving(record: EagerRecord | None, eager: EagerFunctionReport) -> JitSa
     try:
         return jit_saving.measure(jit_saving.function_of(record.code), record.argument_samples, eager.calls,
                                   eager.compile_s)
-    except Exception as exc:  # the measurement is an extra: it never costs the report
+    except (Exception, SystemExit) as exc:  # the measurement is an extra: it never costs the report
         return JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
 
 

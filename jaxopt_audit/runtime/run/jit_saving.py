@@ -70,7 +70,7 @@ def measure(function: Callable[..., Any] | None, samples: dict[Any, ArgumentSamp
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 timed = _time_jitted(function, sample, traced_numbers)
             break
-        except Exception as exc:  # the function as written does not trace: say why
+        except (Exception, SystemExit) as exc:  # the function as written does not trace: say why
             errors.append(exc)
             if not any(is_number(leaf) for leaf in sample.leaves):
                 break
