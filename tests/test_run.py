@@ -118,9 +118,9 @@ def test_k_syncs_per_step_and_exit_status_passed_through(tmp_path: Path) -> None
     # the static scan reports the first read as the stall; `peak` comes from the same compiled
     # call, ready by then, so its read is a transfer the runtime sees but no second stall
     assert [f["confirmed_by_scan"] for f in sorted(report["findings"], key=lambda f: f["line"])] == [True, False]
-    for finding in report["findings"]:  # the time waited in the reads, which the fix does not all save
-        assert finding["cost_s"] > 0 and finding["saving_s"] is None
-        assert finding["saving_method"].startswith("no estimate")
+    for finding in report["findings"]:  # the time waited in the reads, less the device work waited for
+        assert finding["cost_s"] > 0 and 0 <= finding["saving_s"] <= finding["cost_s"]
+        assert finding["saving_method"].startswith("measured: the time waited in these reads less the device work")
     assert report["scan"] == "ok"
 
 

@@ -95,7 +95,8 @@ def _audit(program: Program, args: argparse.Namespace, steps: tuple[int, int] | 
         instrument.uninstall()
         h2d_total = _close_transfer_monitor(jaxlib_transfers)
 
-    findings = derive_findings(instrument, wall_s)
+    # savings measured now (jitting JAX101 functions, copying JAX302 arguments): not under --trace
+    findings = derive_findings(instrument, wall_s, measure=tracer is None)
     scan = "skipped (--no-scan)"
     if not args.no_scan and findings:
         paths = program.source_paths + [f.path for f in findings]

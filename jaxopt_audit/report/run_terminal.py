@@ -111,7 +111,8 @@ def _eager_table(report: RunReport) -> Table:
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
     shown = [e for e in report.eager_functions if not e.nested_in_eager][:TOP_FUNCTIONS]
     for e in shown:
-        table.add_row(e.name, f"{e.path}:{e.line}", str(e.calls), f"{e.ops_per_call:.3g}",
+        name = {"setup": f"{e.name} (setup, not per step)", "driver": f"{e.name} (calls the step)"}.get(e.role, e.name)
+        table.add_row(name, f"{e.path}:{e.line}", str(e.calls), f"{e.ops_per_call:.3g}",
                       seconds(e.op_s + e.compile_s), f"{e.compiles}", f"{100 * e.wall_share:.0f}%",
                       str(e.h2d_transfers))
     return table

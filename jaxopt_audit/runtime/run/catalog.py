@@ -13,6 +13,8 @@ RUN_CODES: dict[str, str] = {
     "JAX101": "missing-jit",
     "JAX102": "jit-in-loop",
     "JAX103": "recompile-on-changing-input",
+    "JAX201": "loop-to-scan",
+    "JAX202": "loop-to-vmap",
     "JAX301": "host-sync-in-step",
     "JAX302": "host-to-device-in-step",
 }

@@ -2,9 +2,12 @@
 
 From the instruments' records:
 
-- JAX101 missing-jit: a user function called again and again that executed JAX ops one by one
+- JAX101 missing-jit: a user function called once per step that executed JAX ops one by one
   (at least two eager ops per call): its eager op count per call and its share of the wall time.
-  A function only ever called from another such function is left to its caller's finding.
+  The function named is the step (`report.eager_roles`): a helper called from the step is left
+  to the step's finding, a function that calls the step in a loop (`train` around `train_step`)
+  is not the one to jit, and work done once or every k steps (initialisation, evaluation) is
+  setup, a line of the summary, never a finding.
 - JAX102 jit-in-loop: `jax.jit` applied again and again at one line (a new wrapper, so a new
   trace, each time).
 - JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
@@ -19,13 +22,19 @@ From the instruments' records:
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
 with nothing else in between (a comprehension moving a dict of arrays to the device once), nor
 a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`); one
-every few steps is reported with its period.
+every few steps is reported with its period. A `block_until_ready` followed by a timer read is
+a benchmark's measurement, which needs the wait, not a stall.
 Each finding has `cost_s`, the time it took in this run where it is measured, and `saving_s`,
 what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
 there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
-first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls;
-for JAX101 (the jitted function's time is not measured) and JAX301 (the wait is mostly device
-work the program needs anyway) there is none, and cost_s bounds it. Findings come ordered by
+first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of those calls,
+one made by passing NumPy arrays to a jitted call the time of copying such arrays, measured
+after the run (`copy_saving`);
+JAX101 saves its eager time less the jitted function's time, measured after the run by jitting
+the function on the argument shapes it was called with (`jit_saving`); a JAX301 read of a
+jitted function's output saves the time waited beyond that function's device work (each read
+waits for at most one call); other waits (a sync, a read of an unknown array) have no
+estimate, and cost_s bounds them. Findings come ordered by
 saving, else by cost (`RuntimeFinding.rank_s`).
 
 Then, when the static scan is available, each finding is marked `confirmed_by_scan` if the scan
@@ -34,6 +43,7 @@ reports the same code at that line.
 
 from __future__ import annotations
 
+import linecache
 import os
 import statistics
 from collections import Counter
@@ -42,10 +52,13 @@ from dataclasses import replace
 from typing import Any
 
 from ...units import seconds
+from . import jit_saving
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
-from .instrument import FunctionRecord, Instrument, TransferKey
-from .report import EagerFunctionReport, RuntimeFinding, eager_functions
+from .copy_saving import copies_saving
+from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
+from .jit_saving import JitSaving
+from .report import STEP, EagerFunctionReport, RuntimeFinding, eager_functions, eager_roles
 from .sites import display_path
 
 REPEATED = 3
@@ -67,26 +80,43 @@ _FIX_BY_KIND = {
 }
 
 
-def derive_findings(instrument: Instrument, wall_s: float) -> list[RuntimeFinding]:
-    """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`)."""
+def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False) -> list[RuntimeFinding]:
+    """All runtime findings, the one whose fix saves most first (`RuntimeFinding.rank_s`).
+
+    With `measure` (after the program has finished, instruments off) each JAX101 saving is
+    measured by jitting the function on its recorded arguments (`jit_saving`), and the copies
+    of a jitted call's NumPy arguments by copying arrays of their shapes (`copy_saving`)."""
     findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
+    records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
     for eager in eager_functions(instrument, wall_s):
-        if eager.calls < REPEATED or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT or eager.nested_in_eager:
+        if eager.role != STEP or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT:
             continue
-        findings.append(_missing_jit(eager))
+        saving = _jit_saving(records.get((eager.path, eager.line, eager.name)), eager) if measure else None
+        findings.append(_missing_jit(eager, saving))
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
-    findings.extend(f for f in _transfers(instrument) if (f.path, f.line) not in covered or f.code != "JAX302")
+        findings.extend(_python_loop(record, wall_s))
+    findings.extend(f for f in _transfers(instrument, measure) if (f.path, f.line) not in covered or f.code != "JAX302")
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
 
 
-def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
+def _jit_saving(record: EagerRecord | None, eager: EagerFunctionReport) -> JitSaving:
+    if record is None:
+        return JitSaving(None, "no estimate: the function's record was not found")
+    try:
+        return jit_saving.measure(jit_saving.function_of(record.code), record.argument_samples, eager.calls,
+                                  eager.compile_s)
+    except (Exception, SystemExit) as exc:  # the measurement is an extra: it never costs the report
+        return JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
+
+
+def _missing_jit(eager: EagerFunctionReport, saving: JitSaving | None) -> RuntimeFinding:
     where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
     compiled = f", {eager.compiles} eager compilations ({seconds(eager.compile_s)})" if eager.compiles else ""
     return RuntimeFinding(
@@ -96,8 +126,10 @@ def _missing_jit(eager: EagerFunctionReport) -> RuntimeFinding:
         "time inside them",
         f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",
         eager.calls, round(eager.op_s + eager.compile_s, 6), function=eager.name,
-        saving_method="no estimate: the jitted function's time is not measured; fixing it saves at most "
-                      "cost_s, the time in its eager ops and their compilation")
+        saving_s=saving.saving_s if saving is not None else None,
+        saving_method=saving.method if saving is not None else
+        "no estimate: the jitted function's time is not measured (--trace); fixing it saves at most "
+        "cost_s, the time in its eager ops and their compilation")
 
 
 def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
@@ -150,6 +182,36 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
         saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
 
 
+def _python_loop(record: FunctionRecord, wall_s: float) -> Iterable[RuntimeFinding]:
+    """A jitted function called again and again from one line, the calls a large part of the run.
+
+    Each call is a dispatch from Python; one `lax.scan` (a state carried from call to call: an
+    argument that is an earlier call's output) or one `vmap` (independent calls) replaces them."""
+    if record.calls < LOOP_CALLS or wall_s <= 0 or record.call_s < LOOP_SHARE * wall_s or not record.sampled_sites:
+        return
+    if record.wrappers_created >= REPEATED or len(record.recompiles) + 1 >= REPEATED:
+        return  # the loop re-traces or recompiles: JAX102/JAX103 come first
+    (site, _), sampled = record.sampled_sites.most_common(1)[0], sum(record.sampled_sites.values())
+    carried = record.sampled_carried * 2 >= sampled
+    code = "JAX201" if carried else "JAX202"
+    fix = ("run the loop as lax.scan (or lax.fori_loop) inside one jitted function: one dispatch for all "
+           "the steps" if carried else
+           f"jax.vmap {record.name} over the values the loop goes through: one call instead of {record.calls}")
+    how = "each step's state comes from the call before" if carried else "the calls are independent"
+    yield RuntimeFinding(
+        code, RULE_NAMES[code], display_path(site.path), site.line,
+        f"{record.name} was called {record.calls} times from a Python loop here ({how}): "
+        f"{seconds(record.call_s / record.calls)} of the program's time per call, "
+        f"{record.call_s / wall_s:.0%} of the wall time in the calls",
+        fix, record.calls, round(record.call_s, 6), function=record.name,
+        saving_method="no estimate: the scanned or vmapped version is not timed; cost_s, the program's time "
+                      "inside the calls (dispatch, and waiting where a call waits), bounds what it saves")
+
+
+LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
+LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time inside them
+
+
 _RECOMPILES_MEASURED = "measured: the compile time of every compilation after the first, which the fix removes"
 
 
@@ -164,15 +226,16 @@ def step_period(instrument: Instrument, key: TransferKey) -> float | None:
     eagerly): the run's clock counts every such call of every function, so a step advances it
     by clock / hottest calls on average."""
     clocks = instrument.occurrence_clocks.get(key, [])
+    roles = eager_roles(instrument)  # a helper called several times per step is not the step
     hottest = max([r.calls for r in instrument.functions.values()]
-                  + [r.calls for r in instrument.eager.values() if r.code.co_name != "<module>"], default=0)
+                  + [instrument.eager[code].calls for code, role in roles.items() if role == STEP], default=0)
     if len(clocks) < 2 or not hottest or not instrument.clock:
         return None
     gaps = [later - earlier for earlier, later in zip(clocks, clocks[1:], strict=False)]
     return statistics.median(gaps) * hottest / instrument.clock
 
 
-def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
+def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[RuntimeFinding]:
     for key, count in instrument.transfers.items():
         if instrument.transfer_occurrences[key] < REPEATED:
             continue
@@ -187,15 +250,18 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
         timed = round(instrument.transfer_s[key], 6) if key in instrument.transfer_s else None
         path = display_path(key.path)
         if key.direction == "d2h":
+            saving, method = _beyond_device_work(instrument, key, about, timed)
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
                 f"{count} device arrays{of} were read on the host here ({key.via}), {every}: each read "
                 "waits for the device to finish, so host and device stop overlapping",
                 "keep values on the device and read them every k steps or after the loop "
                 "(accumulate metrics in the jitted step)", count, timed, function=about,
-                saving_method=_WAIT_NOT_SAVED)
+                saving_s=saving, saving_method=method)
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
+                continue
+            if _timed_sync(key.path, key.line):  # a benchmark's wait before reading its timer: needed
                 continue
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
@@ -203,15 +269,41 @@ def _transfers(instrument: Instrument) -> Iterable[RuntimeFinding]:
                 "synchronise once after the loop (or only where you read a timer)", count, timed, function=about,
                 saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "h2d":
+            saving, method = timed, (
+                "measured: the time of the copy calls at this line, which moving the data once removes "
+                "(on CPU a copy shares host memory and costs little)" if timed is not None
+                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+            if timed is None and measure and key in instrument.argument_copies:
+                saving, method = copies_saving(instrument.argument_copies[key])
             yield RuntimeFinding(
                 "JAX302", RULE_NAMES["JAX302"], path, key.line,
                 f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
                 f"transfer {every}",
                 "move the data set to the device once (jax.device_put before the loop) and slice it "
-                "on the device", count, timed, function=about, saving_s=timed,
-                saving_method="measured: the time of the copy calls at this line, which moving the data once "
-                              "removes (on CPU a copy shares host memory and costs little)" if timed is not None
-                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+                "on the device", count, timed, function=about, saving_s=saving, saving_method=method)
+
+
+def _beyond_device_work(instrument: Instrument, key: TransferKey, function: str | None,
+                        waited: float | None) -> tuple[float | None, str]:
+    """The time waited in the reads beyond the device work they waited for: each read waits at
+    most for one call of the function whose output it reads (its median synchronised time)."""
+    records = [r for r in instrument.functions.values() if r.name == function and r.exec_samples]
+    if waited is None or len(records) != 1:
+        return None, _WAIT_NOT_SAVED
+    reads = instrument.transfer_occurrences[key]
+    device = reads * statistics.median(records[0].exec_samples)
+    return round(max(0.0, waited - device), 6), (
+        f"measured: the time waited in these reads less the device work they waited for ({reads} reads x "
+        f"{seconds(device / reads)}, {function}'s median call), which reading after the loop does not wait for")
+
+
+_TIMERS = ("perf_counter(", "time.time(", "monotonic(", "process_time(", "perf_counter_ns(", "time_ns(")
+
+
+def _timed_sync(path: str, line: int) -> bool:
+    """The sync's line or one of the next two reads a timer: the wait is part of a measurement."""
+    text = "".join(linecache.getline(path, n) for n in range(line, line + 3))
+    return any(timer in text for timer in _TIMERS)
 
 
 _WAIT_NOT_SAVED = ("no estimate: cost_s is the wait, mostly the device finishing work the program needs anyway; "

@@ -12,7 +12,8 @@ programs compute the same bytes with and without `run`).
   `.eval_shape` are forwarded). A call made under a trace (inside another jit, `vmap`, `grad`)
   goes straight through; a top-level call is counted and timed, and its host leaves (NumPy
   arrays, NumPy and Python scalars in non-static arguments: each one is copied to the device)
-  are counted. Wrappers of the same Python function share one `FunctionRecord`, and the line
+  are counted (the NumPy arrays' shapes and dtypes too, for `copy_saving`). Wrappers of the
+  same Python function share one `FunctionRecord`, and the line
   that created each wrapper is counted, so a `jax.jit` evaluated in a loop shows up. Libraries
   that call `jax.jit` themselves are seen the same way (flax's `nnx.jit` wraps the user's
   function; equinox's `filter_jit` jits its own wrapper named after it: the record points at
@@ -42,7 +43,9 @@ programs compute the same bytes with and without `run`).
   compiled function) is wrapped: each op is counted for every user function on the stack (one
   `EagerRecord` per function; a new frame object is a new call), its time and the eager
   compilations inside it are added to the innermost user function's record, and its NumPy
-  inputs are counted as host-to-device copies at the user's line.
+  inputs are counted as host-to-device copies at the user's line. At a call's first op its
+  arguments are recorded abstractly (`arguments.signature_of`: the first calls, then a sample),
+  so that the function can be jitted on them after the run (`jit_saving`).
 - Device-to-host reads and syncs: through `runtime.host_reads` (the hooks `bench`'s transfer
   monitor uses too) on the host entry points of `jax.Array` (`float`, `int`, `bool`,
   `.item()`, `.tolist()`, `str`/`repr`/`format`, `__array__`, `._value`, `block_until_ready`),
@@ -85,6 +88,7 @@ from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
+from .arguments import NOT_FUNCTIONS, ArgumentSample, signature_of, worth_recording
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .sites import SourceLine, UserFiles
 
@@ -99,6 +103,7 @@ TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one cos
 _CLOCKS_KEPT = 4096  # occurrences of a transfer whose step is kept (enough for the median gap)
 _COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
+MAX_SIGNATURES = 64  # argument signatures kept per un-jitted function
 _HOST_SCALARS = (int, float, bool, complex)
 # not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
 _EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromfile", "fromfunction",
@@ -157,6 +162,10 @@ class FunctionRecord:
     jit_sites: Counter[SourceLine] = field(default_factory=Counter)  # where wrappers were created
     call_sites_with_host_arrays: Counter[SourceLine] = field(default_factory=Counter)
     recompiles: list[Recompile] = field(default_factory=list)  # the first MAX_RECOMPILES_KEPT
+    # on the timed (sampled) top-level calls: where they were made, and how many took an output of
+    # a jitted call as an argument (a state carried from step to step: a loop to scan, else to vmap)
+    sampled_sites: Counter[SourceLine] = field(default_factory=Counter)
+    sampled_carried: int = 0
 
     @property
     def wrappers_created(self) -> int:
@@ -195,6 +204,8 @@ class EagerRecord:
     h2d_sites: Counter[SourceLine] = field(default_factory=Counter)  # ... by the line of the op
     callers: Counter[SourceLine] = field(default_factory=Counter)  # where its calls came from
     caller_codes: set[Any] = field(default_factory=set)
+    # its calls' arguments by signature (`arguments.signature_of`), the first MAX_SIGNATURES kinds
+    argument_samples: dict[Any, ArgumentSample] = field(default_factory=dict)
     last_frame: Any = field(default=None, repr=False)  # the frame of its current call
 
 
@@ -305,6 +316,9 @@ class Instrument:
         self.occurrence_clocks: defaultdict[TransferKey, list[int]] = defaultdict(list)
         # seconds inside the reads, syncs and explicit copies of each key (jit arguments: not timed apart)
         self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
+        # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
+        # measured after the run (`copy_saving`)
+        self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str]]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -444,7 +458,10 @@ class Instrument:
         if stack is None:
             stack = self._local.stack = []
         nested = bool(stack)
-        host_leaves, host_arrays = self._count_host_leaves(wrapper, args, kwargs)
+        host_leaves, host_arrays, host_specs = self._count_host_leaves(wrapper, args, kwargs)
+        sampled = not stack and (record.calls < TIME_FIRST or record.calls % TIME_EVERY == 0)
+        if sampled:
+            self._note_loop_sample(record, args, kwargs)
         frame = _CallFrame(record)
         self._last_transfer = None  # a jitted call separates occurrences of transfers
         begin = time.perf_counter()
@@ -489,8 +506,12 @@ class Instrument:
                 site = self.user_files.caller_site(3)
                 if site is not None:
                     record.call_sites_with_host_arrays[site] += 1
-                    self._count_transfer(TransferKey("h2d", site[0], site[1], "jit argument"), record.name,
-                                         host_arrays)
+                    key = TransferKey("h2d", site[0], site[1], "jit argument")
+                    self._count_transfer(key, record.name, host_arrays)
+                    specs = self.argument_copies.get(key)
+                    if specs is None:
+                        specs = self.argument_copies[key] = Counter()
+                    specs.update(host_specs)
         leaves = jax.tree_util.tree_leaves(out)
         if not set(map(type, leaves)) <= _DEVICE_ONLY:
             leaves = [leaf for leaf in leaves if type(leaf) is ArrayImpl]
@@ -501,7 +522,20 @@ class Instrument:
             self.on_call(record, out)
         return out
 
-    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple, kwargs: dict) -> tuple[int, int]:
+    def _note_loop_sample(self, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
+        site = self.user_files.caller_site(4)
+        if site is not None:
+            record.sampled_sites[site] += 1
+        producers = self._producers
+        for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+            producer = producers.get(id(leaf))
+            if producer is not None and producer[0]() is leaf:
+                record.sampled_carried += 1
+                break
+
+    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
+                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]]]:
+        """(host leaves, NumPy arrays among them, their (shape, dtype))."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
@@ -509,9 +543,10 @@ class Instrument:
             kwargs = {k: v for k, v in kwargs.items() if k not in names}
         all_leaves = jax.tree_util.tree_leaves((args, kwargs))
         if set(map(type, all_leaves)) <= _DEVICE_ONLY:  # the common case, checked in C
-            return 0, 0
+            return 0, 0, []
         leaves = 0
         arrays = 0
+        specs = []
         for leaf in all_leaves:
             kind = type(leaf)
             if kind is ArrayImpl:
@@ -519,9 +554,10 @@ class Instrument:
             if kind is np.ndarray:
                 leaves += 1
                 arrays += 1
+                specs.append((leaf.shape, leaf.dtype.str))
             elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
                 leaves += 1
-        return leaves, arrays
+        return leaves, arrays, specs
 
     def _stack(self) -> list[_CallFrame]:
         stack = getattr(self._local, "stack", None)
@@ -799,6 +835,8 @@ class Instrument:
                     if caller is not None:
                         record.callers[SourceLine(caller.f_code.co_filename, caller.f_lineno)] += 1
                         record.caller_codes.add(caller.f_code)
+                    if code.co_name not in NOT_FUNCTIONS and worth_recording(record.calls):
+                        _note_arguments(record, frame)
                 if not chain:
                     record.own_ops += 1
                 chain.append(record)
@@ -922,6 +960,20 @@ def _host_array_count(obj: Any) -> int:
         return sum(1 for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray)
     except Exception:  # not a pytree jax accepts: the real call will say so
         return 0
+
+
+def _note_arguments(record: EagerRecord, frame: FrameType) -> None:
+    """Count the call's argument signature (what a jit of the function would compile for)."""
+    found = signature_of(frame)
+    if found is None:
+        return
+    key, sample = found
+    kept = record.argument_samples.get(key)
+    if kept is None:
+        if len(record.argument_samples) >= MAX_SIGNATURES:
+            return
+        kept = record.argument_samples[key] = sample
+    kept.calls += 1
 
 
 def _own_miss(misses: list[CacheMiss], record: FunctionRecord) -> CacheMiss | None:

@@ -20,8 +20,14 @@ from typing import Any
 
 from ...fileio import write_text_atomic
 from ...units import seconds
+from .arguments import NOT_FUNCTIONS
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
+
+REPEATED = 3  # calls of a function (or per call of its caller) that make a per-step pattern
+PERIODIC = 10  # a function called this many times less often than the step is not per step
+
+STEP, HELPER, DRIVER, SETUP = "step", "helper", "driver", "setup"
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,8 @@ class EagerFunctionReport:
     h2d_transfers: int  # NumPy inputs of its eager ops, copied to the device
     h2d_lines: tuple[tuple[str, int, int], ...]  # (path, line, count) of those ops
     called_from: tuple[str, ...]  # "path:line" of its callers, most frequent first
-    nested_in_eager: bool  # only ever called from another function reported here
+    nested_in_eager: bool  # a helper of another function reported here (role "helper")
+    role: str = STEP  # step, helper, driver or setup: `eager_roles`
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,7 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
         notes.append(f"other threads (host callbacks, data loaders) compiled for "
                      f"{seconds(instrument.other_threads_compile_s)} while the program's thread ran on; "
                      "not part of the split")
+    notes.extend(_setup_notes(instrument, wall_s))
     if trace is not None:
         notes.append(f"--trace: the profiler recorded every op and call while it was on, which slows the "
                      f"program's Python (host time) and dispatch; starting and stopping it took "
@@ -247,18 +255,68 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                      notes=tuple(notes))
 
 
+def eager_roles(instrument: Instrument) -> dict[Any, str]:
+    """What each un-jitted function running eager ops is to the program (code -> role).
+
+    - driver: a function whose eager ops are mostly (half or more) those of a function it calls
+      `REPEATED` or more times per call (`train` calling `train_step` in a loop): the callee is
+      the one to jit.
+    - helper: only ever called from repeated eager functions that are not drivers (a loss, or a
+      `tree.map` lambda, inside the step): its ops are its caller's finding.
+    - setup: called fewer than `REPEATED` times, or `PERIODIC` times less often than the
+      program's step (parameter initialisation, an evaluation every k steps): not a per-step cost.
+    - step: the rest, per-step work whose function is the one to jit.
+    """
+    records = {code: r for code, r in instrument.eager.items() if code.co_name not in NOT_FUNCTIONS and r.ops}
+    repeated = {code for code, r in records.items() if r.calls >= REPEATED}
+    roles: dict[Any, str] = {}
+    callees: dict[Any, list[EagerRecord]] = {}
+    for record in records.values():
+        for caller in record.caller_codes:
+            callees.setdefault(caller, []).append(record)
+    for code, record in records.items():
+        looped = sum(c.ops for c in callees.get(code, ())
+                     if c.calls >= REPEATED * record.calls and c.caller_codes == {code})
+        if looped * 2 >= record.ops:
+            roles[code] = DRIVER
+    for code, record in records.items():
+        if code not in roles and record.caller_codes and record.caller_codes <= repeated - set(roles):
+            roles[code] = HELPER
+    steps = max([r.calls for code, r in records.items() if roles.get(code) is None]
+                + [r.calls for r in instrument.functions.values()], default=0)
+    for code, record in records.items():
+        if code not in roles:
+            per_step = record.calls >= REPEATED and record.calls * PERIODIC > steps
+            roles[code] = STEP if per_step else SETUP
+    return roles
+
+
 def eager_functions(instrument: Instrument, wall_s: float) -> tuple[EagerFunctionReport, ...]:
     """User functions that ran ops eagerly, the costliest first (module level left out)."""
-    reports = []
-    repeated = {code for code, r in instrument.eager.items() if r.calls >= 3}
-    for record in instrument.eager.values():
-        if record.code.co_name == "<module>" or not record.ops:
-            continue
-        reports.append(_eager(record, wall_s, bool(record.caller_codes) and record.caller_codes <= repeated))
+    roles = eager_roles(instrument)
+    reports = [_eager(instrument.eager[code], wall_s, role) for code, role in roles.items()]
     return tuple(sorted(reports, key=lambda e: (-(e.op_s + e.compile_s), e.path, e.line)))
 
 
-def _eager(record: EagerRecord, wall_s: float, nested: bool) -> EagerFunctionReport:
+def _setup_notes(instrument: Instrument, wall_s: float) -> list[str]:
+    """One line per outermost setup function with eager work worth a mention (1% of the wall)."""
+    roles = eager_roles(instrument)
+    notes = []
+    for code, role in roles.items():
+        record = instrument.eager[code]
+        outer = not any(roles.get(c) == SETUP for c in record.caller_codes)
+        spent = record.op_s + record.compile_s
+        if role != SETUP or not outer or wall_s <= 0 or spent < 0.01 * wall_s:
+            continue
+        calls = "once" if record.calls == 1 else f"{record.calls} times"
+        compiled = f" and {record.compiles} eager compilations" if record.compiles else ""
+        notes.append(f"not per step: {record.name} ({display_path(record.path)}:{record.line}) ran {calls} "
+                     f"(setup, or every k steps): {record.ops} eager ops{compiled}, {seconds(spent)} "
+                     f"({spent / wall_s:.0%} of the wall time); a per-step fix does not change it")
+    return notes
+
+
+def _eager(record: EagerRecord, wall_s: float, role: str) -> EagerFunctionReport:
     called_from = tuple(f"{display_path(site.path)}:{site.line}" for site, _ in record.callers.most_common(3))
     share = (record.op_s + record.compile_s) / wall_s if wall_s > 0 else 0.0
     return EagerFunctionReport(record.name, display_path(record.path), record.line, record.calls, record.ops,
@@ -266,7 +324,7 @@ def _eager(record: EagerRecord, wall_s: float, nested: bool) -> EagerFunctionRep
                                record.compiles, _r(record.compile_s), round(share, 4), record.h2d_transfers,
                                tuple((display_path(site.path), site.line, count)
                                      for site, count in sorted(record.h2d_sites.items())),
-                               called_from, nested)
+                               called_from, role == HELPER, role)
 
 
 def _function(record: FunctionRecord, modules: dict[str, float]) -> FunctionReport:

@@ -1,0 +1,55 @@
+"""What moving a jitted call's NumPy arguments to the device once would save, measured.
+
+A NumPy array passed to a jitted function is copied (and converted to the function's dtype:
+float64 to float32 without x64) on every call. After the program has finished, `run` times
+that copy for each (shape, dtype) it saw at a line: a tiny jitted function called with a NumPy
+array of that shape and dtype and with the same array already on the device, each call waited
+for; the difference, median of `REPEATS`, is the copy. The fix keeps one copy, so the saving is
+every copy after the first at its measured time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+
+import jax
+import numpy as np
+
+from ...units import seconds
+
+REPEATS = 15  # the copy is a difference of two short times: many samples, their median
+
+
+def copies_saving(specs: Counter[tuple[tuple[int, ...], str]]) -> tuple[float | None, str]:
+    """(saving_s, method) for the copies of arrays of these (shape, dtype) counts."""
+    total = 0.0
+    parts = []
+    try:
+        for (shape, dtype), count in specs.most_common():
+            each = _copy_time(shape, np.dtype(dtype))
+            total += max(0, count - 1) * each
+            parts.append(f"{count} x {seconds(each)}")
+    except Exception as exc:  # an array that cannot be made or copied: no measurement, the run goes on
+        return None, f"no estimate: timing the copy failed ({type(exc).__name__})"
+    shown = ", ".join(parts[:4]) + (", ..." if len(parts) > 4 else "")
+    return round(total, 6), (f"measured: a jitted call given NumPy arrays of the passed shapes and dtypes against "
+                             f"device arrays, "
+                             f"{shown} (every copy after the first is saved; on CPU a copy costs little)")
+
+
+def _copy_time(shape: tuple[int, ...], dtype: np.dtype) -> float:
+    """A jitted call's extra time when given the NumPy array instead of a device array."""
+    host = np.ones(shape, dtype)
+    device = jax.device_put(host)
+    first = jax.jit(lambda a: a.ravel()[:1])  # touches the argument, computes almost nothing
+    jax.block_until_ready((first(host), first(device)))  # compiled for both, first transfer made
+    extra = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        jax.block_until_ready(first(device))
+        middle = time.perf_counter()
+        jax.block_until_ready(first(host))
+        extra.append((time.perf_counter() - middle) - (middle - start))
+    return max(0.0, statistics.median(extra))

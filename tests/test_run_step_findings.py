@@ -1,0 +1,102 @@
+"""Which per-step findings `run` makes: JAX101's step, its measured saving, setup apart, the
+benchmark's waits left alone, and the labelled program suite's major mistakes on top.
+
+The saving is measured by jitting the function after the program has finished; these tests
+check what it is made of and when it is withheld, never how large it is.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from test_run import SCRIPTS, audit
+
+SWEEP = SCRIPTS / "eager_sweep.py"
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def _line_of(path: Path, text: str) -> int:
+    return 1 + path.read_text().splitlines().index(text)
+
+
+def _jax101(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["function"]: f for f in report["findings"] if f["code"] == "JAX101"}
+
+
+@pytest.mark.slow
+def test_the_step_is_named_its_saving_measured_and_setup_kept_apart(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    capfd.readouterr()
+    status, report = audit(tmp_path, str(SWEEP))
+    assert status == 0
+    found = _jax101(report)
+    # train_step is the step (train calls it in a loop, loss runs inside it); init_params runs once
+    assert set(found) == {"train_step", "host_metric", "chatty_norm"}
+    step = found["train_step"]
+    assert step["line"] == _line_of(SWEEP, "def train_step(params, x, y, lr):")
+    assert step["count"] == 60
+    assert step["saving_method"].startswith("measured: the function jitted on the recorded argument shapes, 60 calls x")
+    # lr is a Python float that changes per sweep: traced, so one compilation serves all three
+    assert "one compilation" in step["saving_method"]
+    assert step["saving_s"] >= 0
+    roles = {e["name"]: e["role"] for e in report["eager_functions"]}
+    assert roles == {"train": "driver", "train_step": "step", "loss": "helper", "host_metric": "step",
+                     "chatty_norm": "step", "init_params": "setup"}
+    assert any(n.startswith("not per step: init_params (") and "ran once" in n for n in report["notes"])
+    # what cannot be jitted as written says why, with no saving
+    assert found["host_metric"]["saving_s"] is None
+    assert "fails on the recorded arguments (ConcretizationTypeError" in found["host_metric"]["saving_method"]
+    assert found["chatty_norm"]["saving_s"] is None
+    assert "print" in found["chatty_norm"]["saving_method"]
+    # the measurement's own calls print nothing: the program's 60 lines only
+    assert capfd.readouterr().out.count("norm computed") == 60
+    # the measured step outranks what has only a cost
+    assert report["findings"][0]["function"] == "train_step"
+
+
+@pytest.mark.slow
+def test_trace_leaves_the_saving_unmeasured(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, "--trace", str(tmp_path / "trace"), str(SWEEP))
+    assert status == 0
+    step = _jax101(report)["train_step"]
+    assert step["saving_s"] is None and "--trace" in step["saving_method"]
+
+
+def _major(folder: Path) -> dict[str, Any]:
+    manifest = tomllib.loads((folder / "manifest.toml").read_text())
+    return next(m for m in manifest["mistake"] if m.get("major"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("program", "measured"), [("01_mlp_value_and_grad", True), ("09_growing_batch_shapes", True),
+                                                   ("11_heat_diffusion", False), ("04_learning_rate_sweep", False)])
+def test_the_top_finding_is_the_labelled_major_mistake(tmp_path: Path, program: str, measured: bool) -> None:
+    folder = PROGRAMS / program
+    major = _major(folder)
+    status, report = audit(tmp_path, str(folder / "slow.py"))
+    assert status == 0
+    top = report["findings"][0]
+    # a loop's finding points at the call in its body, the label at the `for` line above it
+    assert top["code"] == major["code"] and 0 <= top["line"] - major["line"] <= 2, report["findings"]
+    assert top["saving_method"].startswith("measured:" if measured else "no estimate:")
+    assert (top["saving_s"] is not None) == measured
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["13_clean_minibatch_training", "14_clean_scan_rollout", "15_clean_benchmark"])
+def test_a_clean_program_has_no_per_step_finding(tmp_path: Path, program: str) -> None:
+    status, report = audit(tmp_path, str(PROGRAMS / program / "clean.py"))
+    assert status == 0
+    assert report["findings"] == []
+
+
+def test_a_wait_before_reading_a_timer_is_a_measurement_not_a_stall(tmp_path: Path) -> None:
+    script = SCRIPTS / "timed_syncs.py"
+    status, report = audit(tmp_path, str(script))
+    assert status == 0
+    syncs = [f for f in report["findings"] if f["code"] == "JAX301"]
+    assert [f["line"] for f in syncs] == [_line_of(script, "    y.block_until_ready()")]
