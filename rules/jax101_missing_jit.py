@@ -18,6 +18,7 @@ from jaxopt_audit.static import (
     read_names,
     walk,
 )
+from jaxopt_audit.static.enclosing import condition_around
 from jaxopt_audit.static.fix_codemods import jit_decorator
 from jaxopt_audit.static.model.eager import (
     WORTH_JIT,
@@ -94,6 +95,25 @@ class MissingJit(Rule):
     FIX = "Decorate it with `@jax.jit` (static_argnames for shape/config arguments) or wrap it once outside the loop."
 
     INVALID = [
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def loss(params, x, y):
+                return jnp.mean((x @ params["w"] - y) ** 2)
+
+            grad_fn = jax.jit(jax.grad(loss))
+            optimizer = optax.adam(1e-3)
+
+            def train(params, xs, ys):
+                opt_state = optimizer.init(params)
+                for x, y in zip(xs, ys):
+                    grads = grad_fn(params, x, y)
+                    updates, opt_state = optimizer.update(grads, opt_state)
+                    params = optax.apply_updates(params, updates)  # <- JAX101
+                return params
+        """, note="the gradient is compiled, the Adam update around it is not"),
         Invalid("""
             import jax.numpy as jnp
             from jax import grad
@@ -186,6 +206,28 @@ class MissingJit(Rule):
         """, note="a jitted gradient, then an eager update of every leaf: in a function, and inline"),
     ]
     VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            optimizer = optax.adam(1e-3)
+
+            def loss(params, x, y):
+                return jnp.mean((x @ params["w"] - y) ** 2)
+
+            @jax.jit
+            def step(params, opt_state, x, y):
+                grads = jax.grad(loss)(params, x, y)
+                updates, opt_state = optimizer.update(grads, opt_state)
+                return optax.apply_updates(params, updates), opt_state
+
+            def train(params, xs, ys):
+                opt_state = optimizer.init(params)
+                for x, y in zip(xs, ys):
+                    params, opt_state = step(params, opt_state, x, y)
+                return params
+        """, note="the optimizer update inside the jitted step"),
         Valid("""
             from functools import partial
             import jax
@@ -281,6 +323,7 @@ class MissingJit(Rule):
                          f"of the loop at line {loop_line} without jit, so each of its operations is "
                          "dispatched one by one from Python")
         yield from _inline_tree_updates(model)
+        yield from _eager_optax_updates(model)
 
 
 def _frozen_fix(frozen: list[str]) -> str | None:
@@ -319,6 +362,34 @@ def _inline_tree_updates(model: SemanticModel) -> Iterator[Report]:
                                         f"beside the compiled `{describe(feeding.node.func)}`",
                              fix="Do the update inside a jitted function: one jitted step that computes the "
                                  "gradient and applies it.")
+
+
+def _eager_optax_updates(model: SemanticModel) -> Iterator[Report]:
+    """`updates, state = optimizer.update(grads, state)` then `optax.apply_updates(params,
+    updates)` in a step loop, outside jit: the optimizer's arithmetic runs op by op on every leaf,
+    every iteration (Adam: about a dozen operations per leaf). Reported at `apply_updates`."""
+    for fn in model.functions:
+        if fn.traced:
+            continue
+        for site in fn.calls:
+            if site.loop is None or model.resolve(site.node.func) != "optax.apply_updates":
+                continue
+            loop = model.step_loop_of(site) or site.loop
+            if not loop.is_step or not dispatch_loop(model, loop):
+                continue
+            update = next((other for other in fn.calls if loop.encloses(other.loop)
+                           and isinstance(other.node.func, cst.Attribute) and other.node.func.attr.value == "update"
+                           and model.line_of(other.node) <= model.line_of(site.node)), None)
+            what = f"`{describe(site.node)}`" + (
+                f" and `{describe(update.node)}` (line {model.line_of(update.node)})" if update is not None else "")
+            verb = "run" if update is not None else "runs"
+            condition = condition_around(fn, site.node, site.loop)
+            when = f", {condition}" if condition is not None else ""
+            yield Report(site.node, f"{what} {verb} outside jit on every iteration of the loop at line "
+                                    f"{model.line_of(loop.node)}{when}: each operation of the update is "
+                                    "dispatched on its own, for every parameter leaf",
+                         fix="Move the optimizer step into the jitted function: compute the gradient, call "
+                             "`optimizer.update` and `optax.apply_updates` inside one `jax.jit` step.")
 
 
 def _candidate(model: SemanticModel, fn: Function) -> bool:

@@ -21,7 +21,7 @@ from jaxopt_audit.static import (
     read_names,
     walk,
 )
-from jaxopt_audit.static.enclosing import enclosing_statements
+from jaxopt_audit.static.enclosing import condition_around, enclosing_statements
 from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_device_rows
 from jaxopt_audit.static.model.host_loops import (
     Statements,
@@ -364,7 +364,7 @@ class HostSyncInStep(Rule):
                     f"iteration{via}"
         else:
             where = f"on every iteration of the loop{line}"
-        condition = _condition_around(site)
+        condition = condition_around(site.function, site.node, site.loop)
         if condition is not None:  # only some iterations run it: say which
             where = f"{where}, {condition}"
         then = ""
@@ -372,26 +372,6 @@ class HostSyncInStep(Rule):
             then = f" (the {more} read{'s' if more > 1 else ''} right after it, with no new device work between, " \
                    f"wait{'' if more > 1 else 's'} no longer: move {'them' if more > 1 else 'it'} too)"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes{then}"
-
-
-def _condition_around(site: Site) -> str | None:
-    """The innermost `if` between the read and its loop (or around it in a per-step function's
-    body), as the message says it: `when `x > 0` holds`, or `when `x > 0` does not hold` in its
-    `else`. The read runs on those iterations only."""
-    path = enclosing_statements(site.function, site.node)
-    if not path:
-        return None
-    inside = site.loop is None
-    innermost: cst.If | None = None
-    for statement in path:
-        if site.loop is not None and statement is site.loop.node:
-            inside = True
-        elif inside and isinstance(statement, cst.If):
-            innermost = statement
-    if innermost is None:
-        return None
-    holds = any(n is site.node for n in walk(innermost.body))
-    return f"when `{describe(innermost.test, 40)}` {'holds' if holds else 'does not hold'}"
 
 
 # `what` of a read of a whole device history list: the marker, then the list's name.

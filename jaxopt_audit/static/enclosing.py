@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .model import Function
-from .walk import children
+from .walk import children, walk
 
 
 def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode] | None:
@@ -33,3 +33,26 @@ def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode]
 
 
 _BLOCKS = (cst.If, cst.While, cst.For, cst.Try, cst.ExceptHandler, cst.With)
+
+
+def condition_around(fn: Function, node: cst.CSTNode, loop) -> str | None:
+    """The innermost `if` between `node` and `loop` (or around it in `fn`'s body when `loop` is
+    None), as a message says it: "when `x > 0` holds", or "when `x > 0` does not hold" in its
+    `else`. The node runs on those iterations only."""
+    path = enclosing_statements(fn, node)
+    if not path:
+        return None
+    inside = loop is None
+    innermost: cst.If | None = None
+    for statement in path:
+        if loop is not None and statement is loop.node:
+            inside = True
+        elif inside and isinstance(statement, cst.If):
+            innermost = statement
+    if innermost is None:
+        return None
+    holds = any(n is node for n in walk(innermost.body))
+    test = cst.Module(body=[]).code_for_node(innermost.test)
+    test = " ".join(test.split())
+    test = test if len(test) <= 40 else test[:37] + "..."
+    return f"when `{test}` {'holds' if holds else 'does not hold'}"
