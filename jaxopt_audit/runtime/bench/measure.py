@@ -287,22 +287,23 @@ def measure(fn: Callable[..., Any], *args: Any, name: str | None = None,
     )
 
 
-def break_even_calls(startup_s: float, steady_s: float, previous_startup_s: float,
-                     previous_steady_s: float) -> int | None:
-    """Calls after which this version's extra start-up cost (compilation) is paid back.
+def break_even_calls(startup_s: float, steady_s: float, baseline_startup_s: float,
+                     baseline_steady_s: float) -> int | None:
+    """Calls after which this version's extra start-up cost (compilation) is paid back against
+    the baseline stage it is compared with.
 
     startup_s is what the first call costs beyond a steady one. 0 when this version starts no
-    slower than the previous one; None when it is never paid back (not faster per call).
+    slower than the baseline; None when it is never paid back (not faster per call).
     """
-    extra_startup = startup_s - previous_startup_s
+    extra_startup = startup_s - baseline_startup_s
     if extra_startup <= 0:
         return 0
-    saved_per_call = previous_steady_s - steady_s
+    saved_per_call = baseline_steady_s - steady_s
     if saved_per_call <= 0:
         return None
     return ceil_count(extra_startup / saved_per_call)
 
 
 def ceil_count(value: float) -> int:
-    """Round a count up, ignoring float noise (0.1 / 0.1 may be 1.0000000000000002)."""
+    """The ceiling of a count, ignoring float noise (0.1 / 0.1 may be 1.0000000000000002)."""
     return math.ceil(value * (1 - 1e-12))
