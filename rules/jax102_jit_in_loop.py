@@ -24,6 +24,7 @@ from jaxopt_audit.static import (
 from jaxopt_audit.static.enclosing import enclosing_statements
 from jaxopt_audit.static.model.loops import literal_trip_count
 from jaxopt_audit.static.model.per_step import SINGLE_PASS, StepContext, where, why_every_step
+from jaxopt_audit.static.model.runs import callers_of
 
 # Methods that run once per object: jitting there is the recommended place.
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})
@@ -328,12 +329,10 @@ def _repeated_at(model: SemanticModel, site: Site) -> str | None:
             return None
         return f"on every iteration of the loop at line {model.line_of(site.loop.node)}"
     fn = site.function
-    for caller in model.functions:
-        for call in caller.calls:
-            if call.loop is not None and not call.guarded and caller is not fn \
-                    and not _sweeps_written_out(call.loop) and model.callee(call.node, caller).function is fn:
-                return (f"each time `{fn.name}` runs, and the loop at line {model.line_of(call.loop.node)} "
-                        "calls it on every iteration")
+    for call in callers_of(model, fn):
+        if call.loop is not None and not call.guarded and not _sweeps_written_out(call.loop):
+            return (f"each time `{fn.name}` runs, and the loop at line {model.line_of(call.loop.node)} "
+                    "calls it on every iteration")
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .model import Function
+from .rule import describe
 from .walk import children, walk
 
 
@@ -52,7 +53,4 @@ def condition_around(fn: Function, node: cst.CSTNode, loop) -> str | None:
     if innermost is None:
         return None
     holds = any(n is node for n in walk(innermost.body))
-    test = cst.Module(body=[]).code_for_node(innermost.test)
-    test = " ".join(test.split())
-    test = test if len(test) <= 40 else test[:37] + "..."
-    return f"when `{test}` {'holds' if holds else 'does not hold'}"
+    return f"when `{describe(innermost.test, 40)}` {'holds' if holds else 'does not hold'}"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..enclosing import enclosing_statements
+from ..enclosing import condition_around
 from ..walk import int_value, string_value, walk
-from .core import Function, Loop, SemanticModel
+from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
 from .loops import exits_early, literal_trip_count
 
@@ -149,25 +149,28 @@ def _enclosing_counts(model: SemanticModel, fn: Function, node: cst.CSTNode) -> 
     if not around:
         return []
     innermost = max(around, key=lambda loop: spans.loops[loop][0])
-    conditional = _under_condition(fn, node, innermost)
+    conditional = condition_around(fn, node, innermost) is not None  # it runs on some iterations only
     counts = []
     for i, loop in enumerate(innermost.outward()):
         counts.append(_count(model, loop, conditional=conditional and i == 0))
     return counts
 
 
-def _under_condition(fn: Function, node: cst.CSTNode, loop: Loop) -> bool:
-    """An `if` between the loop and the node: the node runs on some iterations only."""
-    path = enclosing_statements(fn, node)
-    if not path:
-        return False
-    inside = False
-    for statement in path:
-        if statement is loop.node:
-            inside = True
-        elif inside and isinstance(statement, cst.If):
-            return True
-    return False
+@fact
+def _callers(model: SemanticModel) -> dict[Function, list[Site]]:
+    """The call sites of each function of the file, in other functions, in walk order."""
+    found: dict[Function, list[Site]] = {}
+    for caller in model.functions:
+        for site in caller.calls:
+            target = model.callee(site.node, caller).function
+            if target is not None and target is not caller:
+                found.setdefault(target, []).append(site)
+    return found
+
+
+def callers_of(model: SemanticModel, fn: Function) -> list[Site]:
+    """Where the file calls `fn` from its other functions (or the module), in walk order."""
+    return _callers(model).get(fn, [])
 
 
 def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopCount]:
@@ -175,13 +178,10 @@ def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopC
     one, else the first call inside a loop; then the loops around the caller's own callers."""
     if depth <= 0:
         return []
-    sites = list(fn.step_call_sites) or [
-        site for caller in model.functions for site in caller.calls
-        if site.loop is not None and caller is not fn
-        and model.callee(site.node, caller).function is fn]
+    calls = callers_of(model, fn)
+    sites = list(fn.step_call_sites) or [site for site in calls if site.loop is not None]
     if not sites:
-        sites = [site for caller in model.functions for site in caller.calls
-                 if caller is not fn and model.callee(site.node, caller).function is fn]
+        sites = calls
         if len(sites) > 1:  # called from several places, each once as far as the file shows
             return [LoopCount(model.line_of(sites[0].node), len(sites), "", False, fn.name, "calls")]
         if not sites:
@@ -203,7 +203,7 @@ def _caller_counts(model: SemanticModel, fn: Function, depth: int) -> list[LoopC
     return counts
 
 
-def _comprehension_count(model: SemanticModel, site, via: str) -> LoopCount | None:
+def _comprehension_count(model: SemanticModel, site: Site, via: str) -> LoopCount | None:
     """The comprehension around a call, if any (`[run(k) for k in range(30)]`), with its
     count when a literal gives it."""
     for comp in site.function.comprehensions:
