@@ -76,7 +76,9 @@ def signature_of(frame: FrameType) -> tuple[Any, ArgumentSample] | None:
     specs: list[Any] = []
     key: list[Any] = [treedef]
     for leaf in leaves:
-        if isinstance(leaf, (jax.Array, np.ndarray)) and not isinstance(leaf, jax.core.Tracer):
+        # a tracer (the function called under `jax.grad` or `vmap`) stands for an array of its
+        # shape and dtype, as it would to a jitted version; kept as itself it would leak
+        if isinstance(leaf, (jax.Array, np.ndarray, jax.core.Tracer)):
             spec = ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, np.ndarray))
             specs.append(spec)
             key.append(spec)
