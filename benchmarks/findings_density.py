@@ -15,9 +15,9 @@ import os
 import sys
 from collections import Counter
 
-from jaxopt_audit.static.config import Config
-from jaxopt_audit.static.discovery import discover
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.config import Config
+from jaxopt_audit.static.pipeline.discovery import discover
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 
 def _is_test(path: str) -> bool:

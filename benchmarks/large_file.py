@@ -70,8 +70,8 @@ HEADER = "import dataclasses\n\nimport jax\nimport jax.numpy as jnp\nimport nump
 PARSE = "import libcst, sys, time\ndata = open(sys.argv[1], 'rb').read()\n" \
         "t, c = time.perf_counter(), time.process_time()\nlibcst.parse_module(data)\n" \
         "print(time.perf_counter() - t, time.process_time() - c)\n"
-SCAN = "import sys, time\nfrom jaxopt_audit.static.config import Config\n" \
-       "from jaxopt_audit.static.engine import scan_paths\nt, c = time.perf_counter(), time.process_time()\n" \
+SCAN = "import sys, time\nfrom jaxopt_audit.static.pipeline.config import Config\n" \
+       "from jaxopt_audit.static.pipeline.engine import scan_paths\nt, c = time.perf_counter(), time.process_time()\n" \
        "r = scan_paths([sys.argv[1]], config=Config(), jobs=1)\n" \
        "print(time.perf_counter() - t, time.process_time() - c)\n" \
        "assert not r.errors, r.errors\nprint(len(r.findings), file=sys.stderr)\n"

@@ -15,7 +15,7 @@ import re
 import sys
 from collections import defaultdict
 
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 HEADER = re.compile(r"^# cell (\d+)\s*$")
 

@@ -21,9 +21,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
 
-from jaxopt_audit.static.config import Config
-from jaxopt_audit.static.discovery import discover
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.config import Config
+from jaxopt_audit.static.pipeline.discovery import discover
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 
 def _parse_file(path: str) -> int:

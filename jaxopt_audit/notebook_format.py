@@ -2,7 +2,7 @@
 notebooks (```{code-cell} fences). Cell sources are read, and of a code cell's saved outputs
 only what they show as text (printed text, error names), never images or other data.
 
-A leaf module with no analysis in it, shared by the scanner (static/notebooks.py) and the
+A leaf module with no analysis in it, shared by the scanner (static/pipeline/notebooks.py) and the
 terminal renderer (code frames show the cell's own text).
 """
 

@@ -127,7 +127,7 @@ class StageFinding:
 
     @classmethod
     def of(cls, finding: Any) -> StageFinding:
-        """From a scan's finding (static/rule.py, Finding): the file is the stage's, so no path."""
+        """From a scan's finding (static/framework/rule.py, Finding): the file is the stage's, so no path."""
         return cls(code=finding.code, line=finding.line, name=finding.name, severity=finding.severity,
                    message=finding.message)
 

@@ -7,31 +7,31 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import (
+    WORTH_JIT,
     Function,
+    FunctionSummary,
     Invalid,
     Report,
     Rule,
     SemanticModel,
     Site,
     Valid,
+    condition_around,
+    counted_steps,
     describe,
-    read_names,
-    walk,
-)
-from jaxopt_audit.static.enclosing import condition_around
-from jaxopt_audit.static.fix_codemods import jit_decorator
-from jaxopt_audit.static.model.eager import (
-    WORTH_JIT,
     dispatch_loop,
     eager_ops,
     eager_tree_updates,
+    grown_names,
     host_side,
+    imported_candidate,
+    jit_decorator,
     prepares_compiled_input,
+    read_names,
+    reads_timer,
     rebound_globals,
+    walk,
 )
-from jaxopt_audit.static.model.loops import grown_names
-from jaxopt_audit.static.model.timing import reads_timer
-from jaxopt_audit.static.project import FunctionSummary, counted_steps, imported_candidate
 
 
 class MissingJit(Rule):

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import (
+    SINGLE_PASS,
     Function,
     Invalid,
     Loop,
@@ -14,17 +15,19 @@ from jaxopt_audit.static import (
     Rule,
     SemanticModel,
     Site,
+    StepContext,
     Valid,
     apis,
+    callers_of,
     children,
     describe,
+    enclosing_statements,
+    literal_trip_count,
     read_names,
     walk,
+    where,
+    why_every_step,
 )
-from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model.loops import literal_trip_count
-from jaxopt_audit.static.model.per_step import SINGLE_PASS, StepContext, where, why_every_step
-from jaxopt_audit.static.model.runs import callers_of
 
 # Methods that run once per object: jitting there is the recommended place.
 SETUP_METHODS = frozenset({"__init__", "__post_init__", "setup", "__call_once__", "build"})

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, describe
-from jaxopt_audit.static.model.shapes import changing_shape
+from jaxopt_audit.static import (
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    changing_shape,
+    describe,
+)
 
 
 class RecompileOnChangingInput(Rule):

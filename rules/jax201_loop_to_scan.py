@@ -7,32 +7,42 @@ from typing import cast
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Loop, Report, Rule, SemanticModel, Site, Valid, apis, describe, walk
-from jaxopt_audit.static.model.eager import (
+from jaxopt_audit.static import (
+    SHORT_LOOP,
+    CompiledStep,
+    Invalid,
+    Loop,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    apis,
+    describe,
     differentiates,
     dispatch_loop,
     eager_ops,
-    host_fed,
-    iterates_structure,
-    prepares_compiled_input,
-)
-from jaxopt_audit.static.model.host_loops import ends_episode, exits_on_device, fed_back
-from jaxopt_audit.static.model.loops import (
+    ends_episode,
     exits_early,
+    exits_on_device,
+    fed_back,
     filled_buffers,
     grows_carry,
     has_compiled_alternative,
     has_fixed_trip_count,
     host_bound_call,
+    host_fed,
     is_numpy_value,
     iterates_rows,
+    iterates_structure,
     literal_trip_count,
+    prepares_compiled_input,
     records_for_rendering,
+    small_compiled_steps,
     step_state,
+    walk,
     wraps_compiled_scan,
 )
-from jaxopt_audit.static.model.per_step import SHORT_LOOP
-from jaxopt_audit.static.model.step_size import CompiledStep, small_compiled_steps
 
 # Eager ops a step may spend making its batch beside a compiled step: about 5 us each, so under
 # 0.1 ms a step, little next to a step worth compiling (benchmarks/eager_dispatch.py).

@@ -9,6 +9,7 @@ from typing import cast
 import libcst as cst
 
 from jaxopt_audit.static import (
+    SHORT_LOOP,
     Function,
     Invalid,
     Loop,
@@ -18,22 +19,20 @@ from jaxopt_audit.static import (
     Site,
     Valid,
     apis,
-    describe,
-    read_names,
-    target_names,
-    walk,
-)
-from jaxopt_audit.static.model.eager import host_side, iterates_structure
-from jaxopt_audit.static.model.loops import (
     carried_names,
+    describe,
     host_bound_call,
+    host_side,
+    iterates_structure,
     literal_trip_count,
     mutated_params,
+    read_names,
+    reads_timer,
     records_for_rendering,
+    target_names,
+    traces_as_written,
+    walk,
 )
-from jaxopt_audit.static.model.per_step import SHORT_LOOP
-from jaxopt_audit.static.model.timing import reads_timer
-from jaxopt_audit.static.trace_check import traces_as_written
 
 # Making or deriving keys is bookkeeping around the work, not the work being repeated.
 KEY_FUNCTIONS = apis.KEY_CONSTRUCTORS | apis.KEY_DERIVATIONS | frozenset({"jax.random.key_data",

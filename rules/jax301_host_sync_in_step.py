@@ -15,31 +15,30 @@ from jaxopt_audit.static import (
     Rule,
     SemanticModel,
     Site,
-    Valid,
-    apis,
-    describe,
-    read_names,
-    walk,
-)
-from jaxopt_audit.static.enclosing import condition_around, enclosing_statements
-from jaxopt_audit.static.model.eager import dispatch_loop, drives_steps, walks_device_rows
-from jaxopt_audit.static.model.host_loops import (
     Statements,
+    Valid,
     accepts_or_rejects,
+    apis,
+    condition_around,
+    describe,
+    device_history,
+    dispatch_loop,
+    drives_steps,
+    enclosing_statements,
     exits_on_device,
     fed_back,
     is_wait,
     measured_call,
     over_structure,
-    runs_compiled_loops,
-)
-from jaxopt_audit.static.model.loops import (
-    device_history,
+    read_names,
     records_for_rendering,
     renders_each_iteration,
+    runs_compiled_loops,
+    timed_regions,
+    walk,
+    walks_device_rows,
     whole_list_read,
 )
-from jaxopt_audit.static.model.timing import timed_regions
 
 
 class HostSyncInStep(Rule):

@@ -14,19 +14,18 @@ from jaxopt_audit.static import (
     Rule,
     SemanticModel,
     Site,
+    Statements,
     Valid,
     apis,
-    describe,
-    names_in,
-    walk,
-)
-from jaxopt_audit.static.model.host_loops import Statements, over_structure
-from jaxopt_audit.static.model.loops import (
     batch_getter,
+    describe,
     host_bound_call,
     is_float64_numpy,
     is_numpy_value,
     iterates_rows,
+    names_in,
+    over_structure,
+    walk,
 )
 
 

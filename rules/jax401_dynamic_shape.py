@@ -6,9 +6,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe
-from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
-from jaxopt_audit.static.model.traced import is_traced_value, traced_functions
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    describe,
+    is_traced_value,
+    shows_tracing_error,
+    teaches_pitfall,
+    traced_functions,
+)
 
 # Functions whose output size depends on the values; `size=` makes them static.
 VALUE_SIZED = frozenset({

@@ -6,11 +6,25 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, describe, walk
-from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
-from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced, traced_functions
-from jaxopt_audit.static.model.tracers import container_annotation, tracers
+from jaxopt_audit.static import (
+    ArrayEvidence,
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    container_annotation,
+    describe,
+    enclosing_statements,
+    is_traced_value,
+    really_traced,
+    shows_tracing_error,
+    teaches_pitfall,
+    traced_functions,
+    tracers,
+    walk,
+)
 
 
 class TracerControlFlow(Rule):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import (
+    ArrayEvidence,
     Assignment,
     Function,
     Invalid,
@@ -17,13 +18,14 @@ from jaxopt_audit.static import (
     Valid,
     apis,
     describe,
+    enclosing_statements,
+    is_traced_value,
     literal_texts,
+    really_traced,
     string_value,
+    teaches_pitfall,
     walk,
 )
-from jaxopt_audit.static.demonstrations import teaches_pitfall
-from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model.traced import ArrayEvidence, is_traced_value, really_traced
 
 PRINT_FUNCTIONS = frozenset({"builtins.print"})
 # `print("Running f():")` at the start of a finding's message: the constant text it printed

@@ -6,9 +6,20 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Valid, apis, describe
-from jaxopt_audit.static.demonstrations import shows_tracing_error, teaches_pitfall
-from jaxopt_audit.static.model.traced import is_traced_value, traced_functions
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    apis,
+    describe,
+    is_traced_value,
+    shows_tracing_error,
+    teaches_pitfall,
+    traced_functions,
+)
 
 # Host libraries that convert their arguments to NumPy arrays or Python floats.
 HOST_MATH_ROOTS = ("numpy.", "math.", "scipy.")

@@ -9,9 +9,12 @@ from typing import cast
 import libcst as cst
 
 from jaxopt_audit.static import (
+    INIT_METHODS,
     Function,
     Invalid,
+    KeyAnalysis,
     Report,
+    Reuse,
     Rule,
     SemanticModel,
     Site,
@@ -19,14 +22,13 @@ from jaxopt_audit.static import (
     apis,
     children,
     describe,
+    enclosing_statements,
     names_in,
     read_names,
+    reads_timer,
+    shows_same_draw,
     walk,
 )
-from jaxopt_audit.static.demonstrations import shows_same_draw
-from jaxopt_audit.static.enclosing import enclosing_statements
-from jaxopt_audit.static.model.keys import INIT_METHODS, KeyAnalysis, Reuse
-from jaxopt_audit.static.model.timing import reads_timer
 
 
 class PrngKeyReuse(Rule):

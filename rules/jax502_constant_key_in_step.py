@@ -7,10 +7,22 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.static import Function, Invalid, Report, Rule, SemanticModel, Site, Valid, apis, describe, int_value
-from jaxopt_audit.static.fix_codemods import carried_key
-from jaxopt_audit.static.model.loops import carried_names
-from jaxopt_audit.static.model.per_step import where, why_every_step
+from jaxopt_audit.static import (
+    Function,
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Site,
+    Valid,
+    apis,
+    carried_key,
+    carried_names,
+    describe,
+    int_value,
+    where,
+    why_every_step,
+)
 
 # Consumers after which a constant key still yields a different key every step.
 PER_STEP_DERIVATIONS = frozenset({"jax.random.fold_in"})

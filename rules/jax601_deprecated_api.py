@@ -8,17 +8,26 @@ from typing import cast
 
 import libcst as cst
 
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid, canonical, child_fields, dotted, walk
-from jaxopt_audit.static.deprecations import (
+from jaxopt_audit.static import (
     DEPRECATIONS,
     KEYWORDS_BY_FUNCTION,
     TREE_MODULE_SINCE,
     Deprecation,
+    Invalid,
     Keyword,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    canonical,
+    child_fields,
+    dotted,
     lookup,
     older_spelling,
+    rename_deprecated,
+    rename_keyword,
+    walk,
 )
-from jaxopt_audit.static.fix_codemods import rename_deprecated, rename_keyword
 
 
 class DeprecatedApi(Rule):
@@ -55,7 +64,7 @@ class DeprecatedApi(Rule):
     keywords and calls `check_rep` `check_vma`; `jax.jit` replacing `pjit` needs a mesh in
     context (`jax.set_mesh`) for bare `PartitionSpec`s; `device_put` takes a sharding where
     `device_put_sharded`/`device_put_replicated` stacked per-device arrays. The list is data
-    (`jaxopt_audit/static/deprecations.py`) and is checked against the installed JAX in the
+    (`jaxopt_audit/static/knowledge/deprecations.py`) and is checked against the installed JAX in the
     test suite.
 
     Version-compatibility code is left alone: an `if` on the JAX version or `hasattr(jax, ...)`,

@@ -7,8 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.rules.jax601_deprecated_api import _find, _fix, _message
-from jaxopt_audit.static import Invalid, Report, Rule, SemanticModel, Valid
-from jaxopt_audit.static.deprecations import lookup
+from jaxopt_audit.static import (
+    Invalid,
+    Report,
+    Rule,
+    SemanticModel,
+    Valid,
+    lookup,
+)
 
 
 class LegacyApi(Rule):

@@ -15,26 +15,26 @@ from jaxopt_audit.static import (
     Report,
     Rule,
     SemanticModel,
+    TimedRegion,
     Valid,
     apis,
+    block_until_ready,
     callee_name,
+    calls_in_order,
     describe,
+    drives_steps,
     int_value,
     literal_texts,
+    marked_wrong,
     read_names,
+    runs_compiled_loops,
+    shows_async_dispatch,
     string_value,
-    walk,
-)
-from jaxopt_audit.static.demonstrations import marked_wrong, shows_async_dispatch
-from jaxopt_audit.static.fix_codemods import block_until_ready, timeit_block_until_ready
-from jaxopt_audit.static.model.eager import drives_steps
-from jaxopt_audit.static.model.host_loops import runs_compiled_loops
-from jaxopt_audit.static.model.timing import (
-    TimedRegion,
-    calls_in_order,
     syncing_functions,
     timed_regions,
+    timeit_block_until_ready,
     unsynchronized_work,
+    walk,
     work_results,
 )
 

@@ -19,8 +19,8 @@ from jaxopt_audit.static import (
     describe,
     read_names,
     target_names,
+    why_every_step,
 )
-from jaxopt_audit.static.model.per_step import why_every_step
 
 # Leaf-wise maps: the function gets the leaves only (`map_with_path` gives a path first).
 TREE_MAPS = apis.TREE_MAPS - apis.TREE_MAPS_WITH_PATH

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxopt_audit.static.engine import scan_source
-from jaxopt_audit.static.registry import load_rules
-from jaxopt_audit.static.rule import Example
+from jaxopt_audit.static.framework.rule import Example
+from jaxopt_audit.static.pipeline.engine import scan_source
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 
 @pytest.fixture(autouse=True)

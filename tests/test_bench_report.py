@@ -269,7 +269,7 @@ def test_report_without_findings_says_the_scanner_was_unavailable(small_results:
     data = json.loads(small_results.read_text())
     for v in data["variants"]:
         v["findings"] = None
-        v["findings_note"] = "scanner unavailable (No module named 'jaxopt_audit.static.engine')"
+        v["findings_note"] = "scanner unavailable (No module named 'jaxopt_audit.static.pipeline.engine')"
     path = tmp_path / "no-findings.json"
     path.write_text(json.dumps(data))
     assert main(["report", str(path), "-o", str(tmp_path / "nf.md")]) == 0

@@ -7,8 +7,8 @@ import json
 import os
 
 from jaxopt_audit.cli import main
-from jaxopt_audit.static.cache import Cache
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.cache import Cache
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 from conftest import SYNC_IN_LOOP as LOOP
 
@@ -117,10 +117,10 @@ def test_dependency_inputs_are_part_of_a_files_key(tmp_path):
 
 
 def test_a_file_edited_during_the_scan_is_not_stored_under_its_old_key(tmp_path):
-    from jaxopt_audit.static.cache_use import cached_results, open_cache
-    from jaxopt_audit.static.config import Config
-    from jaxopt_audit.static.engine import scan_file
-    from jaxopt_audit.static.registry import load_rules
+    from jaxopt_audit.static.pipeline.cache_use import cached_results, open_cache
+    from jaxopt_audit.static.pipeline.config import Config
+    from jaxopt_audit.static.pipeline.engine import scan_file
+    from jaxopt_audit.static.pipeline.registry import load_rules
 
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")

@@ -4,9 +4,9 @@ opt-in rules (by exact code or ALL), and the preview selector for rules a team m
 import textwrap
 
 from jaxopt_audit.cli import main
-from jaxopt_audit.static.config import Config
-from jaxopt_audit.static.engine import scan_paths
-from jaxopt_audit.static.registry import load_rules, select_rules
+from jaxopt_audit.static.pipeline.config import Config
+from jaxopt_audit.static.pipeline.engine import scan_paths
+from jaxopt_audit.static.pipeline.registry import load_rules, select_rules
 
 # a host sync every step (JAX301), a boolean-mask index under jit (JAX401), a removed API (JAX601)
 # and a hand-written optimizer update (JAX702, opt-in)

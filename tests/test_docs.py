@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from jaxopt_audit.commands.scan import rule_catalog
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 

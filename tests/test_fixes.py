@@ -8,10 +8,10 @@ import os
 import pytest
 
 from jaxopt_audit.cli import main
-from jaxopt_audit.static.engine import scan_source
-from jaxopt_audit.static.fixes import fix_source
-from jaxopt_audit.static.registry import load_rules
-from jaxopt_audit.static.rule import Rule
+from jaxopt_audit.static.autofix.apply import fix_source
+from jaxopt_audit.static.framework.rule import Rule
+from jaxopt_audit.static.pipeline.engine import scan_source
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 RULES = load_rules()
 FIXING = [r for r in RULES if r.fix is not Rule.fix]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxopt_audit.static.engine import scan_file
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.engine import scan_file
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 from conftest import marked
 

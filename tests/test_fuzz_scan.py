@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxopt_audit.static.config import Config
-from jaxopt_audit.static.discovery import discover
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.config import Config
+from jaxopt_audit.static.pipeline.discovery import discover
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 REPO = Path(__file__).resolve().parent.parent
 # Real JAX code that ships with the repository: the reference pipelines' stages and the rules.
@@ -161,7 +161,7 @@ def _notebooks_supported() -> bool:
 
 
 # Saved outputs as notebooks hold them, and as damaged ones might: the scanner reads their text and
-# error names (static/notebooks.py) and must never fail on them.
+# error names (static/pipeline/notebooks.py) and must never fail on them.
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),

@@ -21,9 +21,9 @@ import pytest
 
 from jaxopt_audit import fileio
 from jaxopt_audit.fileio import OutputPathError, check_output_dir, check_output_file, write_text_atomic
-from jaxopt_audit.static import engine
-from jaxopt_audit.static.engine import scan_paths
-from jaxopt_audit.static.isolation import call_with_deep_stack
+from jaxopt_audit.static.pipeline import engine
+from jaxopt_audit.static.pipeline.engine import scan_paths
+from jaxopt_audit.static.pipeline.isolation import call_with_deep_stack
 
 from conftest import SYNC_IN_LOOP, run_cli
 
@@ -114,7 +114,7 @@ def test_a_rules_crash_keeps_the_other_files_and_rules(tmp_path, capsys):
     rules_dir = tmp_path / "myrules"
     rules_dir.mkdir()
     (rules_dir / "crashy.py").write_text(textwrap.dedent('''\
-        from jaxopt_audit.static.rule import Rule
+        from jaxopt_audit.static.framework.rule import Rule
 
         class Crashy(Rule):
             """
@@ -434,7 +434,7 @@ def test_the_tools_own_bug_asks_for_a_report(tmp_path, capsys, monkeypatch):
 
 SLOW_RULE = textwrap.dedent('''\
     import os, time
-    from jaxopt_audit.static.rule import Rule
+    from jaxopt_audit.static.framework.rule import Rule
 
     class Slow(Rule):
         """
@@ -505,8 +505,8 @@ def test_each_files_model_is_freed_after_its_scan_and_the_collector_left_as_foun
 
 def test_a_scanned_files_objects_are_freed_by_reference_counting_not_left_in_cycles(tmp_path):
     # SemanticModel.release breaks the model's cycles: nothing of the file waits for the collector
-    from jaxopt_audit.static.engine import scan_source
-    from jaxopt_audit.static.registry import load_rules
+    from jaxopt_audit.static.pipeline.engine import scan_source
+    from jaxopt_audit.static.pipeline.registry import load_rules
 
     rules = [r() for r in load_rules([])]
     source = SYNC_IN_LOOP + textwrap.dedent("""

@@ -4,8 +4,8 @@ loops, the loops around callers), the level they rank at, the evidence in words,
 import json
 import textwrap
 
-from jaxopt_audit.static.engine import scan_paths
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.engine import scan_paths
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 from conftest import run_cli, scan_text
 

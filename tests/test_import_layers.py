@@ -45,7 +45,7 @@ def test_no_domain_imports_the_report_or_the_commands_above_it():
 
 
 def test_the_checker_sees_relative_and_absolute_imports():
-    fake = ROOT / "static" / "engine.py"
+    fake = ROOT / "static" / "pipeline" / "engine.py"
     assert "fileio" in _imported_packages(ROOT / "commands" / "scan.py")
     assert "static" in _imported_packages(ROOT / "commands" / "scan.py")
     assert "report" not in _imported_packages(fake)
@@ -154,7 +154,7 @@ def _described(cycle: list[str], graph: dict[str, dict[str, str]]) -> str:
 
 def test_no_module_of_the_package_imports_itself_through_others():
     graph = import_graph(ROOT)
-    assert "jaxopt_audit.static.engine" in graph["jaxopt_audit.commands.scan"]
+    assert "jaxopt_audit.static.pipeline.engine" in graph["jaxopt_audit.commands.scan"]
     found = [_described(c, graph) for c in cycles(graph)]
     assert found == [], "import cycles:\n" + "\n".join(found)
 
@@ -206,3 +206,49 @@ def test_the_guard_check_sees_relative_and_absolute_first_party_imports(tmp_path
                       "try:\n    import jax\nexcept ImportError:\n    jax = None\n"
                       "try:\n    from . import x\nexcept ValueError:\n    pass\n")
     assert _first_party_import_guards(source) == [1, 5]
+
+
+# ------------------------------------------------------------- the parts of the static analyzer
+
+# Each part imports only the parts before it (jaxopt_audit/static/__init__.py says what each is).
+STATIC_PARTS = ("syntax", "knowledge", "model", "framework", "pipeline", "autofix")
+
+
+def _static_part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["jaxopt_audit", "static"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in STATIC_PARTS else None
+
+
+def test_each_part_of_the_static_analyzer_imports_only_the_parts_below_it():
+    graph = import_graph(ROOT)
+    offences = []
+    for module, targets in graph.items():
+        part = _static_part(module)
+        if part is None:
+            continue
+        for target, where in targets.items():
+            other = _static_part(target)
+            if other is None and target.startswith("jaxopt_audit.static") and target != "jaxopt_audit.static":
+                offences.append(f"{where}: {target} belongs to no part")
+            elif target == "jaxopt_audit.static" or (
+                    other is not None and STATIC_PARTS.index(other) > STATIC_PARTS.index(part)):
+                offences.append(f"{where}: {part} imports {target}")
+    assert offences == []
+
+
+def test_every_module_of_the_static_analyzer_is_in_a_part():
+    loose = [p.name for p in (ROOT / "static").glob("*.py") if p.name != "__init__.py"]
+    assert loose == []
+
+
+def test_rules_import_only_the_static_surface():
+    rules = Path(__file__).resolve().parent.parent / "rules"
+    offences = []
+    for path in sorted(rules.glob("jax*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jaxopt_audit") \
+                    and node.module != "jaxopt_audit.static":
+                offences.append(f"{path.name}:{node.lineno} imports {node.module}")
+    assert offences == []

@@ -10,7 +10,7 @@ from jaxopt_audit.static.model import FACTS, fact
 from jaxopt_audit.static.model.eager import eager_functions, host_side
 from jaxopt_audit.static.model.per_step import per_step_functions, why_every_step
 from jaxopt_audit.static.model.traced import really_traced
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 SOURCE = """
 import time
@@ -97,8 +97,8 @@ def step(tree):
 
 
 def test_rules_that_only_resolve_names_skip_the_analysis(tmp_path, monkeypatch):
-    from jaxopt_audit.static.engine import scan_paths
     from jaxopt_audit.static.model.core import SemanticModel as Core
+    from jaxopt_audit.static.pipeline.engine import scan_paths
 
     (tmp_path / "train.py").write_text(DEPRECATED)
     analysed = scan_paths([str(tmp_path)], config=None, jobs=1, extend_select=["PREVIEW"])

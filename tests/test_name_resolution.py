@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxopt_audit.rules.jax101_missing_jit import MissingJit
-from jaxopt_audit.static.names import ImportTable
+from jaxopt_audit.static.syntax.names import ImportTable
 
 from conftest import scanners
 

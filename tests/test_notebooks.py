@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from jaxopt_audit.cli import main
-from jaxopt_audit.static.engine import scan_paths
-from jaxopt_audit.static.notebooks import neutralise
+from jaxopt_audit.static.pipeline.engine import scan_paths
+from jaxopt_audit.static.pipeline.notebooks import neutralise
 
 PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
 

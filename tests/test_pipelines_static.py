@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxopt_audit.static.engine import scan_file
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.engine import scan_file
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 pytest.importorskip("jax")
 from jaxopt_audit.runtime.bench.pipeline import PIPELINE_NAMES, load_pipeline  # noqa: E402

@@ -10,8 +10,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from jaxopt_audit.static.positions import Positions
-from jaxopt_audit.static.walk import walk
+from jaxopt_audit.static.syntax.positions import Positions
+from jaxopt_audit.static.syntax.walk import walk
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted([*ROOT.glob("rules/*.py"), *ROOT.glob("jaxopt_audit/static/**/*.py"),

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 PROGRAMS = Path(__file__).parent / "programs"
 MARK = re.compile(r"#\s*<-\s*(?P<code>JAX\d{3})(?P<major>\s+major)?\s*$")

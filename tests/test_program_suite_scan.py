@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxopt_audit.static.config import Config
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.config import Config
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 from test_program_suite import PROGRAMS, clean_dirs, manifest, mistake_dirs
 

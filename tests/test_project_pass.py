@@ -1,4 +1,4 @@
-"""The project-wide pass (static/project.py): a function defined in one scanned module and called
+"""The project-wide pass (static/pipeline/project.py): a function defined in one scanned module and called
 in a loop of another is resolved like a local one. Multi-file projects written for these tests."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from jaxopt_audit.static.engine import scan_paths
-from jaxopt_audit.static.project import Project, summarise_file
+from jaxopt_audit.static.pipeline.engine import scan_paths
+from jaxopt_audit.static.pipeline.project import Project, summarise_file
 
 MODEL = """
     import jax

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 from conftest import scan_text
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 from conftest import scan_text
 

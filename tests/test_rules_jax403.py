@@ -276,7 +276,7 @@ def test_a_print_whose_text_says_it_runs_at_trace_time_shows_a_tracer_on_purpose
 def test_a_print_of_an_undecodable_string_literal_is_read_without_an_internal_error(tmp_path):
     # Found reviewing the change: `print("\N{bogus} trace", a)` parses, but evaluating the literal
     # raises; the trace-time label check made JAX403 fail for the whole file.
-    from jaxopt_audit.static.engine import scan_paths
+    from jaxopt_audit.static.pipeline.engine import scan_paths
 
     path = tmp_path / "escapes.py"
     path.write_text('import jax\n\n@jax.jit\ndef f(a):\n    print("\\N{bogus} trace", a)\n'

@@ -13,7 +13,8 @@ import warnings
 
 import pytest
 
-from jaxopt_audit.static.deprecations import (
+from jaxopt_audit.static.autofix.apply import fix_source
+from jaxopt_audit.static.knowledge.deprecations import (
     BY_NAME,
     CURATED,
     DEPRECATIONS,
@@ -22,8 +23,7 @@ from jaxopt_audit.static.deprecations import (
     STATUSES,
     older_spelling,
 )
-from jaxopt_audit.static.engine import scan_source
-from jaxopt_audit.static.fixes import fix_source
+from jaxopt_audit.static.pipeline.engine import scan_source
 
 from conftest import rules_with_code, scan_text
 
@@ -98,7 +98,7 @@ def test_every_deprecation_table_of_installed_jax_is_in_the_data():
     tables = _jax_tables()
     assert tables, "found no _deprecations tables: has JAX changed its mechanism?"
     missing = sorted(f"{name} ({status})" for name, status in tables.items() if name not in BY_NAME)
-    assert not missing, "add these to jaxopt_audit/static/deprecations.py: " + ", ".join(missing)
+    assert not missing, "add these to jaxopt_audit/static/knowledge/deprecations.py: " + ", ".join(missing)
     wrong = sorted(f"{name}: JAX says {status}, data says {BY_NAME[name].status}"
                    for name, status in tables.items() if BY_NAME[name].status != status)
     assert not wrong, "; ".join(wrong)
@@ -143,7 +143,7 @@ def test_curated_list_covers_rules_md():
 
 
 def test_scan_side_does_not_import_jax():
-    code = ("import sys; import jaxopt_audit.rules.jax601_deprecated_api, jaxopt_audit.static.deprecations; "
+    code = ("import sys; import jaxopt_audit.rules.jax601_deprecated_api, jaxopt_audit.static.knowledge.deprecations; "
             "assert 'jax' not in sys.modules, 'the JAX601 rule imported jax'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -191,8 +191,8 @@ def test_legacy_apis_are_jax602_advice_once_per_file():
 def test_legacy_notice_is_off_by_default_and_on_by_its_code(tmp_path):
     import textwrap
 
-    from jaxopt_audit.static.config import Config
-    from jaxopt_audit.static.engine import scan_paths
+    from jaxopt_audit.static.pipeline.config import Config
+    from jaxopt_audit.static.pipeline.engine import scan_paths
 
     (tmp_path / "train.py").write_text(textwrap.dedent(LEGACY_SOURCE))
 

@@ -361,7 +361,7 @@ def test_an_eager_function_of_another_module_is_not_known_to_leave_work_running(
     # same summary written in the timed file itself is read, and the missing wait reported.
     import textwrap
 
-    from jaxopt_audit.static.engine import scan_paths
+    from jaxopt_audit.static.pipeline.engine import scan_paths
 
     (tmp_path / "helpers.py").write_text(textwrap.dedent("""
         import jax

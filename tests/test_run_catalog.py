@@ -11,7 +11,7 @@ import pytest
 
 from jaxopt_audit.runtime.run import findings as run_findings
 from jaxopt_audit.runtime.run.catalog import RUN_CODES
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 STATIC = {rule.CODE: rule for rule in load_rules()}
 

@@ -12,8 +12,8 @@ import textwrap
 import jsonschema
 import pytest
 
-from jaxopt_audit.static.config import Config
-from jaxopt_audit.static.engine import scan_paths
+from jaxopt_audit.static.pipeline.config import Config
+from jaxopt_audit.static.pipeline.engine import scan_paths
 
 from conftest import run_cli
 

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from jaxopt_audit.cli import main
-from jaxopt_audit.static.config import TEST_FILES, is_test_file
+from jaxopt_audit.static.pipeline.config import TEST_FILES, is_test_file
 
 PREVIEW = ["--extend-select", "PREVIEW"]  # the speed rules exercised here are preview rules
 

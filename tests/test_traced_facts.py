@@ -3,7 +3,7 @@ quiet, their traced twins are reported. Each pair differs only in what makes the
 
 from __future__ import annotations
 
-from jaxopt_audit.static.registry import load_rules
+from jaxopt_audit.static.pipeline.registry import load_rules
 
 from conftest import scan_text
 

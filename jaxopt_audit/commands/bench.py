@@ -25,7 +25,7 @@ from ..fileio import OutputPathError, check_output_dir, check_output_file, write
 from ..results import BenchResult
 from ..runtime.bench.harness import BenchOptions, resolve_pipeline, run_pipeline, select_stages
 from ..runtime.bench.pipeline import PIPELINE_NAMES, Pipeline, load_pipeline
-from ..static.engine import scan_for_report
+from ..static.pipeline.engine import scan_for_report
 from ..units import quantity, seconds, speedup
 
 

@@ -9,8 +9,8 @@ from ..exit_codes import OK as EXIT_OK  # noqa: E402
 from ..exit_codes import USAGE as EXIT_ERROR  # noqa: E402
 from ..report import run_study
 from ..report.casestudy import ReportError, write_report
-from ..static.engine import scan_for_report
-from ..static.registry import load_rules
+from ..static.pipeline.engine import scan_for_report
+from ..static.pipeline.registry import load_rules
 
 
 def report_command(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ from ..runtime.run.program import run as run_program
 from ..runtime.run.report import build_report, write_json
 from ..runtime.run.sites import UserFiles
 from ..runtime.run.trace import RunTrace, TraceStepsError, parse_steps
-from ..static.engine import scan_for_report
+from ..static.pipeline.engine import scan_for_report
 
 H2D_TOTAL_ENV = "JAXOPT_AUDIT_H2D_TOTAL"  # =1: also count every host-to-device transfer (see below)
 

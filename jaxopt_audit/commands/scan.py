@@ -22,12 +22,12 @@ from ..report.github import render_github
 from ..report.json_report import render_json
 from ..report.sarif import render_sarif
 from ..report.terminal import render_rule_table, render_statistics, render_terminal
-from ..static.cache import default_cache_dir
-from ..static.config import ConfigError
-from ..static.engine import resolve_config, scan_paths, scan_source
-from ..static.fix_run import fix_paths
-from ..static.registry import RuleLoadError, find_rule, load_rules
-from ..static.rule import IMPACT_LEVELS
+from ..static.autofix.run import fix_paths
+from ..static.framework.rule import IMPACT_LEVELS
+from ..static.pipeline.cache import default_cache_dir
+from ..static.pipeline.config import ConfigError
+from ..static.pipeline.engine import resolve_config, scan_paths, scan_source
+from ..static.pipeline.registry import RuleLoadError, find_rule, load_rules
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -48,7 +48,7 @@ def output_console() -> Console:
 
 
 def _cache_dir(args: argparse.Namespace, config) -> str | None:
-    """--no-cache: none; --cache-dir DIR; else beside the configuration (static/cache.py)."""
+    """--no-cache: none; --cache-dir DIR; else beside the configuration (static/pipeline/cache.py)."""
     if getattr(args, "no_cache", False):
         return None
     if getattr(args, "cache_dir", None):
@@ -70,7 +70,7 @@ def scan_command(args: argparse.Namespace) -> int:
         if args.output is not None:  # before the work: a bad -o must not cost a whole scan
             check_output_file(args.output, "-o")
         config = None if not args.no_config else __import__(
-            "jaxopt_audit.static.config", fromlist=["Config"]).Config()
+            "jaxopt_audit.static.pipeline.config", fromlist=["Config"]).Config()
         if args.config is not None:
             config = args.config
         progress = None
@@ -130,7 +130,7 @@ def _render(args: argparse.Namespace, fmt: str, result) -> None:
 
 
 def at_least(findings: list, level: str) -> list:
-    """The findings whose impact is `level` or more (static/rule.py IMPACT_LEVELS orders them)."""
+    """The findings whose impact is `level` or more (static/framework/rule.py IMPACT_LEVELS orders them)."""
     limit = IMPACT_LEVELS.index(level)
     return [f for f in findings if f.impact is not None and f.impact.rank() <= limit]
 

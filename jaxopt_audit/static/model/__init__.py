@@ -15,7 +15,7 @@ per model and shared by every rule that asks:
 - `keys.py`: PRNG key flow: splits, uses and reuses.
 
 Rules import the model's types from `jaxopt_audit.static` and ask these modules; none walks
-scopes or lists API names of its own (those live in `static/apis.py`).
+scopes or lists API names of its own (those live in `static/knowledge/apis.py`).
 """
 
 from .core import Assignment, Callee, ClassInfo, Function, Loop, SemanticModel, Site

@@ -11,17 +11,17 @@ JAX arrays, which loops are step loops, and which functions run once per step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..names import ImportTable, dotted
-from ..positions import Positions
-from ..walk import children, int_value, names_in, own_nodes, string_value, target_names, walk
+from ..syntax.names import ImportTable, dotted
+from ..syntax.positions import Positions
+from ..syntax.walk import children, int_value, names_in, own_nodes, string_value, target_names, walk
 
 if TYPE_CHECKING:
     from .summaries import FunctionSummary, ImportedView
@@ -803,11 +803,15 @@ class SemanticModel:
 
     def __init__(self, module: cst.Module, path: str = "<string>", package: str = "",
                  source: str | None = None, project: ImportedView | None = None, analyse: bool = True,
-                 cells: list[int] | None = None) -> None:
+                 cells: list[int] | None = None,
+                 rescan: Callable[[str, Iterable[str]], int | None] | None = None) -> None:
         """`analyse=False` builds the index (functions, calls, bindings, imports) without the
         fixpoints (jit and traced marks, arrays, step loops): enough for rules that only resolve
-        names (Rule.ANALYSIS). `cells`: for a notebook, the cell of each program line."""
+        names (Rule.ANALYSIS). `cells`: for a notebook, the cell of each program line. `rescan`:
+        the number of findings the rules with the given codes report on a text at this path
+        (None when it cannot be scanned), from the scan pipeline (trace_check.py asks it)."""
         self.module = module
+        self.rescan = rescan
         self.cells = cells
         self.project = project  # the functions it imports from other scanned modules
         self.source = source  # the decoded text, when the caller has it (cheap text prefilters)

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..names import dotted
-from ..walk import read_names, walk
+from ..syntax.names import dotted
+from ..syntax.walk import read_names, walk
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
 from .loops import (

@@ -6,9 +6,9 @@ from typing import TypeGuard, cast
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import names_in, walk
+from ..syntax.walk import names_in, walk
 from .core import Function, Loop, SemanticModel, is_divergence_guard
 from .loops import carried_names, grown_list, literal_trip_count
 from .per_step import SINGLE_PASS

@@ -33,9 +33,9 @@ from typing import cast
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import callee_name, children, int_value, read_names, target_names
+from ..syntax.walk import callee_name, children, int_value, read_names, target_names
 from .core import Function, Loop, SemanticModel
 from .loops import carried_names
 

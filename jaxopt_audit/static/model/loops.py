@@ -7,9 +7,9 @@ from typing import cast
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import callee_name, children, int_value, names_in, walk
+from ..syntax.walk import callee_name, children, int_value, names_in, walk
 from .core import Function, Loop, SemanticModel
 from .facts import fact
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..rule import describe
+from ..syntax.walk import describe
 from .core import Function, Loop, SemanticModel, Site
 from .facts import fact
 from .loops import literal_trip_count

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..enclosing import condition_around
-from ..walk import int_value, string_value, walk
+from ..syntax.walk import int_value, string_value, walk
 from .core import Function, Loop, SemanticModel, Site
+from .enclosing import condition_around
 from .facts import fact
 from .loops import exits_early, literal_trip_count
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..walk import names_in
+from ..syntax.walk import names_in
 from .core import Function, Loop, SemanticModel
 from .loops import element_bound
 

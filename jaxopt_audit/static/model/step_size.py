@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import walk
+from ..syntax.walk import walk
 from .core import Function, Loop, SemanticModel
 from .eager import differentiates, eager_ops
 from .loops import is_numpy_value

@@ -1,4 +1,4 @@
-"""What the project pass (static/project.py) tells one file's model about the functions it
+"""What the project pass (static/pipeline/project.py) tells one file's model about the functions it
 imports from other scanned modules."""
 
 from __future__ import annotations

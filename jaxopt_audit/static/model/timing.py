@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import children, own_nodes, read_names, walk
+from ..syntax.walk import children, own_nodes, read_names, walk
 from .core import Function, SemanticModel
 from .facts import fact
 

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import children
+from ..syntax.walk import children
 from .core import Function, SemanticModel
 from .facts import fact
 from .tracers import (

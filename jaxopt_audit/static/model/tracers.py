@@ -29,9 +29,9 @@ from typing import cast
 
 import libcst as cst
 
-import jaxopt_audit.static.apis as apis  # the module, not the package: the package imports the model
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..walk import int_value
+from ..syntax.walk import int_value
 from .core import Assignment, Function, SemanticModel, unpacks
 from .facts import fact
 

@@ -170,3 +170,14 @@ def int_value(node: cst.CSTNode) -> int | None:
         inner = int_value(node.expression)
         return None if inner is None else -inner
     return None
+
+
+def describe(node: cst.CSTNode, limit: int = 40) -> str:
+    """Short source text of a node for messages (`float(loss)`), elided when long."""
+    try:
+        text = cst.Module(body=[]).code_for_node(node)
+    except Exception:  # noqa: BLE001 - some nodes cannot be rendered alone
+        return type(node).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+

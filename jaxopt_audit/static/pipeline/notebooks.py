@@ -19,12 +19,12 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..notebook_format import Cell, NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
-from .apis import IPYTHON_TIMING_MAGICS
-from .scan_results import FileResult, ScanError, ScanSource
+from ...notebook_format import Cell, NotebookError, ipynb_cells, is_ipynb, is_myst, myst_cells
+from ..framework.results import FileResult, ScanError, ScanSource
+from ..knowledge.apis import IPYTHON_TIMING_MAGICS
 
 if TYPE_CHECKING:
-    from .rule import Finding, Rule
+    from ..framework.rule import Finding, Rule
 
 # Cell magics whose body is Python that runs (the first line is the magic, the rest is code).
 PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit", "px"})

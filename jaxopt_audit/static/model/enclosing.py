@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .model import Function
-from .rule import describe
-from .walk import children, walk
+from ..syntax.walk import describe
+from ..syntax.walk import children, walk
+from .core import Function
 
 
 def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode] | None:

@@ -16,10 +16,10 @@ import difflib
 import json
 from collections.abc import Callable
 
-from ..notebook_format import NotebookError, ipynb_cells
-from .fixes import Applied, FixOutcome, fix_source
-from .notebooks import ipynb_program, locate
-from .scan_results import ScanSource
+from ...notebook_format import NotebookError, ipynb_cells
+from ..framework.results import ScanSource
+from ..pipeline.notebooks import ipynb_program, locate
+from .apply import Applied, FixOutcome, fix_source
 
 
 def _serialiser(document, text: str) -> Callable[[object], str] | None:

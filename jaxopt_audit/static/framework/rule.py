@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 import libcst as cst
 
 if TYPE_CHECKING:
-    from ..notebook_format import Cell
-    from .model import SemanticModel
+    from ...notebook_format import Cell
+    from ..model import SemanticModel
 
 SEVERITIES = ("error", "warning", "info")
 _MARK = re.compile(r"#\s*<-\s*((?:JAX\d{3}[ ,]*)+)")
@@ -143,7 +143,7 @@ class Rule:
     # repositories is below the bar for default output (docs/rules.md, "Preview"). The selector
     # `PREVIEW` turns all of them on: `--extend-select PREVIEW`.
     PREVIEW: ClassVar[bool] = False
-    # what makes a finding of this rule matter (static/impact.py): "per-run", a cost paid each
+    # what makes a finding of this rule matter (static/pipeline/impact.py): "per-run", a cost paid each
     # time the code runs, so the loops around it rank it; "correctness", wrong numbers or a
     # failure under jit, whatever the count; "api", an API that is deprecated or removed;
     # "measurement", a timing that reports the wrong number
@@ -160,12 +160,12 @@ class Rule:
 
     def demonstrated(self, finding: Finding, cell: Cell) -> bool:
         """The notebook cell holding `finding` shows its mistake on purpose, as tutorials do: its
-        saved outputs show it happen, or the prose around it says so (static/demonstrations.py).
+        saved outputs show it happen, or the prose around it says so (static/model/demonstrations.py).
         Such a finding is dropped. Rules whose mistake a tutorial demonstrates override this."""
         return False
 
     def fix(self, model: SemanticModel, report: Report) -> Fix | None:
-        """The automatic fix for one of this rule's reports (a codemod, static/fixes.py), or None.
+        """The automatic fix for one of this rule's reports (a codemod, static/autofix/apply.py), or None.
         Rules that fix override this; the engine asks only for reports it keeps."""
         return None
 
@@ -204,14 +204,3 @@ class Rule:
             if section not in doc:
                 problems.append(f"{cls.CODE}: docstring lacks '{section}'")
         return problems
-
-
-def describe(node: cst.CSTNode, limit: int = 40) -> str:
-    """Short source text of a node for messages (`float(loss)`), elided when long."""
-    try:
-        text = cst.Module(body=[]).code_for_node(node)
-    except Exception:  # noqa: BLE001 - some nodes cannot be rendered alone
-        return type(node).__name__
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-

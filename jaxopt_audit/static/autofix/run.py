@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..notebook_format import is_ipynb, is_myst
-from .config import Config
-from .fixes import FixOutcome, allowed, fix_file, write_fixed
-from .notebook_fixes import fix_notebook
-from .scan_results import ScanSource
+from ...notebook_format import is_ipynb, is_myst
+from ..framework.fix import allowed
+from ..framework.results import ScanSource
+from ..pipeline.config import Config
+from .apply import FixOutcome, fix_file, write_fixed
+from .notebook import fix_notebook
 
 
 class FixSummary(NamedTuple):

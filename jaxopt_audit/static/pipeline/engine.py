@@ -23,20 +23,20 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
+from ...notebook_format import MYST_SUFFIXES, NOTEBOOK_SUFFIXES
+from ..framework.fix import applicability
+from ..framework.results import FileResult, ScanError
+from ..framework.rule import Finding, Report, Rule
+from ..model import SemanticModel
 from .cache_use import cached_results, open_cache
 from .config import Config, find_pyproject, load_config
 from .discovery import discover, package_of
-from .fixes import applicability
 from .impact import impact_of
 from .isolation import RECURSION_LIMIT, call_with_deep_stack, special_file_kind
-from .model import SemanticModel
 from .noqa import suppressed
 from .notebooks import neutralise, scan_notebook
 from .project import ImportedView, ModuleSummary, Project, SummaryStore, summarise_model
-from .registry import check_patterns, load_rules, select_rules
-from .rule import Finding, Report, Rule
-from .scan_results import FileResult, ScanError
+from .registry import check_patterns, finding_counter, load_rules, select_rules
 
 
 @dataclass
@@ -94,7 +94,7 @@ def scan_source(source: str | bytes, path: str, rules: Iterable[Rule],
     rules = list(rules)
     analyse = any(rule.ANALYSIS for rule in rules)
     model = SemanticModel(module, path, package_of(path) if os.path.exists(path) else "", text, project,
-                          analyse=analyse, cells=cells)
+                          analyse=analyse, cells=cells, rescan=finding_counter(scan_source, path))
     try:
         return _checked(model, path, lines, rules, ignored_codes, summaries)
     finally:
@@ -280,7 +280,7 @@ def scan_paths(paths: list[str], *, select: list[str] | None = None, ignore: lis
                jobs: int | None = None, progress=None, cache_dir: str | None = None,
                include_tests: bool = False) -> ScanResult:
     """Scan files and directories. Raises RuleLoadError / ConfigError for usage errors only.
-    `cache_dir`: reuse and keep per-file results there (static/cache.py); None: no cache.
+    `cache_dir`: reuse and keep per-file results there (static/pipeline/cache.py); None: no cache.
     `include_tests`: test files get every selected rule (not only those test-files-ignore spares)."""
     paths = list(paths) or ["."]
     cfg = resolve_config(paths, config)

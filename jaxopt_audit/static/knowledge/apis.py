@@ -206,7 +206,7 @@ ARRAY_CONSTRUCTORS = DEVICE_PUT_FUNCTIONS | frozenset({
 })
 
 # A notebook's `%timeit f(x)` / `%time f(x)` is read as the `timeit` call it amounts to, through
-# this alias of the `timeit` module (static/notebooks.py), so JAX701 sees what is timed.
+# this alias of the `timeit` module (static/pipeline/notebooks.py), so JAX701 sees what is timed.
 IPYTHON_TIMING_MAGICS = {"_ipython_timeit": "%timeit", "_ipython_time": "%time"}
 
 TIMER_FUNCTIONS = frozenset({

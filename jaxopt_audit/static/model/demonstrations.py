@@ -16,8 +16,8 @@ import io
 import re
 import tokenize
 
-from ..notebook_format import Cell
-from . import apis
+from ...notebook_format import Cell
+from ..knowledge import apis
 
 # Prose that teaches a tracing pitfall: it says the code below fails ("this fails", "# This will
 # fail!", "jit does not work with strings", "incompatible with JIT", "iterators are a no no"), or

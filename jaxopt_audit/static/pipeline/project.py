@@ -18,12 +18,12 @@ from typing import NamedTuple
 
 import libcst as cst
 
-from . import apis
+from ..knowledge import apis
+from ..model import Loop, SemanticModel
+from ..model.eager import WORTH_JIT, eager_ops, host_side
+from ..model.summaries import FunctionSummary, ImportedView
+from ..syntax.names import dotted
 from .discovery import package_of
-from .model import Loop, SemanticModel
-from .model.eager import WORTH_JIT, eager_ops, host_side
-from .model.summaries import FunctionSummary, ImportedView
-from .names import dotted
 
 
 class ImportRef(NamedTuple):

@@ -22,12 +22,12 @@ from typing import NamedTuple
 
 import libcst as cst
 
-from .discovery import package_of
-from .model import SemanticModel
-from .rule import Fix, Rule
-from .scan_results import ScanSource
+from ..framework.fix import allowed, offered_fix
+from ..framework.results import ScanSource
+from ..model import SemanticModel
+from ..pipeline.discovery import package_of
+from ..pipeline.registry import finding_counter
 
-SAFE, UNSAFE = "safe", "unsafe"
 MAX_ROUNDS = 8
 
 
@@ -49,25 +49,6 @@ class FixOutcome(NamedTuple):
         return "".join(difflib.unified_diff(self.original.splitlines(keepends=True),
                                             self.fixed.splitlines(keepends=True),
                                             fromfile=self.path, tofile=self.path))
-
-
-def applicability(rule, model, report) -> str | None:
-    """The applicability of the rule's fix for this report, None when it has none."""
-    fix = offered_fix(rule, model, report)
-    return fix.applicability if fix is not None else None
-
-
-def offered_fix(rule, model, report) -> Fix | None:
-    if type(rule).fix is Rule.fix:
-        return None
-    try:
-        return rule.fix(model, report)
-    except Exception:  # noqa: BLE001 - a fix hook's bug costs its fix, never the scan
-        return None
-
-
-def allowed(applicability_: str | None, unsafe: bool) -> bool:
-    return applicability_ == SAFE or (unsafe and applicability_ == UNSAFE)
 
 
 class _Replace(cst.CSTTransformer):
@@ -95,7 +76,7 @@ def _one_round(text: str, path: str, rules: list, ignored: Iterable[str], unsafe
     if not wanted:
         return text, []
     module = cst.parse_module(text)
-    model = SemanticModel(module, path, package, text)
+    model = SemanticModel(module, path, package, text, rescan=finding_counter(scan, path))
     positions = model.positions
     taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
     mapping: dict[int, cst.CSTNode | cst.FlattenSentinel] = {}
@@ -175,37 +156,3 @@ def write_fixed(outcome: FixOutcome, encoding: str = "utf-8") -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-# ----------------------------------------------------------------------- codemod helpers
-
-
-def expression(code: str) -> cst.BaseExpression:
-    return cst.parse_expression(code)
-
-
-def dotted_expression(prefix: cst.BaseExpression, rest: str) -> cst.BaseExpression:
-    """`prefix.a.b` for rest "a.b", keeping `prefix`'s own nodes (and so its text)."""
-    out = prefix
-    for part in rest.split("."):
-        out = cst.Attribute(value=out, attr=cst.Name(part))
-    return out
-
-
-def module_alias(model, qualified: str) -> str | None:
-    """A name bound in the module to exactly the module `qualified` (`jax`), if any."""
-    for name, target in model.imports.bound.items():
-        if target == qualified and "." not in name:
-            return name
-    return None
-
-
-def wrap_call(model, func_qualified: str, node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """`jax.block_until_ready(node)` spelled with the module's own alias of its package (None
-    when the package is not imported as a module)."""
-    package, _, attr = func_qualified.rpartition(".")
-    alias = module_alias(model, package)
-    if alias is None:
-        return None
-    func = dotted_expression(cst.Name(alias), attr)
-    return cst.Call(func=func, args=[cst.Arg(value=node)])

@@ -25,9 +25,9 @@ import tempfile
 from collections.abc import Callable, Iterable
 from functools import cache
 
-from .. import __version__
-from .rule import Finding, Impact
-from .scan_results import FileResult, ScanError
+from ... import __version__
+from ..framework.results import FileResult, ScanError
+from ..framework.rule import Finding, Impact
 
 CACHE_DIR_NAME = ".jaxopt_audit_cache"
 ENV_CACHE_DIR = "JAXOPT_AUDIT_CACHE_DIR"

@@ -10,11 +10,12 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..modules import NotImportable, import_file
-from .rule import Rule
+from ...modules import NotImportable, import_file
+from ..framework.results import ScanSource
+from ..framework.rule import Rule
 
 BUNDLED_PACKAGE = "jaxopt_audit.rules"
 
@@ -121,3 +122,14 @@ def find_rule(rules: list[type[Rule]], key: str) -> type[Rule] | None:
         if rule.CODE == key.upper() or rule.NAME == key.lower():
             return rule
     return None
+
+
+def finding_counter(scan: ScanSource, path: str) -> Callable[[str, Iterable[str]], int | None]:
+    """How many findings the rules named by `codes` report on a text at `path`, None when it
+    cannot be scanned: the `rescan` a model gets (model/trace_check.py asks it whether a
+    rewrite of the file would still trace)."""
+    def count(text: str, codes: Iterable[str]) -> int | None:
+        wanted = set(codes)
+        result = scan(text, path, [rule() for rule in load_rules() if rule.CODE in wanted])
+        return None if result.error else len(result.findings)
+    return count

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .model import SemanticModel
-from .model.runs import Runs, runs_of
-from .rule import Impact, Report, Rule
+from ..framework.rule import Impact, Report, Rule
+from ..model import SemanticModel
+from ..model.runs import Runs, runs_of
 
 HIGH_RUNS = 1000
 MEDIUM_RUNS = 50
