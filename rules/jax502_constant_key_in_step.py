@@ -130,6 +130,28 @@ class ConstantKeyInStep(Rule):
                     mask = jax.random.bernoulli(key, 0.9, batch.shape)
                     w = train_step(w, jnp.where(mask, batch, 0.0))
                 return w
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            SEED = 0
+
+            @jax.jit
+            def augment(x):
+                noise = jax.random.normal(jax.random.key(SEED), x.shape)  # <- JAX502
+                return x + 0.01 * noise
+
+            @jax.jit
+            def train_step(w, x):
+                return w - 0.1 * jnp.mean(augment(x)) * w
+
+            def fit(w, batches):
+                key_carry = jax.random.key(42)
+                for batch in batches:
+                    key_carry, key = jax.random.split(key_carry)  # <- JAX502
+                    mask = jax.random.bernoulli(key, 0.9, batch.shape)
+                    w = train_step(w, jnp.where(mask, batch, 0.0))
+                return w
         """, note="a jitted helper called every step, and a key rebuilt in the loop body"),
     ]
     VALID = [

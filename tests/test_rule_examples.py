@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from jaxopt_audit.static import Rule
+from jaxopt_audit.static.autofix.apply import fix_source
+from jaxopt_audit.static.pipeline.engine import scan_source
 from jaxopt_audit.static.pipeline.registry import load_rules
 
 from conftest import scan_text
@@ -34,3 +37,20 @@ def test_example(rule, kind, index, example):
             f"{f.line}:{f.column} {f.code} {f.message}" for f in findings)
     else:
         assert got == [], "\n" + "\n".join(f"{f.line}:{f.column} {f.code} {f.message}" for f in findings)
+
+
+FIXED = [pytest.param(rule, i, example, id=f"{rule.CODE}-fixed-{i}")
+         for rule in RULES for i, example in enumerate(rule.INVALID) if example.fixed is not None]
+
+
+def test_every_rule_with_a_fix_shows_it_on_an_example():
+    missing = [rule.CODE for rule in RULES
+               if rule.fix is not Rule.fix and not any(e.fixed is not None for e in rule.INVALID)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("rule,index,example", FIXED)
+def test_fixed_example(rule, index, example):
+    outcome = fix_source(example.source, "example.py", [rule()], unsafe=True, scan=scan_source)
+    assert outcome.fixed == example.fixed_source
+    assert all(applied.code == rule.CODE for applied in outcome.applied)

@@ -12,9 +12,9 @@ from typing import cast
 import libcst as cst
 
 from ..framework.fix import SAFE, UNSAFE, Fix, dotted_expression, module_alias, wrap_call
-from ..syntax.walk import describe
 from ..knowledge.deprecations import DEPRECATIONS, lookup
 from ..model.trace_check import no_new_trace_findings
+from ..syntax.walk import describe
 
 _DOTTED = re.compile(r"jax(?:\.\w+)+")
 # Listed replacements that are not drop-in renames: the migrations the data describes (a

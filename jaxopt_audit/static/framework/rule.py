@@ -105,10 +105,17 @@ class Fix:
 class Example:
     code: str
     note: str = ""
+    # INVALID only: the text after `scan --fix --unsafe-fixes` with this rule alone; the example
+    # tests check it, so every fix a rule offers is shown and proved on its own examples
+    fixed: str | None = None
 
     @property
     def source(self) -> str:
         return textwrap.dedent(self.code).strip("\n") + "\n"
+
+    @property
+    def fixed_source(self) -> str | None:
+        return None if self.fixed is None else textwrap.dedent(self.fixed).strip("\n") + "\n"
 
     def expected(self) -> list[tuple[int, str]]:
         """(line, code) pairs marked with `# <- CODE` in the example."""
@@ -185,6 +192,11 @@ class Rule:
         parts = [f"# {cls.CODE} {cls.NAME} ({cls.SEVERITY})", "", cls.SUMMARY, "", cls.doc()]
         if cls.INVALID:
             parts += ["", "## Example", "```python", cls.INVALID[0].source.rstrip(), "```"]
+        fixed = next((e for e in cls.INVALID if e.fixed is not None), None)
+        if fixed is not None:
+            parts += ["", "## Fix", "`scan --fix` (with `--unsafe-fixes` where the fix is unsafe) turns", "",
+                      "```python", fixed.source.rstrip(), "```", "", "into", "",
+                      "```python", (fixed.fixed_source or "").rstrip(), "```"]
         if cls.VALID:
             parts += ["", "## Use instead", "```python", cls.VALID[0].source.rstrip(), "```"]
         return "\n".join(parts).strip() + "\n"

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax.walk import describe
-from ..syntax.walk import children, walk
+from ..syntax.walk import children, describe, walk
 from .core import Function
 
 
