@@ -1,9 +1,12 @@
 """The semantic model of one file: what it is, built once, and the facts derived from it.
 
-`core.py` builds the model in one walk and a few fixpoints (bindings, jitted and traced
-functions, static parameters, arrays, step loops). The modules beside it each answer one family
-of questions from it; a question asked of the whole file is a `@fact` (facts.py), computed once
-per model and shared by every rule that asks:
+`core.SemanticModel` is built in one walk (`builder.py`, into the index of `index.py`) and a few
+fixpoints, one concern per layer, each asking only the layers below it: name resolution
+(`resolution.py`), value kinds (`value_kinds.py`), jit and traced marks (`jit_marks.py`), JAX
+work and arrays (`jax_work.py`), step loops (`step_loops.py`). The modules beside them each
+answer one family of questions from the built model; a question asked of the whole file is a
+`@fact` (facts.py), computed once per model and shared by every rule that asks, and per-node
+answers live in the same table (`facts.answers`):
 
 - `tracers.py`: which values of traced code are certainly tracers.
 - `traced.py`: which functions JAX certainly runs on tracers; array evidence for their values.
@@ -18,7 +21,8 @@ Rules import the model's types from `jaxopt_audit.static` and ask these modules;
 scopes or lists API names of its own (those live in `static/knowledge/apis.py`).
 """
 
-from .core import Assignment, Callee, ClassInfo, Function, Loop, SemanticModel, Site
+from .core import SemanticModel
 from .facts import FACTS, fact
+from .index import Assignment, Callee, ClassInfo, Function, Loop, Site
 
 __all__ = ["FACTS", "Assignment", "Callee", "ClassInfo", "Function", "Loop", "SemanticModel", "Site", "fact"]

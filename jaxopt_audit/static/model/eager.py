@@ -21,7 +21,6 @@ When neither is shown, the rules stay silent.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -29,8 +28,9 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.names import dotted
 from ..syntax.walk import read_names, walk
-from .core import Function, Loop, SemanticModel, Site
-from .facts import fact
+from .core import SemanticModel
+from .facts import answers, fact
+from .index import Function, Loop, Site
 from .loops import (
     carried_names,
     draws_on_host,
@@ -67,19 +67,6 @@ STRUCTURE_FUNCTIONS = apis.TREE_LEAVES | apis.TREE_FLATTENS | frozenset({"builti
                                  "builtins.vars"})
 
 
-@dataclass
-class _Memo:
-    host: dict[Function, bool] = field(default_factory=dict)  # host_work
-    loop: dict[Loop, bool] = field(default_factory=dict)  # dispatch_loop
-    drives: dict[Loop, bool] = field(default_factory=dict)  # drives_steps
-    errors: dict[Function, set[int]] = field(default_factory=dict)  # _in_error_path
-    ops: dict[Function, int] = field(default_factory=dict)  # eager_ops
-
-
-@fact
-def _memo(model: SemanticModel) -> _Memo:
-    """Per-function answers of this module's questions, filled as rules ask them."""
-    return _Memo()
 
 
 # jit pays by replacing many dispatches with one. On CPU an eager op costs about 4.5 us to
@@ -102,7 +89,7 @@ def eager_ops(model: SemanticModel, fn: Function) -> int:
     function is not in this file). A callee with loops of its own is a driver (an evaluation
     pass, a sampler): its work is per iteration of its loop, not one body to fuse, so only the
     call itself counts."""
-    facts = _memo(model).ops
+    facts = answers(model, eager_ops)
     if fn in facts:
         return facts[fn]
     facts[fn] = fn.array_ops  # a recursive call counts its own body once
@@ -239,7 +226,7 @@ def host_work(model: SemanticModel, fn: Function) -> bool:
     file I/O, plots or logs. Error messages (`raise`/`assert`) do not count. Code doing this runs
     eagerly. (Pulls and branches on values are not evidence: library code does them on
     concrete values under `core.is_concrete`-style guards.)"""
-    facts = _memo(model).host
+    facts = answers(model, host_work)
     if fn in facts:
         return facts[fn]
     facts[fn] = result = any(not _in_error_path(model, fn, node) for node in _host_nodes(model, fn, strict=True))
@@ -325,7 +312,7 @@ def _branches_on(fn: Function, name: str) -> bool:
 
 def _in_error_path(model: SemanticModel, fn: Function, node: cst.CSTNode) -> bool:
     """The node sits in a `raise` or `assert` statement (an error message, not the work)."""
-    errors = _memo(model).errors
+    errors = answers(model, _in_error_path)
     if fn not in errors:  # walked only for functions with a candidate host operation
         errors[fn] = {id(n) for stmt in walk(fn.node) if type(stmt) in (cst.Raise, cst.Assert)
                       for n in walk(stmt)}
@@ -448,7 +435,7 @@ def _length_of_structure(model: SemanticModel, expr: cst.BaseExpression, fn: Fun
 
 def dispatch_loop(model: SemanticModel, loop: Loop) -> bool:
     """The loop is shown to be a loop over steps, each dispatched from Python (module docstring)."""
-    facts = _memo(model).loop
+    facts = answers(model, dispatch_loop)
     if loop in facts:
         return facts[loop]
     facts[loop] = result = _dispatch_loop(model, loop)
@@ -499,7 +486,7 @@ def drives_steps(model: SemanticModel, loop: Loop) -> bool:
     pipeline every step. Loops that only evaluate or collect (`for batch in ds: outs.append(
     np.asarray(f(params, batch)))`) or do eager one-off work (preprocessing blocks, drawing a
     figure) are left alone: reading results back is what they are for."""
-    facts = _memo(model).drives
+    facts = answers(model, drives_steps)
     if loop not in facts:
         facts[loop] = dispatch_loop(model, loop) and (
             _steps_user_function(model, loop) or _feeds_state_back(model, loop)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.walk import children, describe, walk
-from .core import Function
+from .index import Function
 
 
 def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode] | None:

@@ -9,7 +9,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import names_in, walk
-from .core import Function, Loop, SemanticModel, is_divergence_guard
+from .builder import is_divergence_guard
+from .core import SemanticModel
+from .index import Function, Loop
 from .loops import carried_names, grown_list, literal_trip_count
 from .per_step import SINGLE_PASS
 

@@ -36,7 +36,8 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import callee_name, children, int_value, read_names, target_names
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
+from .index import Function, Loop
 from .loops import carried_names
 
 # jax.random functions that consume their key argument (the first one, or `key=`).

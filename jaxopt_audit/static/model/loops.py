@@ -10,8 +10,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import callee_name, children, int_value, names_in, walk
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
 from .facts import fact
+from .index import Function, Loop
 
 
 @fact

@@ -17,8 +17,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import describe
-from .core import Function, Loop, SemanticModel, Site
+from .core import SemanticModel
 from .facts import fact
+from .index import Function, Loop, Site
 from .loops import literal_trip_count
 
 # A loop of one literal iteration runs its body once. Any more, and what its body does runs once

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..syntax.walk import int_value, string_value, walk
-from .core import Function, Loop, SemanticModel, Site
+from .core import SemanticModel
 from .enclosing import condition_around
 from .facts import fact
+from .index import Function, Loop, Site
 from .loops import exits_early, literal_trip_count
 
 # how far up the chain of callers a count is followed (a step called by a train function called

@@ -14,7 +14,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.walk import names_in
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
+from .index import Function, Loop
 from .loops import element_bound
 
 # Array makers whose positional arguments (or `shape=`/`size=`) are the shape of the result.

@@ -17,8 +17,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import walk
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
 from .eager import differentiates, eager_ops
+from .index import Function, Loop
 from .loops import is_numpy_value
 
 # Array operations a compiled step may write and still be "small": a few elementwise updates

@@ -15,8 +15,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import children, own_nodes, read_names, walk
-from .core import Function, SemanticModel
-from .facts import fact
+from .core import SemanticModel
+from .facts import answers, fact
+from .index import Function
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
@@ -131,17 +132,10 @@ def _subtractions(fn: Function) -> list[cst.BinaryOperation]:
             if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)]
 
 
-@fact
-def _regions_memo(model: SemanticModel) -> dict[Function, list[TimedRegion]]:
-    """Each function's timed regions, filled as rules ask (`timed_regions`): JAX701 and JAX301
-    both read them."""
-    return {}
-
-
 def timed_regions(model: SemanticModel, fn: Function) -> list[TimedRegion]:
     """Every (start, end) pair of timer readings of `fn` that is subtracted, with the calls
     between them."""
-    memo = _regions_memo(model)
+    memo = answers(model, timed_regions)
     if fn not in memo:
         memo[fn] = _timed_regions(model, fn)
     return memo[fn]

@@ -19,8 +19,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import children
-from .core import Function, SemanticModel
+from .core import SemanticModel
 from .facts import fact
+from .index import Function
 from .tracers import (
     ARRAY_METHODS,
     ARRAY_NAMESPACES,

@@ -32,8 +32,10 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import int_value
-from .core import Assignment, Function, SemanticModel, unpacks
+from .core import SemanticModel
 from .facts import fact
+from .index import Assignment, Function
+from .jax_work import unpacks
 
 # Transforms that trace their function even when called eagerly (grad, custom_jvp and eager
 # shard_map run on concrete values outside jit: their bodies are traced only under an outer trace).
