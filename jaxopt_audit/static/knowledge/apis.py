@@ -11,6 +11,8 @@ JIT_WRAPPERS = frozenset({
     "equinox.filter_jit", "equinox.filter_pmap", "flax.nnx.jit", "flax.linen.jit",
     "flax.nnx.pmap", "haiku.jit", "objax.Jit", "objax.Parallel",
 })
+# Of those, the pmap wrappers: a fresh one around a cached function costs little (JAX102, Measured).
+PMAPS = frozenset({"jax.pmap", "equinox.filter_pmap", "flax.nnx.pmap"})
 
 # Transforms whose function argument is traced (but not compiled by the transform itself).
 # Value: positions of function arguments.
@@ -47,6 +49,11 @@ GRADIENT_TRANSFORMS = frozenset({"jax.grad", "jax.value_and_grad", "equinox.filt
 # PRNG keys: made from a seed, or derived from another key.
 KEY_CONSTRUCTORS = frozenset({"jax.random.PRNGKey", "jax.random.key"})
 KEY_DERIVATIONS = frozenset({"jax.random.split", "jax.random.fold_in", "jax.random.clone"})
+# Making, deriving or converting keys: bookkeeping around the work, not the work being repeated.
+KEY_BOOKKEEPING = KEY_CONSTRUCTORS | KEY_DERIVATIONS | frozenset({"jax.random.key_data",
+                                                                  "jax.random.wrap_key_data"})
+# Calls that turn a seed or counter into a key.
+SEED_TO_KEY = KEY_CONSTRUCTORS | frozenset({"jax.random.fold_in"})
 # NumPy functions that read only static metadata (or accept tracers without converting them).
 NUMPY_METADATA = frozenset({
     "numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.dtype", "numpy.isscalar",
@@ -204,6 +211,19 @@ ARRAY_CONSTRUCTORS = DEVICE_PUT_FUNCTIONS | frozenset({
     "jax.numpy.arange", "jax.numpy.zeros", "jax.numpy.ones", "jax.numpy.full", "jax.numpy.empty",
     "jax.numpy.eye", "jax.numpy.identity", "jax.numpy.linspace",
 })
+# Array constructors whose listed positional arguments (or these keywords) are shapes or sizes.
+SHAPE_ARGUMENTS: dict[str, tuple[int, ...]] = {
+    "jax.numpy.zeros": (0,), "jax.numpy.ones": (0,), "jax.numpy.empty": (0,), "jax.numpy.full": (0,),
+    "jax.numpy.arange": (0, 1, 2), "jax.numpy.linspace": (2,), "jax.numpy.eye": (0, 1),
+    "jax.numpy.identity": (0,), "jax.numpy.tri": (0, 1), "jax.numpy.reshape": (1,),
+    "jax.numpy.broadcast_to": (1,), "jax.numpy.tile": (1,), "jax.numpy.repeat": (1,),
+    "builtins.range": (0, 1, 2),
+}
+SHAPE_KEYWORDS = frozenset({"shape", "num", "size", "length", "newshape", "repeats", "axis"})
+# Grids of numbers: a sweep over settings.
+GRID_FUNCTIONS = frozenset({"numpy.linspace", "numpy.logspace", "numpy.geomspace", "numpy.arange",
+                            "jax.numpy.linspace", "jax.numpy.logspace", "jax.numpy.geomspace",
+                            "jax.numpy.arange"})
 
 # A notebook's `%timeit f(x)` / `%time f(x)` is read as the `timeit` call it amounts to, through
 # this alias of the `timeit` module (static/pipeline/notebooks.py), so JAX701 sees what is timed.

@@ -16,6 +16,11 @@ answers live in the same table (`facts.answers`):
 - `host_loops.py`: host loops around compiled work, and what they read back.
 - `timing.py`: timed regions and which calls or functions wait for the device.
 - `keys.py`: PRNG key flow: splits, uses and reuses.
+- `jit_construction.py`: where a jit wrapper is built, what it wraps, how many calls a build serves.
+- `memoisation.py`: code that runs once: setup methods, memoised functions, memoisation guards.
+- `configurations.py`: loops over configurations (a program each) or schedules (one program).
+- `independence.py`: a loop's items, and whether its iterations are independent of each other.
+- `mapped_arguments.py`: which arguments a loop's items reach, and whether vmap can map them.
 
 Rules import the model's types from `jaxopt_audit.static` and ask these modules; none walks
 scopes or lists API names of its own (those live in `static/knowledge/apis.py`).
