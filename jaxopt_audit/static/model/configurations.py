@@ -13,7 +13,8 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import read_names, walk
-from .core import Function, Loop, SemanticModel, Site
+from .core import SemanticModel
+from .index import Function, Loop, Site
 
 
 def varying_names(site: Site) -> set[str]:

@@ -17,7 +17,8 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import read_names
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
+from .index import Function, Loop
 from .loops import mutated_params
 
 # Loop variables named like independent replicates or hyper-parameters. A name is the evidence

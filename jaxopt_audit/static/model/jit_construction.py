@@ -22,7 +22,8 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.walk import children, read_names, walk
 from .configurations import schedule_value, varying_names
-from .core import Function, Loop, SemanticModel, Site
+from .core import SemanticModel
+from .index import Function, Loop, Site
 from .loops import literal_trip_count
 from .per_step import SINGLE_PASS, StepContext
 

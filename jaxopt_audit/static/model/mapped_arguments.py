@@ -15,8 +15,9 @@ import libcst as cst
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
 from ..syntax.walk import read_names
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
 from .eager import host_side
+from .index import Function, Loop
 from .trace_check import traces_as_written
 
 # A keyword named like a size (`token_len=`, `num_layers=`, `hidden_dim=`) most likely sets a

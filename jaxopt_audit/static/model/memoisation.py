@@ -10,8 +10,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.walk import walk
-from .core import Function, Loop, SemanticModel
+from .core import SemanticModel
 from .enclosing import enclosing_statements
+from .index import Function, Loop
 
 # Methods that run once per object: building a wrapper there is the recommended place. Matched by
 # name: these are the names Python (`__init__`, `__post_init__`) and the frameworks (Flax's
