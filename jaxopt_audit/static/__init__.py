@@ -55,6 +55,7 @@ from .model.eager import (
 from .model.enclosing import (
     condition_around,
     enclosing_statements,
+    site_of,
 )
 from .model.host_loops import (
     Statements,
@@ -67,10 +68,20 @@ from .model.host_loops import (
     over_structure,
     runs_compiled_loops,
 )
+from .model.key_pairs import (
+    apart_at_top_level,
+    example_inputs_for_init,
+    exclusive_cases,
+    flax_inits,
+    input_for_init,
+    measurement_inputs,
+    named_stand_in,
+    one_splits_first,
+    result_unread,
+)
 from .model.keys import (
-    INIT_METHODS,
-    KeyAnalysis,
     Reuse,
+    key_reuses,
 )
 from .model.loops import (
     batch_getter,
@@ -156,6 +167,7 @@ from .syntax.walk import (
 
 __all__ = [
     "accepts_or_rejects",
+    "apart_at_top_level",
     "apis",
     "ArrayEvidence",
     "Assignment",
@@ -186,12 +198,15 @@ __all__ = [
     "eager_tree_updates",
     "enclosing_statements",
     "ends_episode",
+    "example_inputs_for_init",
+    "exclusive_cases",
     "exits_early",
     "exits_on_device",
     "fed_back",
     "filled_buffers",
     "Finding",
     "Fix",
+    "flax_inits",
     "Function",
     "FunctionSummary",
     "grown_names",
@@ -202,7 +217,7 @@ __all__ = [
     "host_fed",
     "host_side",
     "imported_candidate",
-    "INIT_METHODS",
+    "input_for_init",
     "int_value",
     "Invalid",
     "is_float64_numpy",
@@ -212,7 +227,7 @@ __all__ = [
     "iterates_rows",
     "iterates_structure",
     "jit_decorator",
-    "KeyAnalysis",
+    "key_reuses",
     "Keyword",
     "KEYWORDS_BY_FUNCTION",
     "literal_texts",
@@ -221,9 +236,12 @@ __all__ = [
     "Loop",
     "marked_wrong",
     "measured_call",
+    "measurement_inputs",
     "mutated_params",
+    "named_stand_in",
     "names_in",
     "older_spelling",
+    "one_splits_first",
     "over_structure",
     "own_nodes",
     "prepares_compiled_input",
@@ -236,6 +254,7 @@ __all__ = [
     "rename_keyword",
     "renders_each_iteration",
     "Report",
+    "result_unread",
     "Reuse",
     "Rule",
     "runs_compiled_loops",
@@ -246,6 +265,7 @@ __all__ = [
     "shows_tracing_error",
     "SINGLE_PASS",
     "Site",
+    "site_of",
     "small_compiled_steps",
     "Statements",
     "step_state",

@@ -13,6 +13,7 @@ per model and shared by every rule that asks:
 - `host_loops.py`: host loops around compiled work, and what they read back.
 - `timing.py`: timed regions and which calls or functions wait for the device.
 - `keys.py`: PRNG key flow: splits, uses and reuses.
+- `key_pairs.py`: whether two uses of one key draw numbers that matter together.
 
 Rules import the model's types from `jaxopt_audit.static` and ask these modules; none walks
 scopes or lists API names of its own (those live in `static/knowledge/apis.py`).
