@@ -13,12 +13,12 @@ built from. Its parts, each importing only the ones listed before it:
 
 from .autofix.codemods import (
     block_until_ready,
-    carried_key,
     jit_decorator,
     rename_deprecated,
     rename_keyword,
     timeit_block_until_ready,
 )
+from .framework.fix import UNSAFE, module_alias
 from .framework.rule import Finding, Fix, Invalid, Report, Rule, Valid
 from .knowledge import apis
 from .knowledge.deprecations import (
@@ -177,7 +177,6 @@ __all__ = [
     "callers_of",
     "calls_in_order",
     "canonical",
-    "carried_key",
     "carried_names",
     "changing_shape",
     "child_fields",
@@ -237,6 +236,7 @@ __all__ = [
     "marked_wrong",
     "measured_call",
     "measurement_inputs",
+    "module_alias",
     "mutated_params",
     "named_stand_in",
     "names_in",
@@ -281,6 +281,7 @@ __all__ = [
     "tracers",
     "traces_as_written",
     "TREE_MODULE_SINCE",
+    "UNSAFE",
     "unsynchronized_work",
     "Valid",
     "walk",

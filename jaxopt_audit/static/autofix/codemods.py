@@ -7,7 +7,6 @@ Each returns a Fix or None; None whenever the rewrite cannot be shown to be righ
 from __future__ import annotations
 
 import re
-from typing import cast
 
 import libcst as cst
 
@@ -102,52 +101,6 @@ def timeit_block_until_ready(model, timeit_call: cst.Call) -> Fix | None:
     if not isinstance(body, cst.Call):
         return None
     return block_until_ready(model, body)
-
-
-def carried_key(model, call: cst.Call) -> Fix | None:
-    """JAX502 for a key rebuilt from a constant seed in a loop body (`key = jax.random.key(42)`
-    as a statement of the loop): the constant key is made once before the loop and carried, and
-    each step splits a fresh `key` from it. Unsafe: the numbers drawn change (that is the point)."""
-    for fn in model.functions:
-        site = next((s for s in fn.calls if s.node is call), None)
-        if site is not None:
-            break
-    else:
-        return None
-    if site.loop is None or fn.traced or not isinstance(site.loop.node, (cst.For, cst.While)):
-        return None
-    loop = site.loop.node
-    statement = next((line for line in loop.body.body if isinstance(line, cst.SimpleStatementLine)
-                      and len(line.body) == 1 and isinstance(line.body[0], cst.Assign)
-                      and line.body[0].value is call), None)
-    if statement is None:
-        return None
-    assign = statement.body[0]
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
-            or not isinstance(assign.targets[0].target, cst.Name):
-        return None
-    name = assign.targets[0].target.value
-    carried = f"{name}_carry"
-    split = _split_spelling(model, call)
-    if split is None or (model.source is not None and re.search(rf"\b{carried}\b", model.source)):
-        return None
-    targets = [cst.AssignTarget(cast(cst.BaseAssignTargetExpression, cst.parse_expression(f"{carried}, {name}")))]
-    step = statement.with_changes(body=[assign.with_changes(value=cst.parse_expression(f"{split}({carried})"),
-                                                             targets=targets)])
-    init = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(carried))], value=call)],
-                                   leading_lines=loop.leading_lines)
-    new_loop = loop.deep_replace(statement, step).with_changes(leading_lines=())
-    return Fix(UNSAFE, ((loop, cst.FlattenSentinel([init, new_loop])),),
-               f"`{describe(call)}` made once before the loop as `{carried}`; each step splits `{name}` from it")
-
-
-def _split_spelling(model, call: cst.Call) -> str | None:
-    """`jax.random.split` spelled like the key constructor (`jax.random.key` -> `jax.random.split`,
-    `random.PRNGKey` -> `random.split`)."""
-    if isinstance(call.func, cst.Attribute) and model.resolve(call.func.value) == "jax.random":
-        return cst.Module(body=[]).code_for_node(call.func.value) + ".split"
-    alias = module_alias(model, "jax")
-    return f"{alias}.random.split" if alias else None
 
 
 def jit_decorator(model, function: cst.FunctionDef) -> Fix | None:
