@@ -13,12 +13,11 @@ built from. Its parts, each importing only the ones listed before it:
 
 from .autofix.codemods import (
     block_until_ready,
-    jit_decorator,
     rename_deprecated,
     rename_keyword,
     timeit_block_until_ready,
 )
-from .framework.fix import UNSAFE, module_alias
+from .framework.fix import UNSAFE, dotted_expression, module_alias
 from .framework.rule import Finding, Fix, Invalid, Report, Rule, Valid
 from .knowledge import apis
 from .knowledge.deprecations import (
@@ -132,6 +131,8 @@ from .model.timing import (
     work_results,
 )
 from .model.trace_check import (
+    array_only_parameters,
+    no_new_trace_findings,
     traces_as_written,
 )
 from .model.traced import (
@@ -169,6 +170,7 @@ __all__ = [
     "accepts_or_rejects",
     "apart_at_top_level",
     "apis",
+    "array_only_parameters",
     "ArrayEvidence",
     "Assignment",
     "batch_getter",
@@ -192,6 +194,7 @@ __all__ = [
     "differentiates",
     "dispatch_loop",
     "dotted",
+    "dotted_expression",
     "drives_steps",
     "eager_ops",
     "eager_tree_updates",
@@ -225,7 +228,6 @@ __all__ = [
     "is_wait",
     "iterates_rows",
     "iterates_structure",
-    "jit_decorator",
     "key_reuses",
     "Keyword",
     "KEYWORDS_BY_FUNCTION",
@@ -240,6 +242,7 @@ __all__ = [
     "mutated_params",
     "named_stand_in",
     "names_in",
+    "no_new_trace_findings",
     "older_spelling",
     "one_splits_first",
     "over_structure",
