@@ -7,7 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from jaxopt_audit.static import (
+    UNSAFE,
     WORTH_JIT,
+    Fix,
     Function,
     FunctionSummary,
     Invalid,
@@ -16,16 +18,19 @@ from jaxopt_audit.static import (
     SemanticModel,
     Site,
     Valid,
+    array_only_parameters,
     condition_around,
     counted_steps,
     describe,
     dispatch_loop,
+    dotted_expression,
     eager_ops,
     eager_tree_updates,
     grown_names,
     host_side,
     imported_candidate,
-    jit_decorator,
+    module_alias,
+    no_new_trace_findings,
     prepares_compiled_input,
     read_names,
     reads_timer,
@@ -162,6 +167,19 @@ class MissingJit(Rule):
                 for x in batches:
                     w = update(w, x)
                 return w
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            @jax.jit
+            def update(w, x):  # <- JAX101
+                # one fused step once jitted
+                return w - 0.1 * jnp.tanh(x @ w) * jnp.mean(x)
+
+            def fit(w, batches):
+                for x in batches:
+                    w = update(w, x)
+                return w
         """, note="fixed by --unsafe-fixes: no argument needs to be static"),
         Invalid("""
             import jax
@@ -170,6 +188,22 @@ class MissingJit(Rule):
             def loss(w, x, y):
                 return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
 
+            def train_step(w, x, y):  # <- JAX101
+                value, g = jax.value_and_grad(loss)(w, x, y)
+                return w - 0.1 * g, value
+
+            def fit(w, x, y, steps):
+                for _ in range(steps):  # <- JAX201
+                    w, value = train_step(w, x, y)
+                return w
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            def loss(w, x, y):
+                return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+            @jax.jit
             def train_step(w, x, y):  # <- JAX101
                 value, g = jax.value_and_grad(loss)(w, x, y)
                 return w - 0.1 * g, value
@@ -188,6 +222,31 @@ class MissingJit(Rule):
 
             grad_fn = jax.jit(jax.grad(loss))
 
+            def adam(params, grads, m, v, lr=1e-3):  # <- JAX101
+                m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+                v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+                return jax.tree.map(lambda p, m, v: p - lr * m / (jnp.sqrt(v) + 1e-8), params, m, v), m, v
+
+            def train(params, m, v, batches):
+                for x, y in batches:
+                    params, m, v = adam(params, grad_fn(params, x, y), m, v)
+                return params
+
+            def train_sgd(params, batches):
+                for x, y in batches:
+                    grads = grad_fn(params, x, y)
+                    params = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)  # <- JAX101 JAX702
+                return params
+        """, fixed="""
+            import jax
+            import jax.numpy as jnp
+
+            def loss(params, x, y):
+                return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
+
+            grad_fn = jax.jit(jax.grad(loss))
+
+            @jax.jit
             def adam(params, grads, m, v, lr=1e-3):  # <- JAX101
                 m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
                 v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
@@ -276,13 +335,13 @@ class MissingJit(Rule):
         """),
     ]
 
-    def fix(self, model: SemanticModel, report: Report):
+    def fix(self, model: SemanticModel, report: Report) -> Fix | None:
         target = next((fn for fn in model.functions
                        if isinstance(fn.node, cst.FunctionDef) and fn.node.name is report.node), None)
         if target is None or target.cls is not None or not isinstance(target.node, cst.FunctionDef) \
                 or rebound_globals(model, target):
             return None  # jitted as it is, it would freeze the module-level arrays it reads
-        return jit_decorator(model, target.node)
+        return _jit_decorator(model, target.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         called_from: dict[int, tuple[Function, Site]] = {}
@@ -324,6 +383,21 @@ class MissingJit(Rule):
                          "dispatched one by one from Python")
         yield from _inline_tree_updates(model)
         yield from _eager_optax_updates(model)
+
+
+def _jit_decorator(model: SemanticModel, function: cst.FunctionDef) -> Fix | None:
+    """`@jax.jit` on a plain function (not a method), offered only when no argument has to be
+    static: every parameter is used as an array, nothing branches on or checks a value, and the
+    trace rules find nothing new in it once jitted. Unsafe: jitting changes when Python side
+    effects run and which values are traced."""
+    jax_alias = module_alias(model, "jax")
+    if jax_alias is None or function.decorators or not array_only_parameters(model, function):
+        return None
+    decorator = dotted_expression(cst.Name(jax_alias), "jit")
+    new = function.with_changes(decorators=[cst.Decorator(decorator=decorator)])
+    if not no_new_trace_findings(model, function, new):
+        return None
+    return Fix(UNSAFE, ((function, new),), f"`{function.name.value}` decorated with `@{jax_alias}.jit`")
 
 
 def _frozen_fix(frozen: list[str]) -> str | None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
 from jaxopt_audit.static import (
+    UNSAFE,
+    Fix,
     Function,
     Invalid,
     Report,
@@ -16,10 +19,11 @@ from jaxopt_audit.static import (
     Site,
     Valid,
     apis,
-    carried_key,
     carried_names,
     describe,
     int_value,
+    module_alias,
+    site_of,
     where,
     why_every_step,
 )
@@ -199,7 +203,7 @@ class ConstantKeyInStep(Rule):
     ]
 
     def fix(self, model: SemanticModel, report: Report):
-        return carried_key(model, report.node) if isinstance(report.node, cst.Call) else None
+        return _carried_key(model, report.node) if isinstance(report.node, cst.Call) else None
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         module_constants = _module_int_constants(model)
@@ -216,6 +220,49 @@ class ConstantKeyInStep(Rule):
                     continue
                 yield Report(call, f"`{describe(call)}` is created {where(model, site, context)}: "
                                    "a key from the same seed draws the same \"random\" numbers every step")
+
+
+def _carried_key(model: SemanticModel, call: cst.Call) -> Fix | None:
+    """For a key rebuilt from a constant seed in a loop body (`key = jax.random.key(42)` as a
+    statement of the loop): the constant key is made once before the loop and carried, and each
+    step splits a fresh `key` from it. Unsafe: the numbers drawn change (that is the point)."""
+    site = site_of(model, call)
+    if site is None:
+        return None
+    if site.loop is None or site.function.traced or not isinstance(site.loop.node, (cst.For, cst.While)):
+        return None
+    loop = site.loop.node
+    statement = next((line for line in loop.body.body if isinstance(line, cst.SimpleStatementLine)
+                      and len(line.body) == 1 and isinstance(line.body[0], cst.Assign)
+                      and line.body[0].value is call), None)
+    if statement is None:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+            or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    carried = f"{name}_carry"
+    split = _split_spelling(model, call)
+    if split is None or (model.source is not None and re.search(rf"\b{carried}\b", model.source)):
+        return None
+    targets = [cst.AssignTarget(cast(cst.BaseAssignTargetExpression, cst.parse_expression(f"{carried}, {name}")))]
+    step = statement.with_changes(body=[assign.with_changes(value=cst.parse_expression(f"{split}({carried})"),
+                                                             targets=targets)])
+    init = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(carried))], value=call)],
+                                   leading_lines=loop.leading_lines)
+    new_loop = loop.deep_replace(statement, step).with_changes(leading_lines=())
+    return Fix(UNSAFE, ((loop, cst.FlattenSentinel([init, new_loop])),),
+               f"`{describe(call)}` made once before the loop as `{carried}`; each step splits `{name}` from it")
+
+
+def _split_spelling(model: SemanticModel, call: cst.Call) -> str | None:
+    """`jax.random.split` spelled like the key constructor (`jax.random.key` -> `jax.random.split`,
+    `random.PRNGKey` -> `random.split`)."""
+    if isinstance(call.func, cst.Attribute) and model.resolve(call.func.value) == "jax.random":
+        return cst.Module(body=[]).code_for_node(call.func.value) + ".split"
+    alias = module_alias(model, "jax")
+    return f"{alias}.random.split" if alias else None
 
 
 # A comment saying the key does not matter: `rng=PRNGKey(0),  # dummy key, only the value is used`.

@@ -11,15 +11,26 @@ built from. Its parts, each importing only the ones listed before it:
 - `autofix/`: applying fixes to files, in rounds, re-scanning through the engine's callable.
 """
 
+
 from .autofix.codemods import (
     block_until_ready,
-    carried_key,
-    jit_decorator,
     rename_deprecated,
     rename_keyword,
     timeit_block_until_ready,
 )
-from .framework.rule import Finding, Fix, Invalid, Report, Rule, Valid
+from .framework.fix import (
+    UNSAFE,
+    dotted_expression,
+    module_alias,
+)
+from .framework.rule import (
+    Finding,
+    Fix,
+    Invalid,
+    Report,
+    Rule,
+    Valid,
+)
 from .knowledge import apis
 from .knowledge.deprecations import (
     DEPRECATIONS,
@@ -30,12 +41,14 @@ from .knowledge.deprecations import (
     lookup,
     older_spelling,
 )
-from .model import Assignment, Function, Loop, SemanticModel, Site
 from .model.configurations import (
     closes_over_configuration,
     factory_of_varying_values,
     returned_per_configuration,
     sweeps_written_out,
+)
+from .model.core import (
+    SemanticModel,
 )
 from .model.demonstrations import (
     marked_wrong,
@@ -61,6 +74,7 @@ from .model.eager import (
 from .model.enclosing import (
     condition_around,
     enclosing_statements,
+    site_of,
 )
 from .model.host_loops import (
     Statements,
@@ -82,6 +96,12 @@ from .model.independence import (
     mentions,
     updates_shared_object,
 )
+from .model.index import (
+    Assignment,
+    Function,
+    Loop,
+    Site,
+)
 from .model.jit_construction import (
     ahead_of_time,
     builds_functions,
@@ -94,10 +114,20 @@ from .model.jit_construction import (
     stable_function,
     wrapper_reuse,
 )
+from .model.key_pairs import (
+    apart_at_top_level,
+    example_inputs_for_init,
+    exclusive_cases,
+    flax_inits,
+    input_for_init,
+    measurement_inputs,
+    named_stand_in,
+    one_splits_first,
+    result_unread,
+)
 from .model.keys import (
-    INIT_METHODS,
-    KeyAnalysis,
     Reuse,
+    key_reuses,
 )
 from .model.loops import (
     batch_getter,
@@ -114,7 +144,6 @@ from .model.loops import (
     is_numpy_value,
     iterates_rows,
     literal_trip_count,
-    mutated_params,
     records_for_rendering,
     renders_each_iteration,
     step_state,
@@ -134,8 +163,6 @@ from .model.memoisation import (
 )
 from .model.per_step import (
     SHORT_LOOP,
-    SINGLE_PASS,
-    StepContext,
     where,
     why_every_step,
 )
@@ -149,6 +176,9 @@ from .model.step_size import (
     CompiledStep,
     small_compiled_steps,
 )
+from .model.summaries import (
+    FunctionSummary,
+)
 from .model.timing import (
     TimedRegion,
     calls_in_order,
@@ -159,24 +189,27 @@ from .model.timing import (
     work_results,
 )
 from .model.trace_check import (
-    traces_as_written,
+    array_only_parameters,
+    no_new_trace_findings,
 )
 from .model.traced import (
     ArrayEvidence,
     is_traced_value,
-    really_traced,
     traced_functions,
 )
 from .model.tracers import (
     container_annotation,
+    really_traced,
     tracers,
 )
 from .pipeline.project import (
-    FunctionSummary,
     counted_steps,
     imported_candidate,
 )
-from .syntax.names import canonical, dotted
+from .syntax.names import (
+    canonical,
+    dotted,
+)
 from .syntax.walk import (
     callee_name,
     child_fields,
@@ -195,7 +228,9 @@ from .syntax.walk import (
 __all__ = [
     "accepts_or_rejects",
     "ahead_of_time",
+    "apart_at_top_level",
     "apis",
+    "array_only_parameters",
     "ArrayEvidence",
     "Assignment",
     "batch_getter",
@@ -207,7 +242,6 @@ __all__ = [
     "callers_of",
     "calls_in_order",
     "canonical",
-    "carried_key",
     "carried_names",
     "changing_shape",
     "child_fields",
@@ -225,11 +259,14 @@ __all__ = [
     "differentiates",
     "dispatch_loop",
     "dotted",
+    "dotted_expression",
     "drives_steps",
     "eager_ops",
     "eager_tree_updates",
     "enclosing_statements",
     "ends_episode",
+    "example_inputs_for_init",
+    "exclusive_cases",
     "exits_early",
     "exits_on_device",
     "factory_of_varying_values",
@@ -237,6 +274,7 @@ __all__ = [
     "filled_buffers",
     "Finding",
     "Fix",
+    "flax_inits",
     "fresh_function",
     "Function",
     "FunctionSummary",
@@ -249,7 +287,7 @@ __all__ = [
     "host_side",
     "imported_candidate",
     "independent_items",
-    "INIT_METHODS",
+    "input_for_init",
     "int_value",
     "Invalid",
     "is_float64_numpy",
@@ -262,10 +300,9 @@ __all__ = [
     "item_names",
     "iterates_rows",
     "iterates_structure",
-    "jit_decorator",
     "jit_target",
     "jit_wrapper",
-    "KeyAnalysis",
+    "key_reuses",
     "Keyword",
     "KEYWORDS_BY_FUNCTION",
     "literal_texts",
@@ -274,10 +311,14 @@ __all__ = [
     "Loop",
     "marked_wrong",
     "measured_call",
+    "measurement_inputs",
     "mentions",
-    "mutated_params",
+    "module_alias",
+    "named_stand_in",
     "names_in",
+    "no_new_trace_findings",
     "older_spelling",
+    "one_splits_first",
     "over_structure",
     "own_nodes",
     "per_outer_pass",
@@ -292,6 +333,7 @@ __all__ = [
     "rename_keyword",
     "renders_each_iteration",
     "Report",
+    "result_unread",
     "returned_per_configuration",
     "Reuse",
     "Rule",
@@ -302,13 +344,12 @@ __all__ = [
     "shows_async_dispatch",
     "shows_same_draw",
     "shows_tracing_error",
-    "SINGLE_PASS",
     "Site",
+    "site_of",
     "small_compiled_steps",
     "stable_function",
     "Statements",
     "step_state",
-    "StepContext",
     "string_value",
     "structural_use",
     "sweeps_written_out",
@@ -320,9 +361,9 @@ __all__ = [
     "timeit_block_until_ready",
     "traced_functions",
     "tracers",
-    "traces_as_written",
     "TREE_MODULE_SINCE",
     "under_memo_guard",
+    "UNSAFE",
     "unsynchronized_work",
     "updates_shared_object",
     "Valid",

@@ -1,4 +1,5 @@
-"""The statements that enclose a node inside one function body: `if` tests, `try` handlers.
+"""Where a node sits: the site of a call, and the statements that enclose a node inside one
+function body (`if` tests, `try` handlers).
 
 The model tags sites with their loop and periodic guard only; a few rules also need to know
 whether a site sits under some other `if` (a memoisation guard like `if self._fn is None:`) or in
@@ -10,7 +11,13 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.walk import children, describe, walk
-from .index import Function
+from .core import SemanticModel
+from .index import Function, Site
+
+
+def site_of(model: SemanticModel, call: cst.Call) -> Site | None:
+    """The call's site, in the function (or module) whose own calls include it."""
+    return next((s for f in model.functions for s in f.calls if s.node is call), None)
 
 
 def enclosing_statements(fn: Function, target: cst.CSTNode) -> list[cst.CSTNode] | None:

@@ -37,6 +37,7 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.walk import callee_name, children, int_value, read_names, target_names
 from .core import SemanticModel
+from .facts import fact
 from .index import Function, Loop
 from .loops import carried_names
 
@@ -825,6 +826,13 @@ class KeyAnalysis:
             if name is not None and name in consumed:
                 out.append(arg.value)
         return out
+
+
+@fact
+def key_reuses(model: SemanticModel) -> list[Reuse]:
+    """Every call of the file that consumes a PRNG key already consumed on some path to it, with
+    the earlier use (KeyAnalysis, to a fixpoint over the functions' consumption summaries)."""
+    return KeyAnalysis(model).reuses
 
 
 def _source(node: cst.CSTNode) -> str:
