@@ -50,7 +50,6 @@ from .model.eager import (
     iterates_structure,
     prepares_compiled_input,
     rebound_globals,
-    walks_device_rows,
 )
 from .model.enclosing import (
     condition_around,
@@ -58,12 +57,10 @@ from .model.enclosing import (
 )
 from .model.host_loops import (
     Statements,
-    accepts_or_rejects,
     ends_episode,
     exits_on_device,
     fed_back,
     is_wait,
-    measured_call,
     over_structure,
     runs_compiled_loops,
 )
@@ -90,9 +87,7 @@ from .model.keys import (
     Reuse,
 )
 from .model.loops import (
-    batch_getter,
     carried_names,
-    device_history,
     exits_early,
     filled_buffers,
     grown_names,
@@ -106,9 +101,7 @@ from .model.loops import (
     literal_trip_count,
     mutated_params,
     records_for_rendering,
-    renders_each_iteration,
     step_state,
-    whole_list_read,
     wraps_compiled_scan,
 )
 from .model.per_step import (
@@ -172,11 +165,9 @@ from .syntax.walk import (
 )
 
 __all__ = [
-    "accepts_or_rejects",
     "apis",
     "ArrayEvidence",
     "Assignment",
-    "batch_getter",
     "block_until_ready",
     "callee_name",
     "callers_of",
@@ -195,7 +186,6 @@ __all__ = [
     "Deprecation",
     "DEPRECATIONS",
     "describe",
-    "device_history",
     "differentiates",
     "dispatch_loop",
     "dotted",
@@ -245,7 +235,6 @@ __all__ = [
     "Loop",
     "loop_runs_steps",
     "marked_wrong",
-    "measured_call",
     "mutated_params",
     "names_in",
     "numpy_origin",
@@ -261,7 +250,6 @@ __all__ = [
     "records_for_rendering",
     "rename_deprecated",
     "rename_keyword",
-    "renders_each_iteration",
     "Report",
     "Reuse",
     "Rule",
@@ -293,10 +281,8 @@ __all__ = [
     "unsynchronized_work",
     "Valid",
     "walk",
-    "walks_device_rows",
     "where",
     "whole_history_read",
-    "whole_list_read",
     "why_every_step",
     "work_results",
     "WORTH_JIT",

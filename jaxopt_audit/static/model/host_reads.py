@@ -153,6 +153,7 @@ class StepReads:
         return any(node is site.node for loop in around for node in self._handed_back(loop))
 
     def _handed_back(self, loop: Loop) -> list[cst.CSTNode]:
+        """`fed_back(loop)`, computed once per loop."""
         if id(loop) not in self._returned:
             self._returned[id(loop)] = fed_back(self.model, loop)
         return self._returned[id(loop)]
@@ -257,6 +258,7 @@ def concatenations(fn: Function) -> dict[int, int]:
 
 
 def _string_parts(node: cst.ConcatenatedString) -> list[cst.BaseExpression]:
+    """The f-string parts of an implicitly concatenated string, left to right."""
     parts: list[cst.BaseExpression] = []
     for side in (node.left, node.right):
         if isinstance(side, cst.ConcatenatedString):
@@ -448,6 +450,7 @@ def feeds_host_environment(fn: Function, site: Site) -> bool:
 
 
 def _bound_name(fn: Function, call: cst.Call) -> str | None:
+    """The one name `call`'s result is assigned to (`a = jax.device_get(a)`), or None."""
     for a in fn.assignments:
         if a.value is call and len(a.targets) == 1:
             return a.targets[0]
