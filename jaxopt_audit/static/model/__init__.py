@@ -14,6 +14,8 @@ answers live in the same table (`facts.answers`):
 - `eager.py`: which functions run eagerly, do host work, or dispatch a step loop from Python.
 - `loops.py`: what a loop carries and iterates, and its literal trip count.
 - `host_loops.py`: host loops around compiled work, and what they read back.
+- `host_reads.py`: which reads in a step loop bring a device value to the host, and which stall.
+- `host_values.py`: which values a step loop hands to JAX are NumPy data on the host.
 - `timing.py`: timed regions and which calls or functions wait for the device.
 - `keys.py`: PRNG key flow: splits, uses and reuses.
 - `jit_construction.py`: where a jit wrapper is built, what it wraps, how many calls a build serves.
