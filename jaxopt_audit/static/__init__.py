@@ -12,13 +12,12 @@ built from. Its parts, each importing only the ones listed before it:
 """
 
 from .autofix.codemods import (
-    block_until_ready,
     carried_key,
     jit_decorator,
     rename_deprecated,
     rename_keyword,
-    timeit_block_until_ready,
 )
+from .framework.fix import SAFE, wrap_call
 from .framework.rule import Finding, Fix, Invalid, Report, Rule, Valid
 from .knowledge import apis
 from .knowledge.deprecations import (
@@ -149,11 +148,21 @@ from .model.step_size import (
     CompiledStep,
     small_compiled_steps,
 )
+from .model.timed_work import (
+    fed_by_host_stream,
+    first_jitted_call,
+    measurement_labels,
+    one_off_first_run,
+    timed_lambda_work,
+    timed_text_work,
+    timeit_statement,
+    times_whole_run,
+    timing_magic,
+)
 from .model.timing import (
     TimedRegion,
     calls_in_order,
     reads_timer,
-    syncing_functions,
     timed_regions,
     unsynchronized_work,
     work_results,
@@ -178,7 +187,6 @@ from .pipeline.project import (
 )
 from .syntax.names import canonical, dotted
 from .syntax.walk import (
-    callee_name,
     child_fields,
     children,
     describe,
@@ -199,11 +207,9 @@ __all__ = [
     "ArrayEvidence",
     "Assignment",
     "batch_getter",
-    "block_until_ready",
     "bound_with_the_item",
     "builds_a_called_partial",
     "builds_functions",
-    "callee_name",
     "callers_of",
     "calls_in_order",
     "canonical",
@@ -234,8 +240,10 @@ __all__ = [
     "exits_on_device",
     "factory_of_varying_values",
     "fed_back",
+    "fed_by_host_stream",
     "filled_buffers",
     "Finding",
+    "first_jitted_call",
     "Fix",
     "fresh_function",
     "Function",
@@ -274,10 +282,12 @@ __all__ = [
     "Loop",
     "marked_wrong",
     "measured_call",
+    "measurement_labels",
     "mentions",
     "mutated_params",
     "names_in",
     "older_spelling",
+    "one_off_first_run",
     "over_structure",
     "own_nodes",
     "per_outer_pass",
@@ -297,6 +307,7 @@ __all__ = [
     "Rule",
     "runs_compiled_loops",
     "runs_once",
+    "SAFE",
     "SemanticModel",
     "SHORT_LOOP",
     "shows_async_dispatch",
@@ -312,12 +323,15 @@ __all__ = [
     "string_value",
     "structural_use",
     "sweeps_written_out",
-    "syncing_functions",
     "target_names",
     "teaches_pitfall",
+    "timed_lambda_work",
     "timed_regions",
+    "timed_text_work",
     "TimedRegion",
-    "timeit_block_until_ready",
+    "timeit_statement",
+    "times_whole_run",
+    "timing_magic",
     "traced_functions",
     "tracers",
     "traces_as_written",
@@ -335,6 +349,7 @@ __all__ = [
     "why_every_step",
     "work_results",
     "WORTH_JIT",
+    "wrap_call",
     "wrapper_reuse",
     "wraps_compiled_scan",
 ]

@@ -15,6 +15,8 @@ answers live in the same table (`facts.answers`):
 - `loops.py`: what a loop carries and iterates, and its literal trip count.
 - `host_loops.py`: host loops around compiled work, and what they read back.
 - `timing.py`: timed regions and which calls or functions wait for the device.
+- `timed_work.py`: what a timed region measures: a first (compiling) call, a whole run, an
+  epoch over a host stream, a `timeit` statement.
 - `keys.py`: PRNG key flow: splits, uses and reuses.
 - `jit_construction.py`: where a jit wrapper is built, what it wraps, how many calls a build serves.
 - `memoisation.py`: code that runs once: setup methods, memoised functions, memoisation guards.
