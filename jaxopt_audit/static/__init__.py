@@ -61,6 +61,11 @@ from .model.enclosing import (
     condition_around,
     enclosing_statements,
 )
+from .model.gradients import (
+    computes_gradients,
+    descent_step,
+    gradient_names,
+)
 from .model.host_loops import (
     Statements,
     accepts_or_rejects,
@@ -146,6 +151,7 @@ from .model.shapes import (
 )
 from .model.step_size import (
     CompiledStep,
+    compiled_training_loop,
     small_compiled_steps,
 )
 from .model.timed_work import (
@@ -220,12 +226,15 @@ __all__ = [
     "children",
     "closes_over_configuration",
     "collects_results",
+    "compiled_training_loop",
     "CompiledStep",
+    "computes_gradients",
     "condition_around",
     "container_annotation",
     "counted_steps",
     "Deprecation",
     "DEPRECATIONS",
+    "descent_step",
     "describe",
     "device_history",
     "differentiates",
@@ -248,6 +257,7 @@ __all__ = [
     "fresh_function",
     "Function",
     "FunctionSummary",
+    "gradient_names",
     "grown_names",
     "grows_carry",
     "has_compiled_alternative",
