@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import cast
 
 import libcst as cst
 
@@ -11,17 +10,13 @@ from jaxopt_audit.static import (
     SHORT_LOOP,
     CompiledStep,
     Invalid,
-    Loop,
     Report,
     Rule,
     SemanticModel,
-    Site,
     Valid,
-    apis,
+    compiled_training_loop,
     describe,
-    differentiates,
     dispatch_loop,
-    eager_ops,
     ends_episode,
     exits_early,
     exits_on_device,
@@ -32,21 +27,13 @@ from jaxopt_audit.static import (
     has_fixed_trip_count,
     host_bound_call,
     host_fed,
-    is_numpy_value,
-    iterates_rows,
     iterates_structure,
     literal_trip_count,
-    prepares_compiled_input,
     records_for_rendering,
     small_compiled_steps,
     step_state,
-    walk,
     wraps_compiled_scan,
 )
-
-# Eager ops a step may spend making its batch beside a compiled step: about 5 us each, so under
-# 0.1 ms a step, little next to a step worth compiling (benchmarks/eager_dispatch.py).
-PREPARATION_OPS = 20
 
 
 class LoopToScan(Rule):
@@ -251,7 +238,7 @@ class LoopToScan(Rule):
                 if growth == "starts as None":
                     continue  # a cache filled on the first step: not a fixed-shape carry to scan
                 small = None
-                if growth is None and _compiled_driver(model, loop):
+                if growth is None and compiled_training_loop(model, loop):
                     small = small_compiled_steps(model, loop)  # dispatch is most of a tiny step's cost
                     if small is None:
                         continue
@@ -289,101 +276,3 @@ def _message(header: str, names: str, filled: list[str], small: list[CompiledSte
                 "iterations in one dispatch")
     return (f"{head} through JAX calls, so every iteration is a separate dispatch from Python; "
             "`jax.lax.scan` compiles all iterations into one program")
-
-
-def _compiled_driver(model: SemanticModel, loop: Loop) -> bool:
-    """Every JAX call of the body runs compiled code (a jitted step, `model.apply`), and the loop
-    walks steps or batches rather than the rows of an array: the idiomatic training loop around
-    a compiled step. Folding it into a scan saves a dispatch per step, which next to a compiled
-    step is little (the training_loop pipeline measured 1.1x for a scan per epoch), so such a
-    loop is left as it is written. A compiled step per row of an
-    array (`for x in xs: w = update(w, x)`) is tiny by construction, and a body doing eager work
-    too (a key split per environment step) pays that dispatch cost every step: both still
-    reported."""
-    fn = loop.function
-    if isinstance(loop.node, cst.For) and (iterates_rows(model, loop.node.iter, fn) or _indexes_rows(model, loop)):
-        return False
-    compiled = False
-    eager: list[Site] = []
-    for site in fn.calls:
-        if not loop.encloses(site.loop) or site.guarded:
-            continue  # a periodic evaluation (`if step % 100 == 0:`) is not every step's work
-        work = model.call_work(site.node, fn)
-        if work == "array":
-            eager.append(site)
-        compiled = compiled or work == "dispatch"
-    # eager helpers around a compiled step fed a fresh batch each iteration (a slice of the data
-    # set, `x[j * bs:(j + 1) * bs]`) are the batch's preparation: still one training step a batch;
-    # a key split for a compiled gradient step (which samples its batch on the device) is too
-    return compiled and (not eager or _slices_batches(loop) or _samples_batches(model, eager)
-                         or _keys_for_a_training_step(model, loop, eager))
-
-
-def _keys_for_a_training_step(model: SemanticModel, loop: Loop, eager: list[Site]) -> bool:
-    """The body's only eager work splits keys, and every compiled call it makes is a jitted
-    function of this file that differentiates (`params, loss = train_step(params, x, y, sub)`):
-    a training step, whose size dwarfs the dispatch a scan would save. A key split around a
-    tiny jitted environment step is still reported."""
-    if any(model.resolve(s.node.func) not in apis.KEY_DERIVATIONS for s in eager):
-        return False
-    fn = loop.function
-    compiled = [s for s in fn.calls if loop.encloses(s.loop) and not s.guarded
-                and model.call_work(s.node, fn) == "dispatch"]
-    targets = [model.callee(s.node, fn).function for s in compiled]
-    return bool(targets) and all(t is not None and differentiates(model, t) for t in targets)
-
-
-def _samples_batches(model: SemanticModel, eager: list[Site]) -> bool:
-    """The body's eager work is a helper of this file making each step's batch for the compiled
-    step (`xb = sample_batch(sub, data)` after `key, sub = split(key)`), fewer than
-    `PREPARATION_OPS` ops a step in all: a training loop sampling its batches, one step a batch.
-    Still reported: a key split alone around a compiled step (a rollout), a draw made in the loop
-    itself (a batch-1 simulation drawing a shock per step), and a batch from a function the file
-    does not show (a PINN resampling its collocation points)."""
-    ops = 0
-    batches = False
-    for site in eager:
-        if model.resolve(site.node.func) in apis.KEY_DERIVATIONS:
-            ops += 1
-            continue
-        target = model.callee(site.node, site.function).function
-        if target is None or not prepares_compiled_input(model, site):
-            return False  # a draw in the loop itself (`shock = normal(sub, ...)`) is a step's own work
-        batches = True
-        ops += eager_ops(model, target)
-    return batches and ops < PREPARATION_OPS
-
-
-def _by_counter(loop: Loop) -> Iterator[tuple[cst.Subscript, cst.BaseSlice]]:
-    """Subscripts in the loop whose index or slice bounds read the loop's counter (`for t in`)."""
-    target = loop.node.target if isinstance(loop.node, cst.For) else None
-    if not isinstance(target, cst.Name):
-        return
-    for site in loop.function.subscripts:
-        if not loop.encloses(site.loop):
-            continue
-        for element in site.node.slice:
-            part = element.slice
-            if isinstance(part, cst.Index):
-                read = [part.value]
-            else:
-                read = [b for b in (cast(cst.Slice, part).lower, cast(cst.Slice, part).upper) if b is not None]
-            if any(isinstance(n, cst.Name) and n.value == target.value for e in read for n in walk(e)):
-                yield site.node, part
-
-
-def _slices_batches(loop: Loop) -> bool:
-    """The body slices a range out of an array with the loop's counter (`x[i:i + bs]`)."""
-    return any(isinstance(part, cst.Slice) for _, part in _by_counter(loop))
-
-
-def _indexes_rows(model: SemanticModel, loop: Loop) -> bool:
-    """`for t in range(n): update(w, xs[t])`: the body picks row `t` of an array, or element
-    `t` of a sequence the function was handed."""
-    fn = loop.function
-    for node, part in _by_counter(loop):
-        if len(node.slice) == 1 and isinstance(part, cst.Index) and isinstance(part.value, cst.Name) and (
-                model.is_array(node.value, fn) or is_numpy_value(model, node.value, fn)
-                or (isinstance(node.value, cst.Name) and node.value.value in fn.params)):
-            return True
-    return False

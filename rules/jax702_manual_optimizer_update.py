@@ -16,7 +16,10 @@ from jaxopt_audit.static import (
     Site,
     Valid,
     apis,
+    computes_gradients,
+    descent_step,
     describe,
+    gradient_names,
     read_names,
     target_names,
     why_every_step,
@@ -24,7 +27,6 @@ from jaxopt_audit.static import (
 
 # Leaf-wise maps: the function gets the leaves only (`map_with_path` gives a path first).
 TREE_MAPS = apis.TREE_MAPS - apis.TREE_MAPS_WITH_PATH
-GRADIENT_TRANSFORMS = apis.GRADIENT_TRANSFORMS
 # Names that say "gradient": `grads`, `grad_w`, `g`, `dparams`.
 _GRADIENT_NAME = re.compile(r"(^|_)(g|gs|grads?|gradients?|dparams|dp|dw|db)(_|$)|grad", re.IGNORECASE)
 
@@ -41,6 +43,11 @@ class ManualOptimizerUpdate(Rule):
     `jax.value_and_grad`, ...) or that runs every step (called from a step loop, jitted or not,
     or the body of a `lax.scan`); the subtracted term must be a gradient (bound from a gradient
     transform, or named like one: `grads`, `g`, `dw`).
+
+    The name is read because it is the only sign of a gradient handed in from elsewhere
+    (`update_layers(layers, grads, lr)`: gradients computed by one function and applied by
+    another), which no binding in the file shows to come from a transform; the shape of the
+    update alone would also match an integrator (`x - dt * v`).
 
     ## Why is this bad?
     It is advice, not an error. Under `jit` a hand-written SGD step compiles to the same fused
@@ -168,23 +175,21 @@ class ManualOptimizerUpdate(Rule):
             tree_maps = [s for s in fn.calls if model.resolve(s.node.func) in TREE_MAPS]
             if not tree_maps and not fn.comprehensions:
                 continue
-            gradient_names = _gradient_bindings(model, fn)
-            computes_gradients = any(
-                _calls_gradient_transform(model, scope) for scope in fn.scopes()
-                if not scope.is_module)
+            gradients = gradient_names(model, fn)
+            in_step = computes_gradients(model, fn)
             for site in tree_maps:
                 call: cst.Call = site.node
-                term = _tree_map_update(model, call, fn, gradient_names)
-                if term is not None and (computes_gradients or why_every_step(model, site) is not None):
+                term = _tree_map_update(model, call, fn, gradients)
+                if term is not None and (in_step or why_every_step(model, site) is not None):
                     yield Report(call, self._message(f"`{describe(call.func)}` applying `{describe(term)}`"))
             for comp in fn.comprehensions:
                 node = comp.node
                 if isinstance(node, cst.SetComp):
                     continue
-                term = _comprehension_update(node, fn, gradient_names)
+                term = _comprehension_update(node, fn, gradients)
                 if term is None:
                     continue
-                if computes_gradients or why_every_step(model, Site(node, fn, comp.loop, False)) is not None:
+                if in_step or why_every_step(model, Site(node, fn, comp.loop, False)) is not None:
                     kind = "dict" if isinstance(node, cst.DictComp) else "list"
                     yield Report(node, self._message(f"a {kind} comprehension applying `{describe(term)}`"))
 
@@ -193,55 +198,13 @@ class ManualOptimizerUpdate(Rule):
                 "the same update plus optimizer state, schedules and clipping")
 
 
-def _calls_gradient_transform(model: SemanticModel, fn: Function) -> bool:
-    return any(model.resolve(s.node.func) in GRADIENT_TRANSFORMS
-               or (isinstance(s.node.func, cst.Call) and model.resolve(s.node.func.func) in GRADIENT_TRANSFORMS)
-               for s in fn.calls)
-
-
-def _gradient_bindings(model: SemanticModel, fn: Function) -> set[str]:
-    """Names bound from a gradient transform's result: `grads = jax.grad(f)(p)`,
-    `loss, grads = jax.value_and_grad(f)(p)` (the last target of a tuple)."""
-    out: set[str] = set()
-    for scope in fn.scopes():
-        for a in scope.assignments:
-            value = a.value
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Call) \
-                    and model.resolve(value.func.func) in GRADIENT_TRANSFORMS and a.targets:
-                out.add(a.targets[-1])
-                if isinstance(a.site.node, cst.Tuple):
-                    last = a.site.node.elements[-1].value
-                    out.update(target_names(last))
-    return out
-
-
-def _is_gradient(expr: cst.BaseExpression, gradient_names: set[str]) -> bool:
+def _is_gradient(expr: cst.BaseExpression, gradients: set[str]) -> bool:
     """`grads[k]`, `g`, `dw`: the expression reads a gradient."""
     while isinstance(expr, (cst.Subscript, cst.Attribute)):
         expr = expr.value
     if not isinstance(expr, cst.Name):
         return False
-    return expr.value in gradient_names or bool(_GRADIENT_NAME.search(expr.value))
-
-
-def _descent_term(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    """`p - lr * g` (also `p - g * lr`, `p + -lr * g`): (p, g); None for any other shape."""
-    if not isinstance(expr, cst.BinaryOperation):
-        return None
-    op = expr.operator
-    right = expr.right
-    if isinstance(op, cst.Add) and isinstance(right, cst.BinaryOperation) \
-            and isinstance(right.operator, cst.Multiply) and isinstance(right.left, cst.UnaryOperation) \
-            and isinstance(right.left.operator, cst.Minus):
-        return expr.left, right.right
-    if not isinstance(op, cst.Subtract):
-        return None
-    if isinstance(right, cst.BinaryOperation) and isinstance(right.operator, (cst.Multiply, cst.Divide)):
-        # the gradient is the factor that is not the step size
-        for factor in ((right.right, right.left) if isinstance(right.operator, cst.Multiply) else (right.left,)):
-            if isinstance(factor, (cst.Name, cst.Subscript, cst.Attribute)):
-                return expr.left, factor
-    return None
+    return expr.value in gradients or bool(_GRADIENT_NAME.search(expr.value))
 
 
 def _lambda_or_def(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> Function | None:
@@ -252,7 +215,7 @@ def _lambda_or_def(model: SemanticModel, expr: cst.BaseExpression, fn: Function)
 
 
 def _tree_map_update(model: SemanticModel, call: cst.Call, fn: Function,
-                     gradient_names: set[str]) -> cst.BaseExpression | None:
+                     gradients: set[str]) -> cst.BaseExpression | None:
     """`jax.tree.map(lambda p, g: p - lr * g, params, grads)`: the mapped function subtracts a
     scaled second argument from its first, and the second tree is a gradient."""
     args = [a.value for a in call.args if a.keyword is None]
@@ -262,7 +225,7 @@ def _tree_map_update(model: SemanticModel, call: cst.Call, fn: Function,
     if mapped is None:
         return None
     expression = mapped.returns[0]
-    term = _descent_term(expression)
+    term = descent_step(expression)
     if term is None:
         return None
     base, step = term
@@ -275,15 +238,15 @@ def _tree_map_update(model: SemanticModel, call: cst.Call, fn: Function,
     tree = args[position] if position < len(args) else None
     base_position = 1 + params.index(base.value)
     base_tree = args[base_position] if base_position < len(args) else None
-    if base_tree is not None and _is_gradient(base_tree, gradient_names):
+    if base_tree is not None and _is_gradient(base_tree, gradients):
         return None  # `g_a - c * g_b`: projecting one gradient on another, not updating parameters
-    if tree is not None and (_is_gradient(tree, gradient_names) or _is_gradient(step, set())):
+    if tree is not None and (_is_gradient(tree, gradients) or _is_gradient(step, set())):
         return expression
     return None
 
 
 def _comprehension_update(node: cst.ListComp | cst.GeneratorExp | cst.DictComp, fn: Function,
-                          gradient_names: set[str]) -> cst.BaseExpression | None:
+                          gradients: set[str]) -> cst.BaseExpression | None:
     """`{k: params[k] - lr * grads[k] for k in params}`, `{k: v - lr * grads[k] for k, v in
     params.items()}`, `[p - lr * g for p, g in zip(params, grads)]`."""
     value = node.value if isinstance(node, cst.DictComp) else node.elt
@@ -294,16 +257,16 @@ def _comprehension_update(node: cst.ListComp | cst.GeneratorExp | cst.DictComp, 
         comp_names.update(target_names(comp.target))
         comp = comp.inner_for_in
     for element in elements:
-        term = _descent_term(element)
+        term = descent_step(element)
         if term is None:
             return None
         base, step = term
-        if not _is_gradient(step, gradient_names):
+        if not _is_gradient(step, gradients):
             return None
         # both sides are per-item: indexed by, or bound by, the comprehension
         if not (read_names(base) & comp_names and read_names(step) & comp_names):
             return None
-        if _root(base) == _root(step) or _is_gradient(base, gradient_names):
+        if _root(base) == _root(step) or _is_gradient(base, gradients):
             return None
     return elements[0] if elements else None
 

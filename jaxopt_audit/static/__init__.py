@@ -13,15 +13,15 @@ built from. Its parts, each importing only the ones listed before it:
 
 
 from .autofix.codemods import (
-    block_until_ready,
     rename_deprecated,
     rename_keyword,
-    timeit_block_until_ready,
 )
 from .framework.fix import (
+    SAFE,
     UNSAFE,
     dotted_expression,
     module_alias,
+    wrap_call,
 )
 from .framework.rule import (
     Finding,
@@ -59,9 +59,7 @@ from .model.demonstrations import (
 )
 from .model.eager import (
     WORTH_JIT,
-    differentiates,
     dispatch_loop,
-    drives_steps,
     eager_ops,
     eager_tree_updates,
     host_fed,
@@ -75,6 +73,11 @@ from .model.enclosing import (
     enclosing_statements,
     site_of,
 )
+from .model.gradients import (
+    computes_gradients,
+    descent_step,
+    gradient_names,
+)
 from .model.host_loops import (
     Statements,
     ends_episode,
@@ -82,7 +85,6 @@ from .model.host_loops import (
     fed_back,
     is_wait,
     over_structure,
-    runs_compiled_loops,
 )
 from .model.host_reads import (
     StepReads,
@@ -154,7 +156,6 @@ from .model.loops import (
     host_bound_call,
     is_float64_numpy,
     is_numpy_value,
-    iterates_rows,
     literal_trip_count,
     records_for_rendering,
     step_state,
@@ -184,16 +185,27 @@ from .model.shapes import (
 )
 from .model.step_size import (
     CompiledStep,
+    compiled_training_loop,
     small_compiled_steps,
 )
 from .model.summaries import (
     FunctionSummary,
 )
+from .model.timed_work import (
+    fed_by_host_stream,
+    first_jitted_call,
+    measurement_labels,
+    one_off_first_run,
+    timed_lambda_work,
+    timed_text_work,
+    timeit_statement,
+    times_whole_run,
+    timing_magic,
+)
 from .model.timing import (
     TimedRegion,
     calls_in_order,
     reads_timer,
-    syncing_functions,
     timed_regions,
     unsynchronized_work,
     work_results,
@@ -242,7 +254,6 @@ __all__ = [
     "array_only_parameters",
     "ArrayEvidence",
     "Assignment",
-    "block_until_ready",
     "bound_with_the_item",
     "builds_a_called_partial",
     "builds_functions",
@@ -257,18 +268,19 @@ __all__ = [
     "children",
     "closes_over_configuration",
     "collects_results",
+    "compiled_training_loop",
     "CompiledStep",
+    "computes_gradients",
     "condition_around",
     "container_annotation",
     "counted_steps",
     "Deprecation",
     "DEPRECATIONS",
+    "descent_step",
     "describe",
-    "differentiates",
     "dispatch_loop",
     "dotted",
     "dotted_expression",
-    "drives_steps",
     "eager_ops",
     "eager_tree_updates",
     "enclosing_statements",
@@ -279,8 +291,10 @@ __all__ = [
     "exits_on_device",
     "factory_of_varying_values",
     "fed_back",
+    "fed_by_host_stream",
     "filled_buffers",
     "Finding",
+    "first_jitted_call",
     "first_waits",
     "Fix",
     "flax_inits",
@@ -288,6 +302,7 @@ __all__ = [
     "from_data_set",
     "Function",
     "FunctionSummary",
+    "gradient_names",
     "grown_names",
     "grows_carry",
     "has_compiled_alternative",
@@ -312,7 +327,6 @@ __all__ = [
     "is_traced_value",
     "is_wait",
     "item_names",
-    "iterates_rows",
     "iterates_structure",
     "jit_target",
     "jit_wrapper",
@@ -326,6 +340,7 @@ __all__ = [
     "loop_runs_steps",
     "marked_wrong",
     "measurement_inputs",
+    "measurement_labels",
     "mentions",
     "module_alias",
     "named_stand_in",
@@ -333,6 +348,7 @@ __all__ = [
     "no_new_trace_findings",
     "numpy_origin",
     "older_spelling",
+    "one_off_first_run",
     "one_splits_first",
     "only_measured",
     "over_structure",
@@ -353,8 +369,8 @@ __all__ = [
     "Reuse",
     "Rule",
     "runs_a_step",
-    "runs_compiled_loops",
     "runs_once",
+    "SAFE",
     "SemanticModel",
     "SHORT_LOOP",
     "shows_async_dispatch",
@@ -370,12 +386,15 @@ __all__ = [
     "string_value",
     "structural_use",
     "sweeps_written_out",
-    "syncing_functions",
     "target_names",
     "teaches_pitfall",
+    "timed_lambda_work",
     "timed_regions",
+    "timed_text_work",
     "TimedRegion",
-    "timeit_block_until_ready",
+    "timeit_statement",
+    "times_whole_run",
+    "timing_magic",
     "traced_functions",
     "tracers",
     "TREE_MODULE_SINCE",
@@ -392,6 +411,7 @@ __all__ = [
     "why_every_step",
     "work_results",
     "WORTH_JIT",
+    "wrap_call",
     "wrapper_reuse",
     "wraps_compiled_scan",
 ]

@@ -10,7 +10,7 @@ import re
 
 import libcst as cst
 
-from ..framework.fix import SAFE, Fix, dotted_expression, module_alias, wrap_call
+from ..framework.fix import SAFE, Fix, dotted_expression, module_alias
 from ..knowledge.deprecations import DEPRECATIONS, lookup
 from ..syntax.walk import describe
 
@@ -83,20 +83,3 @@ def _module_spelling(model, spelled: cst.BaseExpression, module: str) -> cst.Bas
     return None
 
 
-def block_until_ready(model, call: cst.BaseExpression) -> Fix | None:
-    """JAX701: wait for the timed work's result where it is produced: `f(x)` ->
-    `jax.block_until_ready(f(x))`, which returns its argument unchanged (any pytree)."""
-    wrapped = wrap_call(model, "jax.block_until_ready", call)
-    if wrapped is None:
-        return None
-    return Fix(SAFE, ((call, wrapped),), f"`{describe(call)}` -> `jax.block_until_ready({describe(call)})`")
-
-
-def timeit_block_until_ready(model, timeit_call: cst.Call) -> Fix | None:
-    """JAX701 on `timeit.timeit(lambda: f(x), ...)`: the lambda's body waits for its result."""
-    if not timeit_call.args or not isinstance(timeit_call.args[0].value, cst.Lambda):
-        return None
-    body = timeit_call.args[0].value.body
-    if not isinstance(body, cst.Call):
-        return None
-    return block_until_ready(model, body)

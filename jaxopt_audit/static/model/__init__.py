@@ -17,6 +17,8 @@ answers live in the same table (`facts.answers`):
 - `host_reads.py`: which reads in a step loop bring a device value to the host, and which stall.
 - `host_values.py`: which values a step loop hands to JAX are NumPy data on the host.
 - `timing.py`: timed regions and which calls or functions wait for the device.
+- `timed_work.py`: what a timed region measures: a first (compiling) call, a whole run, an
+  epoch over a host stream, a `timeit` statement.
 - `keys.py`: PRNG key flow: splits, uses and reuses.
 - `jit_construction.py`: where a jit wrapper is built, what it wraps, how many calls a build serves.
 - `memoisation.py`: code that runs once: setup methods, memoised functions, memoisation guards.
@@ -24,6 +26,7 @@ answers live in the same table (`facts.answers`):
 - `independence.py`: a loop's items, and whether its iterations are independent of each other.
 - `mapped_arguments.py`: which arguments a loop's items reach, and whether vmap can map them.
 - `key_pairs.py`: whether two uses of one key draw numbers that matter together.
+- `gradients.py`: where gradients are computed, the names that hold them, a descent step's shape.
 
 Rules import the model's types from `jaxopt_audit.static` and ask these modules; none walks
 scopes or lists API names of its own (those live in `static/knowledge/apis.py`).

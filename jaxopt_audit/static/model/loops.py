@@ -3,6 +3,7 @@ iterations, its trip count, and whether its body must stay on the host."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import cast
 
 import libcst as cst
@@ -424,6 +425,42 @@ def iterates_rows(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:
     if not isinstance(expr, (cst.Name, cst.Subscript)):
         return False  # `jaxpr.eqns`, `self.shots`: fields of a record, not rows the model can show
     return model.is_array(expr, fn) or is_numpy_value(model, expr, fn)
+
+
+def counter_subscripts(loop: Loop) -> Iterator[tuple[cst.Subscript, cst.BaseSlice]]:
+    """Which subscripts in the loop index or slice by the loop's counter (`for t in ...`: `x[t]`,
+    `x[t * bs:(t + 1) * bs]`): each with the index or slice that reads it."""
+    target = loop.node.target if isinstance(loop.node, cst.For) else None
+    if not isinstance(target, cst.Name):
+        return
+    for site in loop.function.subscripts:
+        if not loop.encloses(site.loop):
+            continue
+        for element in site.node.slice:
+            part = element.slice
+            if isinstance(part, cst.Index):
+                read = [part.value]
+            else:
+                read = [b for b in (cast(cst.Slice, part).lower, cast(cst.Slice, part).upper) if b is not None]
+            if any(isinstance(n, cst.Name) and n.value == target.value for e in read for n in walk(e)):
+                yield site.node, part
+
+
+def slices_by_counter(loop: Loop) -> bool:
+    """Whether the body slices a range out of an array with the loop's counter (`x[i:i + bs]`)."""
+    return any(isinstance(part, cst.Slice) for _, part in counter_subscripts(loop))
+
+
+def indexes_rows(model: SemanticModel, loop: Loop) -> bool:
+    """Whether the body picks row `t` of an array, or element `t` of a sequence the function was
+    handed, by the loop's counter (`for t in range(n): update(w, xs[t])`)."""
+    fn = loop.function
+    for node, part in counter_subscripts(loop):
+        if len(node.slice) == 1 and isinstance(part, cst.Index) and isinstance(part.value, cst.Name) and (
+                model.is_array(node.value, fn) or is_numpy_value(model, node.value, fn)
+                or (isinstance(node.value, cst.Name) and node.value.value in fn.params)):
+            return True
+    return False
 
 
 def _is_numpy_generator(model: SemanticModel, expr: cst.BaseExpression, fn) -> bool:

@@ -5,7 +5,9 @@ on CPU, more on an accelerator, benchmarks/eager_dispatch.py). Next to a trainin
 thousands of operations on large arrays that is noise; next to a physics or environment step of
 a few elementwise operations it is most of the time, and `lax.scan` removes it. The file shows
 the step's size as the number of array operations its body (and the traced helpers it calls)
-writes: that count is the evidence a finding gives, not a timing.
+writes: that count is the evidence a finding gives, not a timing. The other end is the
+idiomatic training loop (`compiled_training_loop`): a compiled step, fed a batch the body slices
+or samples, whose dispatch is little next to its work.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.walk import walk
 from .core import SemanticModel
-from .eager import differentiates, eager_ops
-from .index import Function, Loop
-from .loops import is_numpy_value
+from .eager import differentiates, eager_ops, prepares_compiled_input
+from .index import Function, Loop, Site
+from .loops import indexes_rows, is_numpy_value, iterates_rows, slices_by_counter
 
 # Array operations a compiled step may write and still be "small": a few elementwise updates
 # of a state (an integrator, an environment's dynamics). A training step differentiates and is
 # never small.
 SMALL_STEP_OPS = 20
+# Eager ops a step may spend making its batch beside a compiled step: about 5 us each, so under
+# 0.1 ms a step, little next to a step worth compiling (benchmarks/eager_dispatch.py).
+PREPARATION_OPS = 20
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,68 @@ def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep]
             return None
         steps[target] = CompiledStep(target, ops)
     return list(steps.values()) or None
+
+
+def compiled_training_loop(model: SemanticModel, loop: Loop) -> bool:
+    """Whether the loop is the idiomatic training loop around a compiled step: every JAX call of
+    the body runs compiled code (a jitted step, `model.apply`), apart from preparing each step's
+    batch, and the loop walks steps or batches rather than the rows of an array. Folding it into
+    a scan saves a dispatch per step, which next to a compiled step is little (the training_loop
+    pipeline measured 1.1x for a scan per epoch). Not one: a compiled step per row of an array
+    (`for x in xs: w = update(w, x)`), tiny by construction, and a body doing eager work too (a
+    key split per environment step), which pays that dispatch cost every step."""
+    fn = loop.function
+    if isinstance(loop.node, cst.For) and (iterates_rows(model, loop.node.iter, fn) or indexes_rows(model, loop)):
+        return False
+    compiled = False
+    eager: list[Site] = []
+    for site in fn.calls:
+        if not loop.encloses(site.loop) or site.guarded:
+            continue  # a periodic evaluation (`if step % 100 == 0:`) is not every step's work
+        work = model.call_work(site.node, fn)
+        if work == "array":
+            eager.append(site)
+        compiled = compiled or work == "dispatch"
+    # eager helpers around a compiled step fed a fresh batch each iteration (a slice of the data
+    # set, `x[j * bs:(j + 1) * bs]`) are the batch's preparation: still one training step a batch;
+    # a key split for a compiled gradient step (which samples its batch on the device) is too
+    return compiled and (not eager or slices_by_counter(loop) or _samples_batches(model, eager)
+                         or _keys_for_a_training_step(model, loop, eager))
+
+
+def _keys_for_a_training_step(model: SemanticModel, loop: Loop, eager: list[Site]) -> bool:
+    """The body's only eager work splits keys, and every compiled call it makes is a jitted
+    function of this file that differentiates (`params, loss = train_step(params, x, y, sub)`):
+    a training step, whose size dwarfs the dispatch a scan would save. A key split around a
+    tiny jitted environment step is not one."""
+    if any(model.resolve(s.node.func) not in apis.KEY_DERIVATIONS for s in eager):
+        return False
+    fn = loop.function
+    compiled = [s for s in fn.calls if loop.encloses(s.loop) and not s.guarded
+                and model.call_work(s.node, fn) == "dispatch"]
+    targets = [model.callee(s.node, fn).function for s in compiled]
+    return bool(targets) and all(t is not None and differentiates(model, t) for t in targets)
+
+
+def _samples_batches(model: SemanticModel, eager: list[Site]) -> bool:
+    """The body's eager work is a helper of this file making each step's batch for the compiled
+    step (`xb = sample_batch(sub, data)` after `key, sub = split(key)`), fewer than
+    `PREPARATION_OPS` ops a step in all: a training loop sampling its batches, one step a batch.
+    Not one: a key split alone around a compiled step (a rollout), a draw made in the loop
+    itself (a batch-1 simulation drawing a shock per step), and a batch from a function the file
+    does not show (a PINN resampling its collocation points)."""
+    ops = 0
+    batches = False
+    for site in eager:
+        if model.resolve(site.node.func) in apis.KEY_DERIVATIONS:
+            ops += 1
+            continue
+        target = model.callee(site.node, site.function).function
+        if target is None or not prepares_compiled_input(model, site):
+            return False  # a draw in the loop itself (`shock = normal(sub, ...)`) is a step's own work
+        batches = True
+        ops += eager_ops(model, target)
+    return batches and ops < PREPARATION_OPS
 
 
 # JAX namespaces whose functions are array operations the count can stand for.
