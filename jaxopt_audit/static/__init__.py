@@ -15,20 +15,18 @@ from .autofix.codemods import (
     block_until_ready,
     carried_key,
     jit_decorator,
-    rename_deprecated,
-    rename_keyword,
     timeit_block_until_ready,
 )
+from .framework.fix import SAFE, dotted_expression, module_alias
 from .framework.rule import Finding, Fix, Invalid, Report, Rule, Valid
 from .knowledge import apis
 from .knowledge.deprecations import (
     DEPRECATIONS,
-    KEYWORDS_BY_FUNCTION,
-    TREE_MODULE_SINCE,
     Deprecation,
     Keyword,
+    deprecation_fix,
+    deprecation_message,
     lookup,
-    older_spelling,
 )
 from .model import Assignment, Function, Loop, SemanticModel, Site
 from .model.configurations import (
@@ -43,6 +41,11 @@ from .model.demonstrations import (
     shows_same_draw,
     shows_tracing_error,
     teaches_pitfall,
+)
+from .model.deprecated_uses import (
+    deprecated_keyword_uses,
+    deprecated_uses,
+    unevaluated_nodes,
 )
 from .model.eager import (
     WORTH_JIT,
@@ -218,13 +221,18 @@ __all__ = [
     "condition_around",
     "container_annotation",
     "counted_steps",
+    "deprecated_keyword_uses",
+    "deprecated_uses",
     "Deprecation",
+    "deprecation_fix",
+    "deprecation_message",
     "DEPRECATIONS",
     "describe",
     "device_history",
     "differentiates",
     "dispatch_loop",
     "dotted",
+    "dotted_expression",
     "drives_steps",
     "eager_ops",
     "eager_tree_updates",
@@ -267,7 +275,6 @@ __all__ = [
     "jit_wrapper",
     "KeyAnalysis",
     "Keyword",
-    "KEYWORDS_BY_FUNCTION",
     "literal_texts",
     "literal_trip_count",
     "lookup",
@@ -275,9 +282,9 @@ __all__ = [
     "marked_wrong",
     "measured_call",
     "mentions",
+    "module_alias",
     "mutated_params",
     "names_in",
-    "older_spelling",
     "over_structure",
     "own_nodes",
     "per_outer_pass",
@@ -288,8 +295,6 @@ __all__ = [
     "rebound_globals",
     "rebuilt_alike",
     "records_for_rendering",
-    "rename_deprecated",
-    "rename_keyword",
     "renders_each_iteration",
     "Report",
     "returned_per_configuration",
@@ -297,6 +302,7 @@ __all__ = [
     "Rule",
     "runs_compiled_loops",
     "runs_once",
+    "SAFE",
     "SemanticModel",
     "SHORT_LOOP",
     "shows_async_dispatch",
@@ -321,8 +327,8 @@ __all__ = [
     "traced_functions",
     "tracers",
     "traces_as_written",
-    "TREE_MODULE_SINCE",
     "under_memo_guard",
+    "unevaluated_nodes",
     "unsynchronized_work",
     "updates_shared_object",
     "Valid",
