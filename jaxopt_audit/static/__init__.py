@@ -148,6 +148,14 @@ from .model.runs import (
 from .model.shapes import (
     changing_shape,
 )
+from .model.side_effects import (
+    catches_type_error,
+    outer_container,
+    outer_iterator,
+    printed_tracer,
+    same_trace,
+    top_level_call,
+)
 from .model.step_size import (
     CompiledStep,
     small_compiled_steps,
@@ -212,6 +220,7 @@ __all__ = [
     "canonical",
     "carried_key",
     "carried_names",
+    "catches_type_error",
     "changing_shape",
     "child_fields",
     "children",
@@ -285,10 +294,13 @@ __all__ = [
     "module_alias",
     "mutated_params",
     "names_in",
+    "outer_container",
+    "outer_iterator",
     "over_structure",
     "own_nodes",
     "per_outer_pass",
     "prepares_compiled_input",
+    "printed_tracer",
     "read_names",
     "reads_timer",
     "really_traced",
@@ -303,6 +315,7 @@ __all__ = [
     "runs_compiled_loops",
     "runs_once",
     "SAFE",
+    "same_trace",
     "SemanticModel",
     "SHORT_LOOP",
     "shows_async_dispatch",
@@ -324,6 +337,7 @@ __all__ = [
     "timed_regions",
     "TimedRegion",
     "timeit_block_until_ready",
+    "top_level_call",
     "traced_functions",
     "tracers",
     "traces_as_written",

@@ -21,6 +21,7 @@ answers live in the same table (`facts.answers`):
 - `configurations.py`: loops over configurations (a program each) or schedules (one program).
 - `independence.py`: a loop's items, and whether its iterations are independent of each other.
 - `mapped_arguments.py`: which arguments a loop's items reach, and whether vmap can map them.
+- `side_effects.py`: the containers, iterators and prints traced code reaches outside its trace.
 - `deprecated_uses.py`: uses of deprecated, removed and legacy JAX APIs and keywords.
 
 Rules import the model's types from `jaxopt_audit.static` and ask these modules; none walks
