@@ -20,8 +20,9 @@ import libcst as cst
 from ..knowledge.deprecations import DEPRECATIONS, KEYWORDS_BY_FUNCTION, Deprecation, Keyword, lookup
 from ..syntax.names import canonical, dotted
 from ..syntax.walk import child_fields, walk
-from .core import Function, SemanticModel
+from .core import SemanticModel
 from .facts import fact
+from .index import Function
 
 
 class DeprecatedUse(NamedTuple):

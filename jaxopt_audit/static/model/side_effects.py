@@ -12,8 +12,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.walk import walk
-from .core import Function, SemanticModel
+from .core import SemanticModel
 from .enclosing import enclosing_statements
+from .index import Function
 from .traced import is_traced_value
 from .tracers import really_traced
 
