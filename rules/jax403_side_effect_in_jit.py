@@ -17,13 +17,18 @@ from jaxopt_audit.static import (
     SemanticModel,
     Valid,
     apis,
+    catches_type_error,
     describe,
-    enclosing_statements,
     is_traced_value,
     literal_texts,
+    outer_container,
+    outer_iterator,
+    printed_tracer,
     really_traced,
+    same_trace,
     string_value,
     teaches_pitfall,
+    top_level_call,
     walk,
 )
 
@@ -34,8 +39,6 @@ LOGGING_PREFIXES = ("logging.", "absl.logging.")
 # Container methods that store their arguments in the container.
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault",
                              "appendleft", "put", "put_nowait"})
-CONTAINER_FACTORIES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "collections.deque",
-                                 "collections.defaultdict", "collections.OrderedDict", "queue.Queue"})
 
 
 class SideEffectInJit(Rule):
@@ -209,7 +212,7 @@ class SideEffectInJit(Rule):
         if q is not None and q.startswith(LOGGING_PREFIXES):
             return None  # a trace-time log of shapes, once per compilation: the usual intent
         if q in PRINT_FUNCTIONS:
-            traced = _traced_argument(model, call, fn)
+            traced = printed_tracer(model, call, fn)
             fix = "Use `jax.debug.print(\"x={x}\", x=x)`, which prints the values on every call."
             if traced is not None and _logs_shapes(model, fn):
                 return None  # the function prints `.shape`s too: a trace-time shape log, on purpose
@@ -224,7 +227,7 @@ class SideEffectInJit(Rule):
             # expects each call). Alone, constant messages are a trace-time progress log
             # ("Computed gradient."), written to print once
             direct = fn.jitted or bool(fn.transform_roots)
-            if q in PRINT_FUNCTIONS and direct and _plain_message(call) and _top_level(call, fn) \
+            if q in PRINT_FUNCTIONS and direct and _plain_message(call) and top_level_call(call, fn) \
                     and not _announces_tracing(model, fn) and _prints_tracers(model, fn):
                 # advice, not a warning: a trace-time "compiling..." message is sometimes the point
                 return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, runs only when JAX "
@@ -234,7 +237,7 @@ class SideEffectInJit(Rule):
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in STORING_METHODS:
             return None
-        container = _outer_container(model, func.value, fn)
+        container = outer_container(model, func.value, fn)
         if container is None:
             return None
         stored = next((a.value for a in call.args if is_traced_value(model, a.value, fn)), None)
@@ -250,7 +253,7 @@ class SideEffectInJit(Rule):
         if value is None or not is_traced_value(model, value, fn):
             return
         declared = fn.global_names | {n for n in fn.nonlocal_names if fn.parent is not None
-                                      and not _same_trace(model, fn, fn.parent.binding_scope(n))}
+                                      and not same_trace(model, fn, fn.parent.binding_scope(n))}
         written = [t for t in assignment.targets if t in declared]
         if written:
             kind = "global" if written[0] in fn.global_names else "nonlocal"
@@ -259,7 +262,7 @@ class SideEffectInJit(Rule):
                          fix="Return the value from the function instead of writing it to an outer name.")
             return
         if isinstance(node, cst.Subscript):
-            container = _outer_container(model, node.value, fn)
+            container = outer_container(model, node.value, fn)
             if container is not None:
                 yield Report(node, f"`{describe(node)} = ...` stores the traced value `{describe(value)}` in "
                                    f"`{container}`, which lives outside traced `{_name(fn)}`: it runs once at "
@@ -275,73 +278,22 @@ class SideEffectInJit(Rule):
             name = node.value.value
             if name not in fn.params and not fn.bindings(name):
                 continue  # an outer container: handled as an outer write
-            if evidence.name(name, fn, use=node.value) and not _tried_for_the_error(fn, node):
+            if evidence.name(name, fn, use=node.value) and not catches_type_error(fn, node):
                 yield Report(node, f"`{describe(node)} = ...` assigns into JAX array `{name}` in place: JAX arrays "
                                    "are immutable, so this raises TypeError",
                              fix=f"Use `{name} = {name}.at[...].set(value)` (or `.add`, `.min`, ...).",
                              severity="error")
 
 
-def _tried_for_the_error(fn: Function, node: cst.CSTNode) -> bool:
-    """The assignment sits in the body of a `try` whose handler catches the TypeError it raises
-    (`except TypeError:`, `except Exception as e:`, a bare `except:`): a tutorial showing that
-    JAX arrays are immutable."""
-    for block in enclosing_statements(fn, node) or ():
-        if isinstance(block, cst.Try) and any(n is node for n in walk(block.body)):
-            for handler in block.handlers:
-                caught = [] if handler.type is None else [
-                    n.value for n in walk(handler.type) if isinstance(n, cst.Name)]
-                if handler.type is None or {"TypeError", "Exception", "BaseException"} & set(caught):
-                    return True
-    return False
-
-
 def _host_iterator_read(model: SemanticModel, call: cst.Call, fn: Function) -> Report | None:
-    """`next(batches)` on an iterator from outside the traced function: read once, at trace time.
-    An iterator the same trace builds (`keys = iter(random.split(key, n))` read by a tree-mapped
-    lambda) is trace-time structure: each read is a different element, as intended."""
-    if not call.args or not isinstance(call.args[0].value, cst.Name):
-        return None
-    name = call.args[0].value.value
-    if name in fn.params or fn.bindings(name):
-        return None  # a local iterator (`next(iter(tree.values()))`) is trace-time structure
-    scope = fn.binding_scope(name)
-    if scope is None or scope is fn or _same_trace(model, fn, scope):
-        return None
-    values = [a.value for a in scope.bindings(name)]
-    if name not in scope.params and (not values or not all(isinstance(v, cst.Call) for v in values)):
+    """`next(batches)` on an iterator from outside the traced function: read once, at trace time."""
+    name = outer_iterator(model, call, fn)
+    if name is None:
         return None
     return Report(call, f"`{describe(call)}` in `{_name(fn)}`, which JAX traces, reads the host iterator "
                         f"`{name}` once, at trace time: every iteration and every later call of the compiled "
                         "code sees that same element",
                   fix="Read the data outside the traced function and pass it in (stacked, for lax.scan/fori_loop).")
-
-
-def _traced_argument(model: SemanticModel, call: cst.Call, fn: Function) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in ("sep", "end", "file", "flush"):
-            continue
-        value = arg.value
-        if isinstance(value, cst.FormattedString):
-            for part in value.parts:
-                if isinstance(part, cst.FormattedStringExpression) and is_traced_value(model, part.expression, fn):
-                    return part.expression
-        elif is_traced_value(model, value, fn):
-            return value
-    return None
-
-
-def _same_trace(model: SemanticModel, fn: Function, scope: Function | None) -> bool:
-    """`fn` is nested in traced `scope` and runs inside scope's trace: no jit or transform
-    boundary lies between them (a helper called in a Python loop of a jitted function)."""
-    if scope is None or id(scope) not in really_traced(model):
-        return False
-    for current in fn.scopes():
-        if current is scope:
-            return True
-        if current.jitted or current.transform_roots:
-            return False
-    return False
 
 
 def _logs_shapes(model: SemanticModel, fn: Function) -> bool:
@@ -354,15 +306,6 @@ def _logs_shapes(model: SemanticModel, fn: Function) -> bool:
                 for arg in site.node.args for n in walk(arg.value)):
             return True
     return False
-
-
-def _top_level(call: cst.Call, fn: Function) -> bool:
-    """A statement of the function body itself, not a branch (`if static: print("path A")`)."""
-    body = fn.node.body
-    if not isinstance(body, cst.IndentedBlock):
-        return False
-    return any(isinstance(stmt, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Expr) and small.value is call for small in stmt.body) for stmt in body.body)
 
 
 def _plain_message(call: cst.Call) -> bool:
@@ -398,7 +341,7 @@ def _says_tracing(text: str) -> bool:
 
 def _prints_tracers(model: SemanticModel, fn: Function) -> bool:
     """Another print of the function shows a traced value (`print(f" x = {x}")`)."""
-    return any(model.resolve(s.node.func) in PRINT_FUNCTIONS and _traced_argument(model, s.node, fn) is not None
+    return any(model.resolve(s.node.func) in PRINT_FUNCTIONS and printed_tracer(model, s.node, fn) is not None
                for s in fn.calls)
 
 
@@ -410,34 +353,6 @@ def _announces_tracing(model: SemanticModel, fn: Function) -> bool:
             text = _literal_text(site.node)
             if text is not None and _says_tracing(text):
                 return True
-    return False
-
-
-def _outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> str | None:
-    """`history` bound to a list/dict/set outside `fn` (module or enclosing function), or
-    `self.log` set to one at construction."""
-    if isinstance(expr, cst.Name):
-        name = expr.value
-        if name in fn.params or fn.bindings(name):
-            return None
-        scope = fn.binding_scope(name)
-        if scope is None or scope is fn or _same_trace(model, fn, scope):
-            return None
-        values = [a.value for a in scope.bindings(name)]
-        return name if values and all(_is_container(model, v, scope) for v in values) else None
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        cls = next((s.cls for s in fn.scopes() if s.cls is not None), None)
-        owned = cls.attribute_values.get(expr.attr.value, []) if cls is not None else []
-        if owned and all(_is_container(model, v, owner) for v, owner in owned):
-            return f"self.{expr.attr.value}"
-    return None
-
-
-def _is_container(model: SemanticModel, value: cst.BaseExpression | None, scope: Function) -> bool:
-    if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
-        return True
-    if isinstance(value, cst.Call):
-        return model.resolve(value.func) in CONTAINER_FACTORIES
     return False
 
 

@@ -4,29 +4,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import cast
 
 import libcst as cst
 
 from jaxopt_audit.static import (
     DEPRECATIONS,
-    KEYWORDS_BY_FUNCTION,
-    TREE_MODULE_SINCE,
-    Deprecation,
+    SAFE,
+    Fix,
     Invalid,
     Keyword,
     Report,
     Rule,
     SemanticModel,
     Valid,
-    canonical,
-    child_fields,
-    dotted,
+    deprecated_keyword_uses,
+    deprecated_uses,
+    deprecation_fix,
+    deprecation_message,
+    describe,
+    dotted_expression,
     lookup,
-    older_spelling,
-    rename_deprecated,
-    rename_keyword,
-    walk,
+    module_alias,
+    unevaluated_nodes,
 )
 
 
@@ -105,6 +104,21 @@ class DeprecatedApi(Rule):
             key = jax.random.PRNGKey(0)  # <- JAX602
             other = jax.random.PRNGKey(1)
             leaves = jax.tree_util.tree_multimap(lambda a, b: a + b, key, other)  # <- JAX601
+        """, fixed="""
+            import jax
+            from jax import tree_map  # <- JAX601
+            from jax.experimental import host_callback as hcb  # <- JAX601
+
+            def scale(params, factor):
+                return jax.tree.map(lambda p: p * factor, params)  # <- JAX601
+
+            def report(x):
+                hcb.id_print(x)
+                return tree_map(lambda v: v + 1, x)
+
+            key = jax.random.PRNGKey(0)  # <- JAX602
+            other = jax.random.PRNGKey(1)
+            leaves = jax.tree.map(lambda a, b: a + b, key, other)  # <- JAX601
         """),
         Invalid("""
             import jax.numpy as jnp
@@ -114,7 +128,28 @@ class DeprecatedApi(Rule):
                 return isinstance(x, jnp.DeviceArray)  # <- JAX601
 
             step = pjit(lambda x: jnp.trapz(x))  # <- JAX601
+        """, fixed="""
+            import jax.numpy as jnp
+            from jax.experimental.pjit import pjit  # <- JAX601
+
+            def is_array(x):
+                return isinstance(x, jnp.DeviceArray)  # <- JAX601
+
+            step = pjit(lambda x: jnp.trapezoid(x))  # <- JAX601
         """),
+        Invalid("""
+            import jax.numpy as jnp
+
+            def nonnegative_rows(x):
+                bounded = jnp.clip(x, a_min=0.0)  # <- JAX601
+                return jnp.reshape(bounded, newshape=(x.shape[0], -1))  # <- JAX601
+        """, fixed="""
+            import jax.numpy as jnp
+
+            def nonnegative_rows(x):
+                bounded = jnp.clip(x, min=0.0)  # <- JAX601
+                return jnp.reshape(bounded, shape=(x.shape[0], -1))  # <- JAX601
+        """, note="removed keywords whose replacement takes the same value: renamed by --fix"),
     ]
     VALID = [
         Valid("""
@@ -134,73 +169,27 @@ class DeprecatedApi(Rule):
         """),
     ]
 
-    def fix(self, model: SemanticModel, report: Report):
+    def fix(self, model: SemanticModel, report: Report) -> Fix | None:
         if isinstance(report.node, cst.Arg):
-            return rename_keyword(report.node, _keyword_entry(model, report.node))
-        return rename_deprecated(model, report.node)
+            keyword = next((k for a, k in deprecated_keyword_uses(model) if a is report.node), None)
+            return _rename_keyword(report.node, keyword)
+        return _rename_deprecated(model, report.node)
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        unevaluated_at: dict[int, str] | None = None
-        for node, entry, spelled in _find(model):
+        for node, entry, spelled in deprecated_uses(model):
             if entry.status == "legacy":  # legacy advice is JAX602's, opt-in
                 continue
             # under `from __future__ import annotations` an annotation is never evaluated: a
             # removed name there fails no run, though type checkers and doc tools still read it
-            if entry.status == "removed" and unevaluated_at is None:
-                unevaluated_at = _unevaluated_nodes(model.module)  # only files with a removed name pay the walk
-            unevaluated = None if unevaluated_at is None else unevaluated_at.get(id(node))
-            evaluated = unevaluated is None
+            # (only files with a removed name pay that walk)
+            unevaluated = unevaluated_nodes(model).get(id(node)) if entry.status == "removed" else None
             imported = isinstance(node, (cst.ImportAlias, cst.ImportFrom))
-            yield Report(node, _message(entry, spelled, unevaluated), fix=_fix(entry, imported),
-                         severity="warning" if entry.status == "removed" and evaluated else "info")
-        for arg, keyword in _keyword_uses(model):
+            yield Report(node, deprecation_message(entry, spelled, unevaluated),
+                         fix=deprecation_fix(entry, imported),
+                         severity="warning" if entry.status == "removed" and unevaluated is None else "info")
+        for arg, keyword in deprecated_keyword_uses(model):
             yield Report(arg, _keyword_message(keyword), fix=_keyword_fix(keyword),
                          severity="warning" if keyword.status == "removed" else "info")
-
-
-# Every listed keyword, spelled as passed: files without one skip the walk over their calls.
-_KEYWORD_SPELLED = re.compile(r"\b(?:" + "|".join(
-    sorted({k for table in KEYWORDS_BY_FUNCTION.values() for k in table})) + r")\s*=")
-
-
-def _called_function(model: SemanticModel, call: cst.Call) -> str | None:
-    """`jnp.clip(...)` -> jax.numpy.clip; `partial(jax.jit, ...)` -> jax.jit (its keywords are jit's)."""
-    q = model.resolve(call.func)
-    if q == "functools.partial" and call.args:
-        q = model.resolve(call.args[0].value)
-    return q
-
-
-def _keyword_uses(model: SemanticModel) -> Iterator[tuple[cst.Arg, Keyword]]:
-    """Calls of a listed function that pass one of its removed or deprecated keywords."""
-    if model.source is not None and _KEYWORD_SPELLED.search(model.source) is None:
-        return
-    for fn in model.functions:
-        for site in fn.calls:
-            table = KEYWORDS_BY_FUNCTION.get(_called_function(model, site.node) or "")
-            if table is None:
-                continue
-            for arg in site.node.args:
-                if arg.keyword is None or arg.keyword.value not in table:
-                    continue
-                keyword = table[arg.keyword.value]
-                if keyword.status == "deprecated" and _forwards_nothing(arg.value, fn):
-                    continue  # JAX warns only when a value is given
-                yield arg, keyword
-
-
-def _forwards_nothing(value: cst.BaseExpression, fn) -> bool:
-    """`device=None`, or `device=device` forwarding a wrapper's own parameter (None unless its
-    caller passes one: the caller's call is where the deprecated use would be)."""
-    return isinstance(value, cst.Name) and (value.value == "None" or value.value in fn.params)
-
-
-def _keyword_entry(model: SemanticModel, arg: cst.Arg) -> Keyword | None:
-    return next((k for a, k in _keyword_uses(model) if a is arg), None)
-
-
-def _plain_name(replacement: str) -> bool:
-    return replacement.isidentifier()
 
 
 def _keyword_message(keyword: Keyword) -> str:
@@ -209,7 +198,7 @@ def _keyword_message(keyword: Keyword) -> str:
         what = "was removed from JAX: the call fails with TypeError on current versions"
     else:
         what = "is deprecated in JAX and will be removed"
-    if _plain_name(keyword.replacement):
+    if keyword.replacement.isidentifier():
         return f"{subject} {what}; pass `{keyword.replacement}=` instead (same meaning)"
     if keyword.replacement.startswith("nothing: "):
         return f"{subject} {what}; drop it and {keyword.replacement[len('nothing: '):]}"
@@ -217,266 +206,79 @@ def _keyword_message(keyword: Keyword) -> str:
 
 
 def _keyword_fix(keyword: Keyword) -> str:
-    if _plain_name(keyword.replacement):
+    if keyword.replacement.isidentifier():
         return f"Rename the keyword: `{keyword.keyword}=` -> `{keyword.replacement}=`."
     if keyword.replacement.startswith("nothing: "):
         return f"Drop `{keyword.keyword}=` and {keyword.replacement[len('nothing: '):]}."
     return f"Replace `{keyword.keyword}=` with {keyword.replacement}."
 
 
-def _unevaluated_nodes(module: cst.Module) -> dict[int, str]:
-    """Ids of the nodes no run evaluates, with where they sit: inside annotations when the module
-    postpones their evaluation, and inside `if TYPE_CHECKING:` blocks (an import of the
-    removed `jaxlib.xla_extension` for a type hint)."""
-    out: dict[int, str] = {}
-    for block in walk(module):
-        if isinstance(block, cst.If) and isinstance(block.test, (cst.Name, cst.Attribute)) \
-                and (dotted(block.test) or "").rsplit(".", 1)[-1] == "TYPE_CHECKING":
-            out.update((id(n), "in an `if TYPE_CHECKING:` block") for n in walk(block.body))
-    imports = [s for line in module.body if isinstance(line, cst.SimpleStatementLine) for s in line.body
-               if isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"]
-    if any(not isinstance(s.names, cst.ImportStar) and any(a.evaluated_name == "annotations" for a in s.names)
-           for s in imports):
-        out.update((id(n), "in an annotation that `from __future__ import annotations` leaves unevaluated")
-                   for a in walk(module) if isinstance(a, cst.Annotation) for n in walk(a.annotation))
-    return out
+# ---------------------------------------------------------------------------------- the fixes
+
+_DOTTED = re.compile(r"jax(?:\.\w+)+")
+# Listed replacements that are not drop-in renames: the migrations the data describes (a
+# `caveat`: in1d flattens, device_put_replicated stacks, shard_map's keywords), and the others
+# below (sph_harm's argument order, a module replaced by a class, a flag turned into a context
+# manager).
+_NOT_DROP_IN = frozenset({
+    "jax.experimental.enable_x64", "jax.lib.xla_bridge", "jax.linear_util", "jax.core.get_aval",
+    "jax.abstract_arrays", "jax.experimental.global_device_array", "jax.random.default_prng_impl",
+    "jax.scipy.special.sph_harm", "jax.experimental.pallas.debug_checks_enabled",
+}) | {entry.name for entry in DEPRECATIONS if entry.caveat}
 
 
-_LAST_SEGMENT = re.compile(r"\b(?:" + "|".join(sorted({re.escape(e.name.rsplit(".", 1)[-1]) for e in DEPRECATIONS},
-                                                       key=len, reverse=True)) + r")\b")
-# The last segment of every listed name: a use spells it, so a chain naming none cannot match.
-_LAST_SEGMENTS = frozenset(entry.name.rsplit(".", 1)[-1] for entry in DEPRECATIONS)
-# Leaves and literals: nothing below them can name an API.
-_LEAVES = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Pass,
-                     cst.Break, cst.Continue, cst.Ellipsis, cst.Global, cst.Nonlocal})
-
-
-def _node_types(base: type) -> set[type]:
-    out: set[type] = {base}
-    subclasses: list[type] = base.__subclasses__()
-    for sub in subclasses:
-        out |= _node_types(sub)
-    return out
-
-
-# Node types worth entering (exact types: libcst's ABC isinstance checks dominate a walk).
-_BRANCHES = frozenset(t for t in _node_types(cst.CSTNode) if t not in _LEAVES)
-
-
-def _find(model: SemanticModel) -> list[tuple[cst.CSTNode, Deprecation, str]]:
-    """(node, entry, resolved name) for every spelled use, in source order."""
-    found: list[tuple[cst.CSTNode, Deprecation, str]] = []
-    if not any(q.split(".", 1)[0] in ("jax", "jaxlib") for q in model.imports.bound.values()):
-        return found  # every deprecated name resolves through an import of jax
-    if model.source is not None and _LAST_SEGMENT.search(model.source) is None:
-        return found  # every use spells the listed name's last segment, in an import or an attribute
-    found = _walk(model, model.module)
-    restored = _restored(model) if found else set()
-    return [use for use in found if use[2] not in restored]
-
-
-def _restored(model: SemanticModel) -> set[str]:
-    """Removed names the file puts back (`random.KeyArray = jax.Array`, a shim so an old library
-    keeps importing): the assignment is no use, and uses after it find the name."""
-    out: set[str] = set()
-    for node in walk(model.module):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Attribute):
-                    q = model.imports.resolve(target.target)
-                    if q is not None and lookup(q) is not None:
-                        out.add(q)
-    return out
-
-
-def _walk(model: SemanticModel, root: cst.CSTNode) -> list[tuple[cst.CSTNode, Deprecation, str]]:
-    found: list[tuple[cst.CSTNode, Deprecation, str]] = []
-    stack: list[cst.CSTNode] = [root]
-    while stack:
-        node = stack.pop()
-        t = type(node)
-        if t in _LEAVES:
-            continue
-        # dispatch on the exact type, as the model does; cast() records what the test established
-        if t is cst.Attribute:
-            attribute = cast(cst.Attribute, node)
-            hit = _attribute_use(model, attribute)
-            if hit is not None:
-                found.append(hit)
-                continue
-            if dotted(attribute) is not None:
-                continue  # a plain dotted name: its sub-chains were checked with it
-        elif t is cst.Import or t is cst.ImportFrom:
-            found.extend(_import_uses(cast("cst.Import | cst.ImportFrom", node)))
-            continue
-        elif t is cst.If and _is_version_check(cast(cst.If, node).test):
-            continue  # `if hasattr(jax, "typeof"): ... else: jax.core.get_aval(x)`: handled on purpose
-        elif (t is cst.Try or t is cst.TryStar) and _catches_missing_api(cast("cst.Try | cst.TryStar", node)):
-            tried = cast("cst.Try | cst.TryStar", node)
-            # version-compatibility code: the body tries one spelling and the handlers hold the
-            # other (old first and new as the fallback, or the reverse); only else/finally run
-            # whatever the JAX version. Unless every spelling is gone (`sharded_jit`'s
-            # PartitionSpec, then `pxla`'s): then the last handler's error escapes.
-            handlers = [_walk(model, handler.body) for handler in tried.handlers]
-            if handlers and all(_removes(uses) for uses in handlers) and _removes(_walk(model, tried.body)):
-                found.extend(use for uses in handlers for use in uses)
-            stack.extend(reversed([n for n in (tried.orelse, tried.finalbody) if n is not None]))
-            continue
-        pushed: list[cst.CSTNode] = []
-        for name in child_fields(t):
-            value = getattr(node, name)
-            vt = type(value)
-            if vt is tuple or vt is list:
-                pushed.extend(v for v in value if type(v) in _BRANCHES)
-            elif vt in _BRANCHES:
-                pushed.append(value)
-        pushed.reverse()
-        stack.extend(pushed)
-    return found
-
-
-def _attribute_use(model: SemanticModel, node: cst.Attribute) -> tuple[cst.CSTNode, Deprecation, str] | None:
-    """The longest sub-chain of `a.b.c.d` that names a listed API where its last segment is spelled
-    (an imported alias is reported at its import instead)."""
-    spelled = _attribute_names(node)
-    if spelled.isdisjoint(_LAST_SEGMENTS):
+def _rename_deprecated(model: SemanticModel, node: cst.CSTNode) -> Fix | None:
+    """`jax.tree_map(...)` -> `jax.tree.map(...)`, `jnp.trapz` -> `jnp.trapezoid`: the attribute
+    as spelled, re-spelled to the current name of the same function. Imports (`from jax import
+    tree_map`) are left alone: renaming them means renaming every use."""
+    if not isinstance(node, cst.Attribute):
         return None
-    current: cst.BaseExpression = node
-    while isinstance(current, cst.Attribute):
-        q = model.imports.resolve(current)  # the name as spelled, not what the model reads it as
-        entry = lookup(q) if q is not None else None
-        if q is not None and entry is not None and entry.name.rsplit(".", 1)[-1] in _attribute_names(current):
-            return current, entry, q
-        current = current.value
+    qualified = model.resolve(node)
+    entry = lookup(qualified) if qualified else None
+    if entry is None or entry.status == "legacy" or entry.name in _NOT_DROP_IN \
+            or not _DOTTED.fullmatch(entry.replacement) or entry.name.startswith("jax.interpreters.pxla."):
+        return None
+    # The reported chain may go on past the listed name (`pltpu.DeviceIdType.MESH`): rewrite the
+    # part that spells it.
+    while isinstance(node, cst.Attribute) and model.resolve(node) != entry.name:
+        node = node.value
+    if not isinstance(node, cst.Attribute):
+        return None
+    module, _, last = entry.replacement.rpartition(".")
+    spelled = _module_spelling(model, node.value, module)
+    if spelled is None:
+        return None
+    new = node.with_changes(value=spelled, attr=cst.Name(last))
+    return Fix(SAFE, ((node, new),), f"`{describe(node)}` -> `{describe(new)}`")
+
+
+def _rename_keyword(arg: cst.Arg, keyword: Keyword | None) -> Fix | None:
+    """`jnp.clip(x, a_min=0)` -> `jnp.clip(x, min=0)`: a removed keyword whose replacement takes
+    the same value. None when the replacement is not a plain keyword."""
+    if keyword is None or arg.keyword is None or not keyword.replacement.isidentifier():
+        return None
+    new = arg.with_changes(keyword=cst.Name(keyword.replacement))
+    return Fix(SAFE, ((arg, new),), f"`{arg.keyword.value}=` -> `{keyword.replacement}=`")
+
+
+# Modules that `import jax` loads, so `jax.<module>.<name>` works with no import of its own.
+_LOADED_BY_JAX = frozenset({"jax", "jax.tree", "jax.tree_util", "jax.numpy", "jax.random", "jax.lax",
+                            "jax.core", "jax.errors", "jax.sharding", "jax.nn"})
+
+
+def _module_spelling(model: SemanticModel, spelled: cst.BaseExpression, module: str) -> cst.BaseExpression | None:
+    """How to spell `module` here: the user's own prefix when it is that module (or a module
+    it contains that `import jax` loads), else a name bound to it, else `jax.` when loaded."""
+    prefix = model.resolve(spelled)
+    if prefix == module:
+        return spelled
+    if prefix and module.startswith(prefix + ".") and module in _LOADED_BY_JAX:
+        return dotted_expression(spelled, module[len(prefix) + 1:])
+    alias = module_alias(model, module)
+    if alias is not None:
+        return cst.Name(alias)
+    jax_alias = module_alias(model, "jax")
+    if jax_alias is not None and module in _LOADED_BY_JAX:
+        return dotted_expression(cst.Name(jax_alias), module[len("jax"):].lstrip(".")) if module != "jax" \
+            else cst.Name(jax_alias)
     return None
-
-
-def _import_uses(node: cst.Import | cst.ImportFrom) -> list[tuple[cst.CSTNode, Deprecation, str]]:
-    out: list[tuple[cst.CSTNode, Deprecation, str]] = []
-    if isinstance(node, cst.Import):
-        for alias in node.names:
-            name = canonical(dotted(alias.name) or "")
-            entry = lookup(name)
-            if entry is not None:
-                out.append((alias, entry, name))
-        return out
-    if node.relative or node.module is None:
-        return out
-    module = canonical(dotted(node.module) or "")
-    module_entry = lookup(module)
-    if isinstance(node.names, cst.ImportStar):
-        return [(node, module_entry, module)] if module_entry is not None else out
-    for alias in node.names:
-        name = canonical(f"{module}.{dotted(alias.name)}")
-        entry = lookup(name)
-        if entry is not None and entry is not module_entry:
-            out.append((alias, entry, name))
-    if module_entry is not None and len(out) < len(node.names):
-        # a removed module: its own advice, unless every name imported has a listed replacement
-        # of its own (`from jaxlib.xla_extension import DeviceArray` -> `jax.Array`)
-        return [(node, module_entry, module)]
-    return out
-
-
-def _is_version_check(test: cst.BaseExpression) -> bool:
-    """A test that selects code by JAX version or by what the installed JAX provides."""
-    for node in walk(test):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr":
-            return True
-        if isinstance(node, cst.Name) and "version" in node.value.lower():
-            return True
-        if isinstance(node, cst.Attribute) and "version" in node.attr.value.lower():
-            return True
-    return False
-
-
-def _removes(uses: list[tuple[cst.CSTNode, Deprecation, str]]) -> bool:
-    return any(entry.status == "removed" for _, entry, _ in uses)
-
-
-def _catches_missing_api(node: cst.Try | cst.TryStar) -> bool:
-    """`try: from jax.experimental import maps` / `except ImportError:`: a deliberate fallback.
-    A broad handler (`except Exception:`, bare `except:`) counts when the body only imports:
-    then what it catches is a missing name. Around other code it may be catching anything."""
-    imports_only = all(isinstance(line, cst.SimpleStatementLine)
-                       and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body)
-                       for line in node.body.body)
-    for handler in node.handlers:
-        if handler.type is None:
-            if imports_only:
-                return True
-            continue
-        names = {n.value for n in walk(handler.type) if isinstance(n, cst.Name)}
-        if names & {"ImportError", "ModuleNotFoundError", "AttributeError"}:
-            return True
-        if imports_only and names & {"Exception", "BaseException"}:
-            return True
-    return False
-
-
-def _attribute_names(node: cst.Attribute) -> set[str]:
-    names: set[str] = set()
-    current: cst.BaseExpression = node
-    while isinstance(current, cst.Attribute):
-        names.add(current.attr.value)
-        current = current.value
-    return names
-
-
-def _message(entry: Deprecation, spelled: str, unevaluated: str | None = None) -> str:
-    subject = f"`{entry.name}`" if spelled == entry.name else f"`{spelled}` (from `{entry.name}`)"
-    if entry.status == "removed" and unevaluated is not None:
-        what = (f"was removed from JAX; {unevaluated} it fails no run, but type checkers and documentation "
-                "tools reject it")
-    elif entry.status == "removed":
-        what = "was removed from JAX: it fails with AttributeError or ImportError on current versions"
-    elif entry.status == "deprecated":
-        what = "is deprecated in JAX and will be removed"
-    else:
-        what = "is a legacy API that JAX recommends replacing"
-    if not entry.replacement:
-        return f"{subject} {what}; JAX plans no replacement"
-    if entry.replacement.startswith(_NOTHING):
-        # "nothing: drop the call": what to do, not an API to use instead
-        why = f" ({entry.caveat})" if entry.caveat else ""
-        return f"{subject} {what}; nothing replaces it: {entry.replacement[len(_NOTHING):]}{why}"
-    if entry.caveat:
-        return f"{subject} {what}; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
-    older = older_spelling(entry.replacement)
-    if older is not None:
-        return (f"{subject} {what}; use {_code(entry.replacement)} instead (JAX {TREE_MODULE_SINCE} or newer; "
-                f"`{older}` works on older versions too)")
-    return f"{subject} {what}; use {_code(entry.replacement)} instead"
-
-
-_NOTHING = "nothing: "
-
-
-def _code(replacement: str) -> str:
-    """Backticks around API names, not around prose ("nothing: drop the call")."""
-    if replacement.startswith(("nothing", "the same", "pass ")):
-        return replacement
-    parts = replacement.split(", or ") if ", or " in replacement else replacement.split(" or ")
-    if len(parts) > 1:
-        return " or ".join(_code(p) for p in parts)
-    if "," in replacement and "(" not in replacement:
-        return ", ".join(_code(p.strip()) for p in replacement.split(","))
-    if replacement.startswith(("jax", "x.", "-", "optax", "flax")) and " with " not in replacement \
-            and " and " not in replacement and " in " not in replacement:
-        return f"`{replacement}`"
-    return replacement
-
-
-def _fix(entry: Deprecation, imported: bool = False) -> str:
-    if not entry.replacement:
-        return f"Remove the use of `{entry.name}`; JAX offers no replacement."
-    if entry.replacement.startswith(_NOTHING):
-        step = entry.replacement[len(_NOTHING):]
-        return f"{step[0].upper()}{step[1:]}" + (f": {entry.caveat}." if entry.caveat else ".")
-    if imported and not entry.caveat and re.fullmatch(r"[\w.]+", entry.replacement):
-        # `from jax import tree_map`: the name is bound here and used elsewhere in the file
-        return (f"Change the import to `{entry.replacement}` (instead of `{entry.name}`); where the "
-                "imported name changes, update its uses in the file.")
-    if entry.caveat:
-        return f"Migrate from `{entry.name}` to {_code(entry.replacement)}: {entry.caveat}."
-    return f"Replace `{entry.name}` with {_code(entry.replacement)}."

@@ -6,14 +6,16 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from jaxopt_audit.rules.jax601_deprecated_api import _find, _fix, _message
 from jaxopt_audit.static import (
+    Deprecation,
     Invalid,
     Report,
     Rule,
     SemanticModel,
     Valid,
-    lookup,
+    deprecated_uses,
+    deprecation_fix,
+    deprecation_message,
 )
 
 
@@ -77,12 +79,10 @@ class LegacyApi(Rule):
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
-        first: dict[str, list[cst.CSTNode]] = {}
-        for node, entry, _spelled in _find(model):
-            if entry.status == "legacy":
-                first.setdefault(entry.name, []).append(node)
-        for name, nodes in first.items():
-            entry = lookup(name)
-            assert entry is not None
+        uses: dict[Deprecation, list[cst.CSTNode]] = {}
+        for use in deprecated_uses(model):
+            if use.entry.status == "legacy":
+                uses.setdefault(use.entry, []).append(use.node)
+        for entry, nodes in uses.items():
             more = f" ({len(nodes)} uses in this file)" if len(nodes) > 1 else ""
-            yield Report(nodes[0], _message(entry, name) + more, fix=_fix(entry))
+            yield Report(nodes[0], deprecation_message(entry, entry.name) + more, fix=deprecation_fix(entry))

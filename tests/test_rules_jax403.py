@@ -302,3 +302,45 @@ def test_an_in_place_assignment_tried_for_its_error_shows_immutability():
     assert found(source.replace("{caught}", "TypeError")) == []
     assert found(source.replace("{caught}", "Exception as e")) == []
     assert found(source.replace("{caught}", "KeyError")) == [(5, "error")]
+
+
+def test_what_lies_outside_a_trace_is_asked_of_the_model():
+    import textwrap
+
+    import libcst as cst
+
+    from jaxopt_audit.static import SemanticModel, outer_container, outer_iterator, same_trace
+
+    source = textwrap.dedent("""
+        import jax
+
+        history = []
+        batches = iter(range(3))
+
+        @jax.jit
+        def outer(x):
+            seen = []
+
+            def inner(y):
+                seen.append(y)
+                history.append(y)
+                return y + next(batches)
+
+            @jax.jit
+            def compiled(z):
+                seen.append(z)
+                return z
+
+            return inner(x) + compiled(x)
+    """)
+    model = SemanticModel(cst.parse_module(source), source=source)
+    fns = {fn.name: fn for fn in model.functions}
+    inner, compiled, outer = fns["inner"], fns["compiled"], fns["outer"]
+    assert same_trace(model, inner, outer)  # called in outer's trace
+    assert not same_trace(model, compiled, outer)  # its own jit: its own trace
+    stores = {fn.name: [s.node for s in fn.calls if isinstance(s.node.func, cst.Attribute)
+                        and s.node.func.attr.value == "append"] for fn in (inner, compiled)}
+    assert [outer_container(model, c.func.value, inner) for c in stores["inner"]] == [None, "history"]
+    assert [outer_container(model, c.func.value, compiled) for c in stores["compiled"]] == ["seen"]
+    read = next(s.node for s in inner.calls if model.resolve(s.node.func) == "builtins.next")
+    assert outer_iterator(model, read, inner) == "batches"

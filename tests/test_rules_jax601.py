@@ -188,6 +188,31 @@ def test_legacy_apis_are_jax602_advice_once_per_file():
     assert "(2 uses in this file)" in found[0][2] and "jax.random.key" in found[0][2]
 
 
+def test_both_rules_ask_one_deprecations_api_and_split_its_uses_by_status():
+    import libcst as cst
+
+    from jaxopt_audit.static import SemanticModel, deprecated_uses
+
+    source = textwrap.dedent(LEGACY_SOURCE) + "leaves = jax.tree_leaves({})\n"
+    model = SemanticModel(cst.parse_module(source), source=source)
+    uses = deprecated_uses(model)
+    assert [u.entry.name for u in uses] == ["jax.random.PRNGKey"] * 2 + ["jax.pmap"] * 2 + ["jax.tree_leaves"]
+    assert deprecated_uses(model) is uses  # asked once per model: the second rule shares the answer
+    deprecated = [r.node for rule in RULE for r in rule().check(model)]
+    legacy = [r.node for rule in LEGACY for r in rule().check(model)]
+    assert deprecated == [uses[-1].node]
+    assert legacy == [uses[0].node, uses[2].node]  # the first use of each legacy API
+
+
+def test_no_rule_imports_another_rule():
+    from pathlib import Path
+
+    rules_dir = Path(__file__).resolve().parent.parent / "rules"
+    offences = [p.name for p in sorted(rules_dir.glob("jax*.py"))
+                if re.search(r"^\s*(from|import)\s+(jaxopt_audit\.)?rules\b", p.read_text(), re.M)]
+    assert offences == []
+
+
 def test_legacy_notice_is_off_by_default_and_on_by_its_code(tmp_path):
     import textwrap
 

@@ -12,10 +12,6 @@ built from. Its parts, each importing only the ones listed before it:
 """
 
 
-from .autofix.codemods import (
-    rename_deprecated,
-    rename_keyword,
-)
 from .framework.fix import (
     SAFE,
     UNSAFE,
@@ -34,12 +30,11 @@ from .framework.rule import (
 from .knowledge import apis
 from .knowledge.deprecations import (
     DEPRECATIONS,
-    KEYWORDS_BY_FUNCTION,
-    TREE_MODULE_SINCE,
     Deprecation,
     Keyword,
+    deprecation_fix,
+    deprecation_message,
     lookup,
-    older_spelling,
 )
 from .model.configurations import (
     closes_over_configuration,
@@ -56,6 +51,11 @@ from .model.demonstrations import (
     shows_same_draw,
     shows_tracing_error,
     teaches_pitfall,
+)
+from .model.deprecated_uses import (
+    deprecated_keyword_uses,
+    deprecated_uses,
+    unevaluated_nodes,
 )
 from .model.eager import (
     WORTH_JIT,
@@ -183,6 +183,14 @@ from .model.runs import (
 from .model.shapes import (
     changing_shape,
 )
+from .model.side_effects import (
+    catches_type_error,
+    outer_container,
+    outer_iterator,
+    printed_tracer,
+    same_trace,
+    top_level_call,
+)
 from .model.step_size import (
     CompiledStep,
     compiled_training_loop,
@@ -262,6 +270,7 @@ __all__ = [
     "calls_in_order",
     "canonical",
     "carried_names",
+    "catches_type_error",
     "changing_shape",
     "checks_every_result",
     "child_fields",
@@ -274,7 +283,11 @@ __all__ = [
     "condition_around",
     "container_annotation",
     "counted_steps",
+    "deprecated_keyword_uses",
+    "deprecated_uses",
     "Deprecation",
+    "deprecation_fix",
+    "deprecation_message",
     "DEPRECATIONS",
     "descent_step",
     "describe",
@@ -332,7 +345,6 @@ __all__ = [
     "jit_wrapper",
     "key_reuses",
     "Keyword",
-    "KEYWORDS_BY_FUNCTION",
     "literal_texts",
     "literal_trip_count",
     "lookup",
@@ -347,22 +359,22 @@ __all__ = [
     "names_in",
     "no_new_trace_findings",
     "numpy_origin",
-    "older_spelling",
     "one_off_first_run",
     "one_splits_first",
     "only_measured",
+    "outer_container",
+    "outer_iterator",
     "over_structure",
     "own_nodes",
     "per_outer_pass",
     "prepares_compiled_input",
+    "printed_tracer",
     "read_names",
     "reads_timer",
     "really_traced",
     "rebound_globals",
     "rebuilt_alike",
     "records_for_rendering",
-    "rename_deprecated",
-    "rename_keyword",
     "Report",
     "result_unread",
     "returned_per_configuration",
@@ -371,6 +383,7 @@ __all__ = [
     "runs_a_step",
     "runs_once",
     "SAFE",
+    "same_trace",
     "SemanticModel",
     "SHORT_LOOP",
     "shows_async_dispatch",
@@ -395,10 +408,11 @@ __all__ = [
     "timeit_statement",
     "times_whole_run",
     "timing_magic",
+    "top_level_call",
     "traced_functions",
     "tracers",
-    "TREE_MODULE_SINCE",
     "under_memo_guard",
+    "unevaluated_nodes",
     "UNSAFE",
     "unsynchronized_work",
     "updates_shared_object",

@@ -1,3 +1,3 @@
 """`scan --fix` / `--diff`: apply the rules' fixes to files in rounds (`apply.py`), notebooks
-cell by cell (`notebook.py`), and say what changed (`run.py`). The rules build their fixes with
-`static/framework/fix.py`; the codemods shared by several rules are in `codemods.py`."""
+cell by cell (`notebook.py`), and say what changed (`run.py`). Each rule builds its own fix,
+beside its check, from the helpers of `static/framework/fix.py`."""

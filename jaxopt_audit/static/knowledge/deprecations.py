@@ -12,10 +12,14 @@ JAX must be here with the same status, every "removed" name must fail to resolve
 Statuses: "removed" (AttributeError/ImportError on current JAX: reported as a warning),
 "deprecated" (still works, warns), "legacy" (works without a warning, but JAX recommends the
 replacement: reported once per file, as advice). Data only: `scan` never imports JAX.
+
+The wording of the advice about an entry (`deprecation_message`, `deprecation_fix`) lives here,
+with the data it reads: JAX601 and JAX602 both say it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 
@@ -341,3 +345,67 @@ def lookup(qualname: str) -> Deprecation | None:
         if found is not None:
             return found
     return None
+
+
+_NOTHING = "nothing: "
+
+
+def deprecation_message(entry: Deprecation, spelled: str, unevaluated: str | None = None) -> str:
+    """What a use of `entry`, spelled `spelled`, does on current JAX and what to use instead.
+    `unevaluated` says where the use sits when no run evaluates it (a removed name there fails
+    no run)."""
+    subject = f"`{entry.name}`" if spelled == entry.name else f"`{spelled}` (from `{entry.name}`)"
+    if entry.status == "removed" and unevaluated is not None:
+        what = (f"was removed from JAX; {unevaluated} it fails no run, but type checkers and documentation "
+                "tools reject it")
+    elif entry.status == "removed":
+        what = "was removed from JAX: it fails with AttributeError or ImportError on current versions"
+    elif entry.status == "deprecated":
+        what = "is deprecated in JAX and will be removed"
+    else:
+        what = "is a legacy API that JAX recommends replacing"
+    if not entry.replacement:
+        return f"{subject} {what}; JAX plans no replacement"
+    if entry.replacement.startswith(_NOTHING):
+        # "nothing: drop the call": what to do, not an API to use instead
+        why = f" ({entry.caveat})" if entry.caveat else ""
+        return f"{subject} {what}; nothing replaces it: {entry.replacement[len(_NOTHING):]}{why}"
+    if entry.caveat:
+        return f"{subject} {what}; use {_code(entry.replacement)} instead (not a rename: {entry.caveat})"
+    older = older_spelling(entry.replacement)
+    if older is not None:
+        return (f"{subject} {what}; use {_code(entry.replacement)} instead (JAX {TREE_MODULE_SINCE} or newer; "
+                f"`{older}` works on older versions too)")
+    return f"{subject} {what}; use {_code(entry.replacement)} instead"
+
+
+def deprecation_fix(entry: Deprecation, imported: bool = False) -> str:
+    """The one-line fix advice for a use of `entry`; `imported` when the use is an import (then
+    the name bound there is used elsewhere in the file)."""
+    if not entry.replacement:
+        return f"Remove the use of `{entry.name}`; JAX offers no replacement."
+    if entry.replacement.startswith(_NOTHING):
+        step = entry.replacement[len(_NOTHING):]
+        return f"{step[0].upper()}{step[1:]}" + (f": {entry.caveat}." if entry.caveat else ".")
+    if imported and not entry.caveat and re.fullmatch(r"[\w.]+", entry.replacement):
+        # `from jax import tree_map`: the name is bound here and used elsewhere in the file
+        return (f"Change the import to `{entry.replacement}` (instead of `{entry.name}`); where the "
+                "imported name changes, update its uses in the file.")
+    if entry.caveat:
+        return f"Migrate from `{entry.name}` to {_code(entry.replacement)}: {entry.caveat}."
+    return f"Replace `{entry.name}` with {_code(entry.replacement)}."
+
+
+def _code(replacement: str) -> str:
+    """Backticks around API names, not around prose ("nothing: drop the call")."""
+    if replacement.startswith(("nothing", "the same", "pass ")):
+        return replacement
+    parts = replacement.split(", or ") if ", or " in replacement else replacement.split(" or ")
+    if len(parts) > 1:
+        return " or ".join(_code(p) for p in parts)
+    if "," in replacement and "(" not in replacement:
+        return ", ".join(_code(p.strip()) for p in replacement.split(","))
+    if replacement.startswith(("jax", "x.", "-", "optax", "flax")) and " with " not in replacement \
+            and " and " not in replacement and " in " not in replacement:
+        return f"`{replacement}`"
+    return replacement

@@ -27,6 +27,8 @@ answers live in the same table (`facts.answers`):
 - `mapped_arguments.py`: which arguments a loop's items reach, and whether vmap can map them.
 - `key_pairs.py`: whether two uses of one key draw numbers that matter together.
 - `gradients.py`: where gradients are computed, the names that hold them, a descent step's shape.
+- `side_effects.py`: the containers, iterators and prints traced code reaches outside its trace.
+- `deprecated_uses.py`: uses of deprecated, removed and legacy JAX APIs and keywords.
 
 Rules import the model's types from `jaxopt_audit.static` and ask these modules; none walks
 scopes or lists API names of its own (those live in `static/knowledge/apis.py`).
