@@ -90,12 +90,14 @@ def assert_scans(files: dict[str, bytes]) -> None:
         assert any(Path(f.path).name == "good.py" for f in result.findings)
 
 
+@pytest.mark.slow
 @settings(max_examples=_examples(25))
 @given(source=hypothesmith.from_grammar())
 def test_generated_python_from_the_grammar(source: str) -> None:
     assert_scans({"generated.py": source.encode("utf-8", "surrogatepass")})
 
 
+@pytest.mark.slow
 @settings(max_examples=_examples(5))
 @given(source=hypothesmith.from_node())
 def test_generated_python_from_libcst_nodes(source: str) -> None:
@@ -148,6 +150,7 @@ def mutated_real_file(draw) -> bytes:
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=_examples(60))
 @given(data=mutated_real_file())
 def test_mutated_real_files(data: bytes) -> None:

@@ -43,6 +43,7 @@ def _good_files(folder: Path, count: int = 8) -> None:
 
 # ---------------------------------------------------------------- per-file isolation
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_deeply_nested_files_are_scanned_beside_good_ones(tmp_path, jobs):
     _good_files(tmp_path)
@@ -54,6 +55,7 @@ def test_deeply_nested_files_are_scanned_beside_good_ones(tmp_path, jobs):
     assert {Path(f.path).name for f in result.findings} == {f"good{i}.py" for i in range(8)}
 
 
+@pytest.mark.slow
 def test_nesting_as_deep_as_cpython_compiles():
     # the deepest `x + x + ...` CPython compiles at its default recursion limit (about 3,000)
     depth = 2000
@@ -64,6 +66,7 @@ def test_nesting_as_deep_as_cpython_compiles():
     assert result.error is None and result.lines == 1
 
 
+@pytest.mark.slow
 def test_libcst_parses_the_deep_files_in_the_deep_thread():
     for text in DEEP.values():
         module = call_with_deep_stack(cst.parse_module, text)
@@ -181,6 +184,7 @@ def test_the_same_file_named_twice_is_scanned_once(tmp_path):
 
 # ---------------------------------------------------------------- special files
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_is_reported_and_never_opened(tmp_path):
     _good_files(tmp_path, 1)

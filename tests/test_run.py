@@ -156,6 +156,7 @@ def test_a_jitted_transformation_has_its_own_record(tmp_path: Path) -> None:
         assert (record["calls"], record["compiles"], record["line"]) == (3, 1, 7)
 
 
+@pytest.mark.slow
 def test_the_h2d_total_switch_counts_jaxlibs_transfers(tmp_path: Path) -> None:
     # jaxlib's log level left at its default, where the transfer guard's lines are written
     switch = {"JAXOPT_AUDIT_H2D_TOTAL": "1", "TF_CPP_MIN_LOG_LEVEL": "0"}

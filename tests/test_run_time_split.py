@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 SCRIPT = Path(__file__).parent / "run_scripts" / "time_split.py"
+pytestmark = pytest.mark.slow  # runs a JAX program under `run`
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,7 @@ def _differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
             for name in expected if got.get(name) != expected[name]]
 
 
+@pytest.mark.slow
 def test_the_cases_themselves_run_plainly(plain: tuple[dict[str, Any], str]) -> None:
     results, _ = plain
     assert len(results) >= 40
@@ -49,6 +50,7 @@ def test_the_cases_themselves_run_plainly(plain: tuple[dict[str, Any], str]) -> 
     assert [name for name, result in results.items() if result[0] != "ok"] == []
 
 
+@pytest.mark.slow
 def test_every_result_is_identical_under_run(plain: tuple[dict[str, Any], str], tmp_path: Path) -> None:
     results, stdout = plain
     audited, audited_stdout = _results(tmp_path, "run", [sys.executable, "-m", "jaxopt_audit.cli", "run", "--no-scan"])
@@ -65,6 +67,7 @@ def test_every_result_is_identical_under_run_with_a_trace(plain: tuple[dict[str,
     assert audited_stdout == stdout
 
 
+@pytest.mark.slow
 def test_the_program_compiles_what_it_compiles_plainly(tmp_path: Path) -> None:
     # the tool must not run (and so compile) an op of its own before the program: the program's
     # first op of that kind would then find it compiled, and the count would be one short
@@ -79,6 +82,7 @@ def test_the_program_compiles_what_it_compiles_plainly(tmp_path: Path) -> None:
     assert counted["eager_compiles"] + sum(f["compiles"] for f in counted["functions"]) == int(plainly.stdout)
 
 
+@pytest.mark.slow
 def test_the_equinox_cases_run_where_equinox_is_installed(plain: tuple[dict[str, Any], str]) -> None:
     pytest.importorskip("equinox")  # not in the test extra; where it is, the tests above compare these cases too
     results, _ = plain
