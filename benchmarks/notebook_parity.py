@@ -5,7 +5,7 @@ headers, IPython lines commented out), scan the directory's notebooks and the co
 check that each finding of the conversion is reported in the notebook at the same cell, line
 and column.
 
-    python benchmarks/notebook_parity.py [ROOT]     (default: /work/eval/tuned)
+    python benchmarks/notebook_parity.py ROOT     (a folder of repositories with notebooks)
 """
 
 from __future__ import annotations
@@ -69,4 +69,6 @@ def main(root: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/work/eval/tuned"))
+    if len(sys.argv) != 2:
+        sys.exit("usage: python benchmarks/notebook_parity.py ROOT")
+    sys.exit(main(sys.argv[1]))

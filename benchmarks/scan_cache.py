@@ -1,6 +1,6 @@
 """Cold versus warm `scan` with the result cache, and an edit seen on the next warm scan.
 
-    python benchmarks/scan_cache.py [ROOT] [--repeats N]     (default: /work/eval/tuned/google+flax)
+    python benchmarks/scan_cache.py ROOT [--repeats N]     (a source tree: a checkout of flax, say)
 
 Runs the CLI as a user would (`jaxopt-audit scan ROOT --format json --cache-dir DIR`, all
 cores). Cold: an empty cache directory each time. Warm: the same directory again. Then the tree
@@ -47,7 +47,7 @@ def scan(root: str, cache_dir: str) -> tuple[float, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("root", nargs="?", default="/work/eval/tuned/google+flax")
+    parser.add_argument("root", help="the tree to scan")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     cold, warm = [], []

@@ -159,6 +159,35 @@ def test_cache_rescans_importer_when_imported_summary_changes(tmp_path):
     assert _codes(scan_paths([str(src)], select=["JAX101"], jobs=1, cache_dir=cache), "train.py") == [(6, "JAX101")]
 
 
+def test_a_warm_scan_parses_nothing_unchanged(tmp_path, monkeypatch):
+    # files without a summary of their own (a notebook, a file that does not parse) are known
+    # from the cache too: none is parsed again while its text is unchanged
+    import json
+
+    import libcst
+
+    src, cache = tmp_path / "src", str(tmp_path / "cache")
+    _write(src, {"model.py": MODEL.format(decorator=""), "train.py": _train("from model import update", "update"),
+                 "broken.py": "def f(:\n"})
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": ["import jax\n", "print(jax.tree_map(abs, [1]))\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (src / "demo.ipynb").write_text(json.dumps(notebook))
+    cold = scan_paths([str(src)], jobs=1, cache_dir=cache)
+    parsed: list[int] = []
+    real = libcst.parse_module
+
+    def counting(*args, **kwargs):
+        parsed.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    warm = scan_paths([str(src)], jobs=1, cache_dir=cache)
+    assert parsed == []
+    assert warm.findings == cold.findings and warm.errors == cold.errors
+    assert {f.code for f in warm.findings} >= {"JAX101", "JAX601"}
+
+
 def test_parallel_scan_gives_the_same_findings(tmp_path):
     files = {"app/__init__.py": "", "app/model.py": MODEL.format(decorator="")}
     for i in range(10):  # enough files for the worker pool

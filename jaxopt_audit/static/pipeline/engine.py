@@ -343,14 +343,14 @@ def _scan_project(result: ScanResult, files: list[str], cfg: Config, chosen: lis
     summaries: dict[str, ModuleSummary] = {}
     first: list[str] = []
     for path in files:
-        known = None
+        known, summary = False, None
         if cache_dir is not None:
             digests[path] = digest = _digest(path)
-            known = store.get(path, digest)
-        if known is None:
+            known, summary = store.lookup(path, digest)
+        if not known:
             first.append(path)
-        else:
-            summaries[known.path] = known
+        elif summary is not None:
+            summaries[summary.path] = summary
     scanned: dict[str, FileResult] = {}
     for file_result, summary in run([(p, None) for p in first]):
         scanned[file_result.path] = file_result
@@ -358,8 +358,8 @@ def _scan_project(result: ScanResult, files: list[str], cfg: Config, chosen: lis
             progress()
         if summary is not None:
             summaries[summary.path] = summary
-            if file_result.path in digests:
-                store.put(digests[file_result.path], summary)
+        if file_result.path in digests and not file_result.internal_error:  # a crash is retried next time
+            store.put(file_result.path, digests[file_result.path], summary)
     project = Project(summaries)
     cache = keys = None
     todo = files

@@ -255,7 +255,7 @@ class SummaryStore:
 
     def __init__(self, directory: str | None) -> None:
         self.file = os.path.join(directory, "project-summaries.json") if directory else None
-        self.entries: dict[str, tuple[str, list]] = {}
+        self.entries: dict[str, tuple[str, list | None]] = {}
         if self.file is not None:
             try:
                 with open(self.file, encoding="utf-8") as handle:
@@ -263,17 +263,22 @@ class SummaryStore:
             except (OSError, ValueError, AttributeError):
                 self.entries = {}  # missing or damaged: rebuilt by this scan
 
-    def get(self, path: str, digest: str) -> ModuleSummary | None:
+    def lookup(self, path: str, digest: str) -> tuple[bool, ModuleSummary | None]:
+        """(known, summary): known when this content of the file was summarised before; the
+        summary is None for a file that has none (a notebook, a file that does not parse), so a
+        warm scan parses neither kind again."""
         entry = self.entries.get(os.path.abspath(path))
         if entry is None or entry[0] != digest:
-            return None
+            return False, None
+        if entry[1] is None:
+            return True, None
         try:
-            return ModuleSummary.from_json(entry[1])
+            return True, ModuleSummary.from_json(entry[1])
         except (TypeError, ValueError):
-            return None
+            return False, None
 
-    def put(self, digest: str, summary: ModuleSummary) -> None:
-        self.entries[summary.path] = (digest, summary.to_json())
+    def put(self, path: str, digest: str, summary: ModuleSummary | None) -> None:
+        self.entries[os.path.abspath(path)] = (digest, summary.to_json() if summary is not None else None)
 
     def save(self) -> None:
         if self.file is None or not os.path.isdir(os.path.dirname(self.file)):
