@@ -270,6 +270,12 @@ class RecordingJit:
     def __init__(self, jitted: Any, record: FunctionRecord, instrument: Instrument,
                  static_positions: frozenset[int], static_names: frozenset[str]) -> None:
         functools.update_wrapper(self, jitted)
+        # update_wrapper points `__wrapped__` at the jitted function; jax's points at the user's
+        wrapped = getattr(jitted, "__wrapped__", _NOT_GIVEN)
+        if wrapped is _NOT_GIVEN:
+            del self.__dict__["__wrapped__"]
+        else:
+            self.__wrapped__ = wrapped
         self._jitted = jitted
         self._record = record
         self._instrument = instrument
