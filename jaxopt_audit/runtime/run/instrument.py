@@ -32,7 +32,10 @@ programs compute the same bytes with and without `run`).
   before are waited for, then the call is made and its own outputs waited for, in the calling
   thread, so the sample is the call's time from dispatch to results with nothing else queued.
   A function's device time is the sum of its samples plus its other calls at the samples'
-  median (the report says how many were timed); a call that compiled is not a sample.
+  median (the report says how many were timed); a call that compiled is not a sample. On the
+  same schedule (the gap aside), where the call was made and its arguments abstractly
+  (`arguments.call_sample`), with which leaves changed from one such call to the next: the
+  loop body `loop_saving` scans or vmaps after the run.
 - Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above
   reported in that thread, an event nested in another counted once: `_compile_span`), in the
   device's hands (inside top-level jitted calls, their compilation excluded, and blocked in a
@@ -88,7 +91,7 @@ from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
-from .arguments import NOT_FUNCTIONS, ArgumentSample, signature_of, worth_recording
+from .arguments import NOT_FUNCTIONS, ArgumentSample, CallSample, call_sample, same_value, signature_of, worth_recording
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .sites import SourceLine, UserFiles
 
@@ -166,6 +169,14 @@ class FunctionRecord:
     # a jitted call as an argument (a state carried from step to step: a loop to scan, else to vmap)
     sampled_sites: Counter[SourceLine] = field(default_factory=Counter)
     sampled_carried: int = 0
+    # the latest timed call's arguments, abstractly (`arguments.call_sample`), which of their
+    # leaves changed from one timed call to the next, and the real jitted function called: what
+    # `loop_saving` scans or vmaps after the run (None: the calls' structure changed)
+    loop_sample: CallSample | None = None
+    loop_varying: list[bool] | None = None
+    loop_callable: Any = field(default=None, repr=False)
+    loop_previous: list[Any] | None = field(default=None, repr=False)  # the leaves compared with
+    loop_mixed: bool = False  # timed calls of different argument structures
 
     @property
     def wrappers_created(self) -> int:
@@ -378,6 +389,8 @@ class Instrument:
         self.active = False
         for record in self.eager.values():
             record.last_frame = None  # frames hold the program's locals
+        for function in self.functions.values():
+            function.loop_previous = None  # the program's arrays
         while self._restore:
             self._restore.pop()()
 
@@ -467,7 +480,7 @@ class Instrument:
         host_leaves, host_arrays, host_specs = self._count_host_leaves(wrapper, args, kwargs)
         sampled = not stack and (record.calls < TIME_FIRST or record.calls % TIME_EVERY == 0)
         if sampled:
-            self._note_loop_sample(record, args, kwargs)
+            self._note_loop_sample(wrapper, record, args, kwargs)
         frame = _CallFrame(record)
         self._last_transfer = None  # a jitted call separates occurrences of transfers
         begin = time.perf_counter()
@@ -528,16 +541,35 @@ class Instrument:
             self.on_call(record, out)
         return out
 
-    def _note_loop_sample(self, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
+    def _note_loop_sample(self, wrapper: RecordingJit, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
         site = self.user_files.caller_site(4)
         if site is not None:
             record.sampled_sites[site] += 1
         producers = self._producers
-        for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        leaves, sample = call_sample(args, kwargs, wrapper._static_positions, wrapper._static_names)
+        for leaf in leaves:
             producer = producers.get(id(leaf))
             if producer is not None and producer[0]() is leaf:
                 record.sampled_carried += 1
                 break
+        if record.loop_mixed:
+            return
+        previous, kept = record.loop_previous, record.loop_sample
+        if sample is None or (previous is not None and (kept is None or sample.treedef != kept.treedef)):
+            # arguments of different structures (or none jax can flatten): no one loop body to scan or vmap
+            record.loop_mixed = True
+            record.loop_sample = record.loop_varying = record.loop_previous = None
+            return
+        if previous is None or record.loop_varying is None:  # the first timed call
+            record.loop_varying = [False] * len(leaves)
+        else:
+            varying = record.loop_varying
+            for i, (leaf, before) in enumerate(zip(leaves, previous, strict=True)):
+                if not varying[i] and not same_value(leaf, before):
+                    varying[i] = True
+        record.loop_sample = sample
+        record.loop_previous = leaves
+        record.loop_callable = wrapper._jitted
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
                            kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]]]:

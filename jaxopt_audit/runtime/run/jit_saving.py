@@ -109,7 +109,7 @@ def _time_jitted(function: Callable[..., Any], sample: ArgumentSample,
         args, kwargs = jax.tree_util.tree_unflatten(sample.treedef, leaves)
         return function(*args, **kwargs)
 
-    inputs = [_filled(sample.leaves[i]) if isinstance(sample.leaves[i], ArraySpec) else sample.leaves[i]
+    inputs = [filled(sample.leaves[i]) if isinstance(sample.leaves[i], ArraySpec) else sample.leaves[i]
               for i in positions]
     jitted = jax.jit(call)
     sink = _current_sink()
@@ -143,7 +143,7 @@ def _current_sink() -> io.StringIO | None:
     return sys.stdout if isinstance(sys.stdout, io.StringIO) else None
 
 
-def _filled(spec: ArraySpec) -> Any:
+def filled(spec: ArraySpec) -> Any:
     """An input of the spec's shape and dtype: ones (keys: split from one key)."""
     if jax.dtypes.issubdtype(spec.dtype, jax.dtypes.prng_key):
         count = math.prod(spec.shape)
