@@ -477,7 +477,7 @@ class Instrument:
         if stack is None:
             stack = self._local.stack = []
         nested = bool(stack)
-        host_leaves, host_arrays, host_specs = self._count_host_leaves(wrapper, args, kwargs)
+        host_leaves, host_arrays, host_specs, host_values = self._count_host_leaves(wrapper, args, kwargs)
         sampled = not stack and (record.calls < TIME_FIRST or record.calls % TIME_EVERY == 0)
         if sampled:
             self._note_loop_sample(wrapper, record, args, kwargs)
@@ -522,7 +522,7 @@ class Instrument:
             if host_arrays:
                 record.host_array_args += host_arrays
                 record.calls_with_host_arrays += 1
-                site = self.user_files.caller_site(3)
+                site = self.user_files.passing_site(sys._getframe(2), host_values)
                 if site is not None:
                     record.call_sites_with_host_arrays[site] += 1
                     key = TransferKey("h2d", site[0], site[1], "jit argument")
@@ -572,8 +572,8 @@ class Instrument:
         record.loop_callable = wrapper._jitted
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
-                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]]]:
-        """(host leaves, NumPy arrays among them, their (shape, dtype))."""
+                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]], list[Any]]:
+        """(host leaves, NumPy arrays among them, their (shape, dtype), the arrays)."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
@@ -581,10 +581,11 @@ class Instrument:
             kwargs = {k: v for k, v in kwargs.items() if k not in names}
         all_leaves = jax.tree_util.tree_leaves((args, kwargs))
         if set(map(type, all_leaves)) <= _DEVICE_ONLY:  # the common case, checked in C
-            return 0, 0, []
+            return 0, 0, [], []
         leaves = 0
         arrays = 0
         specs = []
+        values = []
         for leaf in all_leaves:
             kind = type(leaf)
             if kind is ArrayImpl:
@@ -593,9 +594,10 @@ class Instrument:
                 leaves += 1
                 arrays += 1
                 specs.append((leaf.shape, leaf.dtype.str))
+                values.append(leaf)
             elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
                 leaves += 1
-        return leaves, arrays, specs
+        return leaves, arrays, specs, values
 
     def _stack(self) -> list[_CallFrame]:
         stack = getattr(self._local, "stack", None)
@@ -883,8 +885,10 @@ class Instrument:
             frame = frame.f_back
         if chain and site is not None:
             # NumPy arrays (JAX wraps them as ndarray subclasses); 0-d ones are Python scalars' literals
-            arrays = sum(1 for arg in args if isinstance(arg, np.ndarray) and arg.ndim)
+            host = [arg for arg in args if isinstance(arg, np.ndarray) and arg.ndim]
+            arrays = len(host)
             if arrays:
+                site = self.user_files.passing_site(sys._getframe(2), host) or site
                 for record in chain:
                     record.h2d_transfers += arrays
                     record.h2d_sites[site] += arrays
@@ -909,7 +913,7 @@ class Instrument:
             count = _host_array_count(args[0])
             key = None
             if count:
-                site = instrument.user_files.caller_site(2)
+                site = instrument.user_files.passing_site(sys._getframe(1), _host_arrays(args[0]))
                 if site is not None:
                     key = TransferKey("h2d", site.path, site.line, via)
                     instrument._count_transfer(key, None, count)
@@ -987,6 +991,16 @@ def _package_of(filename: str) -> str:
         if marker in parts and parts.index(marker) + 1 < len(parts):
             return parts[parts.index(marker) + 1].removesuffix(".py")
     return os.path.basename(os.path.dirname(filename)) or "a library"
+
+
+def _host_arrays(obj: Any) -> list[Any]:
+    """The NumPy arrays in a value given to a copy (the value itself, or its leaves)."""
+    if type(obj) is np.ndarray:
+        return [obj]
+    try:
+        return [leaf for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray]
+    except Exception:  # not a pytree jax accepts: the real call will say so
+        return []
 
 
 def _host_array_count(obj: Any) -> int:
