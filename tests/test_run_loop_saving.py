@@ -104,7 +104,7 @@ def test_independent_calls_are_timed_against_one_vmap_over_what_changed(instrume
     assert "values of scale" in saving.method
 
 
-def test_a_state_that_passes_through_other_code_has_no_estimate(instrument: Instrument) -> None:
+def test_a_state_that_passes_through_other_code_is_scanned_over_given_inputs(instrument: Instrument) -> None:
     @jax.jit
     def push(state):
         return state.sum() * jnp.ones(3)
@@ -121,10 +121,26 @@ def test_a_state_that_passes_through_other_code_has_no_estimate(instrument: Inst
 
     _run(instrument, program)
     saving = loop_saving.measure(_record(instrument, "push"), carried=True)
-    assert saving.saving_s is None
-    assert saving.method.startswith("no estimate: its output is not shaped like any of its arguments")
+    assert saving.saving_s is not None and saving.method.startswith("measured: ")
+    assert "lax.scan of" in saving.method and "over stacked inputs of state" in saving.method
+    assert "each step is given its input" in saving.method
     # extend's output is shaped like its state: that loop is measured
     assert loop_saving.measure(_record(instrument, "extend"), carried=True).saving_s is not None
+
+
+def test_a_loop_whose_state_is_elsewhere_and_inputs_never_change_has_no_estimate(instrument: Instrument) -> None:
+    @jax.jit
+    def shift(state):
+        return jnp.concatenate([state, state])
+
+    def program() -> Any:
+        state = jnp.ones(4)
+        return [shift(state) for _ in range(CALLS)]
+
+    _run(instrument, program)
+    saving = loop_saving.measure(_record(instrument, "shift"), carried=True)
+    assert saving.saving_s is None
+    assert saving.method.startswith("no estimate: its output is not shaped like any of its arguments and none")
 
 
 def test_a_changing_static_argument_cannot_be_vmapped(instrument: Instrument) -> None:

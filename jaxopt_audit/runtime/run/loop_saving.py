@@ -9,7 +9,10 @@ compiled code is what the loop ran):
 - a carried loop (JAX201): when the function's output, or an element of its output tuple, has
   the structure, shapes and dtypes of one of its positional arguments (the state it carries),
   `K` calls in a Python loop that feeds each output back as that argument are timed against one
-  jitted `lax.scan` of length `K` doing the same, its other arguments passed in unchanged;
+  jitted `lax.scan` of length `K` doing the same, its other arguments passed in unchanged; when
+  no argument is shaped like the output (the state passes through other code: a policy whose
+  input another jitted step makes), `K` calls against one `lax.scan` over `K` stacked inputs of
+  the arguments that changed between calls (this function's part of the loop only);
 - independent calls (JAX202): the argument leaves that changed from call to call (a learning
   rate, a batch) are stacked and one jitted `vmap` over them is timed against `K` calls, the
   unchanged arguments shared; the batch is all the calls, as in the fix, where they took at
@@ -102,8 +105,7 @@ def _scan(function: Callable[..., Any], sample: CallSample, varying: list[bool],
     changing = {p for p, flag in zip(positions, varying, strict=True) if flag and isinstance(p, int)}
     pairs = _carry_pairs(out, args, static, changing)
     if not pairs:
-        return LoopSaving(None, "no estimate: its output is not shaped like any of its arguments, so the loop's "
-                                "state passes through other code; scan the whole loop body to measure the fix")
+        return _scan_given_inputs(function, args, kwargs, static, changing, record, k)
     carried = [position for _, position in pairs]
     # the other non-static arguments enter the compiled loop as its inputs, as in the fixed program
     passed = [i for i in range(len(args)) if i not in carried and i not in static]
@@ -143,6 +145,59 @@ def _scan(function: Callable[..., Any], sample: CallSample, varying: list[bool],
         f"measured: {k} calls in a Python loop carrying {names} took {seconds(loop_s)}, one jitted lax.scan "
         f"of the same {k} steps {seconds(scan_s)} (inputs of the recorded shapes), scaled to the {record.calls} "
         f"calls seen, less {seconds(extra)} of extra compilation"))
+
+
+def _scan_given_inputs(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                       static: set[int], changing: set[int], record: FunctionRecord, k: int) -> LoopSaving:
+    """The state passes through other code (another jitted call makes this one's input): one
+    jitted lax.scan over `k` stacked inputs of the changing arguments, each step its own, against
+    `k` calls. Stacked, not carried, so that no step's work is the same as another's."""
+    scanned_positions = sorted(p for p in changing if p not in static)
+    if not scanned_positions:
+        return LoopSaving(None, "no estimate: its output is not shaped like any of its arguments and none of "
+                                "its array arguments changed between calls; scan the whole loop body to measure "
+                                "the fix")
+    one = tuple(args[p] for p in scanned_positions)
+    size = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree_util.tree_leaves(one)) * k
+    if size > MAX_BATCH_BYTES:
+        return LoopSaving(None, f"no estimate: its output is not shaped like any of its arguments, and {k} "
+                                "stacked inputs of the ones that change would not fit the measurement's memory")
+    passed = [i for i in range(len(args)) if i not in static and i not in scanned_positions]
+
+    def step(values: tuple[Any, ...], others: tuple[Any, ...]) -> Any:
+        positional = list(args)
+        for position, value in zip(scanned_positions, values, strict=True):
+            positional[position] = value
+        for position, value in zip(passed, others, strict=True):
+            positional[position] = value
+        return function(*positional, **kwargs)
+
+    def scanned(stacked: tuple[Any, ...], others: tuple[Any, ...]) -> Any:
+        return jax.lax.scan(lambda c, values: (c, step(values, others)), None, stacked)[1]
+
+    stacked = jax.tree_util.tree_map(lambda leaf: jnp.broadcast_to(leaf, (k, *leaf.shape)) + jnp.zeros((), leaf.dtype),
+                                     one)
+    others0 = tuple(args[p] for p in passed)
+    compiled = jax.jit(scanned)
+    start = time.perf_counter()
+    jax.block_until_ready(compiled(stacked, others0))
+    compile_s = time.perf_counter() - start
+
+    def direct() -> Any:
+        return [step(one, others0) for _ in range(k)]
+
+    jax.block_until_ready(direct())
+    loop_s = _median(direct)
+    scan_s = _median(lambda: compiled(stacked, others0))
+    extra = max(0.0, compile_s - scan_s - record.first_compile_s)
+    saving = record.calls * (loop_s - scan_s) / k - extra
+    names = ", ".join(_argument_name(record, p) for p in scanned_positions)
+    return LoopSaving(round(max(0.0, saving), 6), (
+        f"measured: {k} calls took {seconds(loop_s)}, one jitted lax.scan of {k} steps over stacked inputs of "
+        f"{names} {seconds(scan_s)} (inputs of the recorded shapes; its output is not shaped like an argument, "
+        f"so the state passes through other code and each step is given its input), scaled to the "
+        f"{record.calls} calls seen, less {seconds(extra)} of extra compilation; scanning the whole loop body "
+        "saves the other calls' dispatch too"))
 
 
 def _vmap(function: Callable[..., Any], sample: CallSample, varying: list[bool], record: FunctionRecord,
