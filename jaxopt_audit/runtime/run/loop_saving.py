@@ -51,7 +51,7 @@ from .jit_saving import filled
 MAX_K = 256  # calls timed in each version
 MIN_K = 8
 BUDGET_S = 0.5  # ... fewer when K calls at the recorded time would take longer than this
-REPEATS = 3  # timed runs of each version (the median)
+REPEATS = 3  # timed runs of each version, alternating (the median)
 VMAP_BUDGET_S = 2.0  # the vmap is timed over all the calls when they took at most this long ...
 MAX_BATCH_BYTES = 1 << 26  # ... and their stacked changing values fit in this many bytes
 
@@ -137,8 +137,7 @@ def _scan(function: Callable[..., Any], sample: CallSample, varying: list[bool],
         return carry
 
     jax.block_until_ready(direct())  # the program compiled it; this warms it for these inputs
-    loop_s = _median(direct)
-    scan_s = _median(lambda: compiled(carry0, others0))
+    loop_s, scan_s = _medians(direct, lambda: compiled(carry0, others0))
     extra = max(0.0, compile_s - scan_s - _own_compile_s(step, carry0, others0))
     saving = record.calls * (loop_s - scan_s) / k - extra
     names = ", ".join(_argument_name(record, p) for p in carried)
@@ -188,8 +187,7 @@ def _scan_given_inputs(function: Callable[..., Any], args: tuple[Any, ...], kwar
         return [step(one, others0) for _ in range(k)]
 
     jax.block_until_ready(direct())
-    loop_s = _median(direct)
-    scan_s = _median(lambda: compiled(stacked, others0))
+    loop_s, scan_s = _medians(direct, lambda: compiled(stacked, others0))
     extra = max(0.0, compile_s - scan_s - _own_compile_s(step, one, others0))
     saving = record.calls * (loop_s - scan_s) / k - extra
     names = ", ".join(_argument_name(record, p) for p in scanned_positions)
@@ -235,8 +233,7 @@ def _vmap(function: Callable[..., Any], sample: CallSample, varying: list[bool],
         return [call(*one) for _ in range(k)]
 
     jax.block_until_ready(direct())
-    loop_s = _median(direct)
-    vmap_s = _median(lambda: compiled(*stacked))
+    loop_s, vmap_s = _medians(direct, lambda: compiled(*stacked))
     extra = max(0.0, compile_s - vmap_s - _own_compile_s(call, *one))
     saving = record.calls * (loop_s / k - vmap_s / batch) - extra
     what = ", ".join(dict.fromkeys(_leaf_name(sample, record, i) for i in batched))
@@ -304,6 +301,18 @@ def _own_compile_s(call: Callable[..., Any], *inputs: Any) -> float:
     jax.block_until_ready(fresh(*inputs))
     first = time.perf_counter() - start
     return max(0.0, first - _median(lambda: fresh(*inputs)))
+
+
+def _medians(looped: Callable[[], Any], compiled: Callable[[], Any]) -> tuple[float, float]:
+    """Median seconds of `REPEATS` runs of each, alternating, so that a change in the machine's
+    load falls on both alike."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(REPEATS):
+        for run, kept in zip((looped, compiled), times, strict=True):
+            start = time.perf_counter()
+            jax.block_until_ready(run())
+            kept.append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def _median(run: Callable[[], Any]) -> float:
