@@ -136,6 +136,26 @@ def test_host_array_fed_every_step(tmp_path: Path) -> None:
     assert findings(report) == [("JAX302", "host_array_per_step.py", 20)]
 
 
+def test_a_copy_points_at_the_statement_that_makes_or_passes_the_host_data(tmp_path: Path) -> None:
+    script = SCRIPTS / "host_data_through_helpers.py"
+    status, report = audit(tmp_path, str(script))
+    assert status == 0
+    lines = script.read_text().splitlines()
+
+    def line_of(text: str, after: str = "") -> int:
+        return 1 + lines.index(text, lines.index(after) if after else 0)
+
+    name = script.name
+    # a helper that forwards the loop's batch (whole, in a tuple, to eager ops, to jnp.asarray) is
+    # not where it is made or passed in; one that makes its own batch is
+    assert transfers(report, "h2d") == [
+        (name, line_of("    return update(w, x)", after="def forward_a_batch_made_here(w, rng):"), 6, "jit argument"),
+        (name, line_of("        w = forward_to_jit(w, (data[step], None))"), 6, "jit argument"),
+        (name, line_of("        w = w - 0.1 * eager_loss(w, data[step])"), 6, "eager op"),
+        (name, line_of("        w = w + to_device(data[step])"), 6, "jnp.asarray"),
+    ]
+
+
 @pytest.mark.slow
 def test_reads_every_k_steps_are_reported_with_their_period_or_not_at_all(tmp_path: Path) -> None:
     status, report = audit(tmp_path, str(SCRIPTS / "periodic_reads.py"))

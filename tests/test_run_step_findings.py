@@ -73,7 +73,8 @@ def _major(folder: Path) -> dict[str, Any]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("program", "measured"), [("01_mlp_value_and_grad", True), ("09_growing_batch_shapes", True),
-                                                   ("11_heat_diffusion", False), ("04_learning_rate_sweep", False)])
+                                                   ("11_heat_diffusion", True), ("04_learning_rate_sweep", True),
+                                                   ("03_cartpole_rollout", True)])
 def test_the_top_finding_is_the_labelled_major_mistake(tmp_path: Path, program: str, measured: bool) -> None:
     folder = PROGRAMS / program
     major = _major(folder)

@@ -400,6 +400,16 @@ def jitted_function_metadata():
 
 
 @case
+def jitted_function_unwrapped_once():
+    def head(x, n):
+        return jnp.sum(x[:n])
+    g = jax.jit(head)
+    # `__wrapped__` is the user's function, so it can be jitted again with other options
+    again = jax.jit(g.__wrapped__, static_argnums=1)
+    return g.__wrapped__ is head, again(X, 2), again(X, 4)
+
+
+@case
 def library_jitted_function_attributes():
     lowered = jnp.exp.lower(X)
     return (jnp.exp.__name__, jnp.exp.lower(X).compile()(X), "exp" in lowered.as_text(),

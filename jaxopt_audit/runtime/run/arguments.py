@@ -47,6 +47,47 @@ class ArgumentSample:
     calls: int = 0
 
 
+@dataclass(frozen=True)
+class CallSample:
+    """The arguments of one call of a jitted function: (args, kwargs) as one pytree."""
+
+    treedef: Any
+    leaves: list[Any]  # ArraySpec for arrays, the object itself otherwise
+    static: list[bool]  # leaves of static arguments: passed as they are, never traced or batched
+
+
+def call_sample(args: tuple, kwargs: dict, static_positions: frozenset[int],
+                static_names: frozenset[str]) -> tuple[list[Any], CallSample | None]:
+    """(the leaves of (args, kwargs), their abstract sample; None past `MAX_LEAVES` leaves)."""
+    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    if len(leaves) > MAX_LEAVES:
+        return leaves, None
+    static: list[bool] = []
+    if static_positions or static_names:
+        flatten = jax.tree_util.tree_leaves
+        for i, arg in enumerate(args):
+            static.extend([i in static_positions] * len(flatten(arg)))
+        for name in sorted(kwargs):  # a dict flattens in key order
+            static.extend([name in static_names] * len(flatten(kwargs[name])))
+    else:
+        static = [False] * len(leaves)
+    specs = [ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, np.ndarray))
+             if isinstance(leaf, (jax.Array, np.ndarray)) else leaf for leaf in leaves]
+    return leaves, CallSample(treedef, specs, static)
+
+
+def same_value(leaf: Any, other: Any) -> bool:
+    """The same array object, or an equal Python or NumPy scalar (a loop's value that did not change)."""
+    if leaf is other:
+        return True
+    if isinstance(leaf, (jax.Array, np.ndarray)) or type(leaf) is not type(other):
+        return False
+    try:
+        return bool(leaf == other)
+    except Exception:  # an object whose equality is not a truth value
+        return False
+
+
 def worth_recording(calls: int) -> bool:
     """Whether the `calls`-th call's arguments are recorded (the first few, then a sample)."""
     return calls <= RECORDED_FIRST or calls % RECORDED_EVERY == 0

@@ -31,7 +31,9 @@ first; a JAX302 copy made by `jnp.asarray` or `jax.device_put` saves the time of
 one made by passing NumPy arrays to a jitted call the time of copying such arrays, measured
 after the run (`copy_saving`);
 JAX101 saves its eager time less the jitted function's time, measured after the run by jitting
-the function on the argument shapes it was called with (`jit_saving`); a JAX301 read of a
+the function on the argument shapes it was called with (`jit_saving`); JAX201/JAX202 save the
+calls' time less that of one jitted `lax.scan` or `vmap` of them, timed after the run on inputs
+of the recorded shapes (`loop_saving`); a JAX301 read of a
 jitted function's output saves the time waited beyond that function's device work (each read
 waits for at most one call); other waits (a sync, a read of an unknown array) have no
 estimate, and cost_s bounds them. Findings come ordered by
@@ -52,7 +54,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...units import seconds
-from . import jit_saving
+from . import jit_saving, loop_saving
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
 from .copy_saving import copies_saving
@@ -100,7 +102,7 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
-        findings.extend(_python_loop(record, wall_s))
+        findings.extend(_python_loop(record, wall_s, measure))
     findings.extend(f for f in _transfers(instrument, measure) if (f.path, f.line) not in covered or f.code != "JAX302")
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
@@ -182,11 +184,13 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
         saving_s=_recompile_s(record), saving_method=_RECOMPILES_MEASURED)
 
 
-def _python_loop(record: FunctionRecord, wall_s: float) -> Iterable[RuntimeFinding]:
+def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -> Iterable[RuntimeFinding]:
     """A jitted function called again and again from one line, the calls a large part of the run.
 
     Each call is a dispatch from Python; one `lax.scan` (a state carried from call to call: an
-    argument that is an earlier call's output) or one `vmap` (independent calls) replaces them."""
+    argument that is an earlier call's output) or one `vmap` (independent calls) replaces them.
+    With `measure` (after the program has finished) the scanned or vmapped loop is timed against
+    the calls one by one (`loop_saving`)."""
     if record.calls < LOOP_CALLS or wall_s <= 0 or record.call_s < LOOP_SHARE * wall_s or not record.sampled_sites:
         return
     if record.wrappers_created >= REPEATED or len(record.recompiles) + 1 >= REPEATED:
@@ -198,14 +202,18 @@ def _python_loop(record: FunctionRecord, wall_s: float) -> Iterable[RuntimeFindi
            "the steps" if carried else
            f"jax.vmap {record.name} over the values the loop goes through: one call instead of {record.calls}")
     how = "each step's state comes from the call before" if carried else "the calls are independent"
+    if measure:
+        saving = loop_saving.measure(record, carried)
+    else:
+        saving = loop_saving.LoopSaving(None, "no estimate: the scanned or vmapped loop is not timed (--trace); "
+                                              "cost_s, the program's time inside the calls, bounds what it saves")
     yield RuntimeFinding(
         code, RULE_NAMES[code], display_path(site.path), site.line,
         f"{record.name} was called {record.calls} times from a Python loop here ({how}): "
         f"{seconds(record.call_s / record.calls)} of the program's time per call, "
         f"{record.call_s / wall_s:.0%} of the wall time in the calls",
         fix, record.calls, round(record.call_s, 6), function=record.name,
-        saving_method="no estimate: the scanned or vmapped version is not timed; cost_s, the program's time "
-                      "inside the calls (dispatch, and waiting where a call waits), bounds what it saves")
+        saving_s=saving.saving_s, saving_method=saving.method)
 
 
 LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call

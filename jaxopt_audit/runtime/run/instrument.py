@@ -32,7 +32,10 @@ programs compute the same bytes with and without `run`).
   before are waited for, then the call is made and its own outputs waited for, in the calling
   thread, so the sample is the call's time from dispatch to results with nothing else queued.
   A function's device time is the sum of its samples plus its other calls at the samples'
-  median (the report says how many were timed); a call that compiled is not a sample.
+  median (the report says how many were timed); a call that compiled is not a sample. On the
+  same schedule (the gap aside), where the call was made and its arguments abstractly
+  (`arguments.call_sample`), with which leaves changed from one such call to the next: the
+  loop body `loop_saving` scans or vmaps after the run.
 - Where the program's thread spent the wall time (`TimeSplit`): compiling (the events above
   reported in that thread, an event nested in another counted once: `_compile_span`), in the
   device's hands (inside top-level jitted calls, their compilation excluded, and blocked in a
@@ -88,7 +91,7 @@ from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
-from .arguments import NOT_FUNCTIONS, ArgumentSample, signature_of, worth_recording
+from .arguments import NOT_FUNCTIONS, ArgumentSample, CallSample, call_sample, same_value, signature_of, worth_recording
 from .cachemiss import HEADER, CacheMiss, parse_cache_miss
 from .sites import SourceLine, UserFiles
 
@@ -166,6 +169,14 @@ class FunctionRecord:
     # a jitted call as an argument (a state carried from step to step: a loop to scan, else to vmap)
     sampled_sites: Counter[SourceLine] = field(default_factory=Counter)
     sampled_carried: int = 0
+    # the latest timed call's arguments, abstractly (`arguments.call_sample`), which of their
+    # leaves changed from one timed call to the next, and the real jitted function called: what
+    # `loop_saving` scans or vmaps after the run (None: the calls' structure changed)
+    loop_sample: CallSample | None = None
+    loop_varying: list[bool] | None = None
+    loop_callable: Any = field(default=None, repr=False)
+    loop_previous: list[Any] | None = field(default=None, repr=False)  # the leaves compared with
+    loop_mixed: bool = False  # timed calls of different argument structures
 
     @property
     def wrappers_created(self) -> int:
@@ -270,6 +281,12 @@ class RecordingJit:
     def __init__(self, jitted: Any, record: FunctionRecord, instrument: Instrument,
                  static_positions: frozenset[int], static_names: frozenset[str]) -> None:
         functools.update_wrapper(self, jitted)
+        # update_wrapper points `__wrapped__` at the jitted function; jax's points at the user's
+        wrapped = getattr(jitted, "__wrapped__", _NOT_GIVEN)
+        if wrapped is _NOT_GIVEN:
+            del self.__dict__["__wrapped__"]
+        else:
+            self.__wrapped__ = wrapped
         self._jitted = jitted
         self._record = record
         self._instrument = instrument
@@ -372,6 +389,8 @@ class Instrument:
         self.active = False
         for record in self.eager.values():
             record.last_frame = None  # frames hold the program's locals
+        for function in self.functions.values():
+            function.loop_previous = None  # the program's arrays
         while self._restore:
             self._restore.pop()()
 
@@ -458,10 +477,10 @@ class Instrument:
         if stack is None:
             stack = self._local.stack = []
         nested = bool(stack)
-        host_leaves, host_arrays, host_specs = self._count_host_leaves(wrapper, args, kwargs)
+        host_leaves, host_arrays, host_specs, host_values = self._count_host_leaves(wrapper, args, kwargs)
         sampled = not stack and (record.calls < TIME_FIRST or record.calls % TIME_EVERY == 0)
         if sampled:
-            self._note_loop_sample(record, args, kwargs)
+            self._note_loop_sample(wrapper, record, args, kwargs)
         frame = _CallFrame(record)
         self._last_transfer = None  # a jitted call separates occurrences of transfers
         begin = time.perf_counter()
@@ -503,7 +522,7 @@ class Instrument:
             if host_arrays:
                 record.host_array_args += host_arrays
                 record.calls_with_host_arrays += 1
-                site = self.user_files.caller_site(3)
+                site = self.user_files.passing_site(sys._getframe(2), host_values)
                 if site is not None:
                     record.call_sites_with_host_arrays[site] += 1
                     key = TransferKey("h2d", site[0], site[1], "jit argument")
@@ -522,20 +541,39 @@ class Instrument:
             self.on_call(record, out)
         return out
 
-    def _note_loop_sample(self, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
+    def _note_loop_sample(self, wrapper: RecordingJit, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
         site = self.user_files.caller_site(4)
         if site is not None:
             record.sampled_sites[site] += 1
         producers = self._producers
-        for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        leaves, sample = call_sample(args, kwargs, wrapper._static_positions, wrapper._static_names)
+        for leaf in leaves:
             producer = producers.get(id(leaf))
             if producer is not None and producer[0]() is leaf:
                 record.sampled_carried += 1
                 break
+        if record.loop_mixed:
+            return
+        previous, kept = record.loop_previous, record.loop_sample
+        if sample is None or (previous is not None and (kept is None or sample.treedef != kept.treedef)):
+            # arguments of different structures (or none jax can flatten): no one loop body to scan or vmap
+            record.loop_mixed = True
+            record.loop_sample = record.loop_varying = record.loop_previous = None
+            return
+        if previous is None or record.loop_varying is None:  # the first timed call
+            record.loop_varying = [False] * len(leaves)
+        else:
+            varying = record.loop_varying
+            for i, (leaf, before) in enumerate(zip(leaves, previous, strict=True)):
+                if not varying[i] and not same_value(leaf, before):
+                    varying[i] = True
+        record.loop_sample = sample
+        record.loop_previous = leaves
+        record.loop_callable = wrapper._jitted
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
-                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]]]:
-        """(host leaves, NumPy arrays among them, their (shape, dtype))."""
+                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]], list[Any]]:
+        """(host leaves, NumPy arrays among them, their (shape, dtype), the arrays)."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
@@ -543,10 +581,11 @@ class Instrument:
             kwargs = {k: v for k, v in kwargs.items() if k not in names}
         all_leaves = jax.tree_util.tree_leaves((args, kwargs))
         if set(map(type, all_leaves)) <= _DEVICE_ONLY:  # the common case, checked in C
-            return 0, 0, []
+            return 0, 0, [], []
         leaves = 0
         arrays = 0
         specs = []
+        values = []
         for leaf in all_leaves:
             kind = type(leaf)
             if kind is ArrayImpl:
@@ -555,9 +594,10 @@ class Instrument:
                 leaves += 1
                 arrays += 1
                 specs.append((leaf.shape, leaf.dtype.str))
+                values.append(leaf)
             elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
                 leaves += 1
-        return leaves, arrays, specs
+        return leaves, arrays, specs, values
 
     def _stack(self) -> list[_CallFrame]:
         stack = getattr(self._local, "stack", None)
@@ -845,8 +885,10 @@ class Instrument:
             frame = frame.f_back
         if chain and site is not None:
             # NumPy arrays (JAX wraps them as ndarray subclasses); 0-d ones are Python scalars' literals
-            arrays = sum(1 for arg in args if isinstance(arg, np.ndarray) and arg.ndim)
+            host = [arg for arg in args if isinstance(arg, np.ndarray) and arg.ndim]
+            arrays = len(host)
             if arrays:
+                site = self.user_files.passing_site(sys._getframe(2), host) or site
                 for record in chain:
                     record.h2d_transfers += arrays
                     record.h2d_sites[site] += arrays
@@ -871,7 +913,7 @@ class Instrument:
             count = _host_array_count(args[0])
             key = None
             if count:
-                site = instrument.user_files.caller_site(2)
+                site = instrument.user_files.passing_site(sys._getframe(1), _host_arrays(args[0]))
                 if site is not None:
                     key = TransferKey("h2d", site.path, site.line, via)
                     instrument._count_transfer(key, None, count)
@@ -949,6 +991,16 @@ def _package_of(filename: str) -> str:
         if marker in parts and parts.index(marker) + 1 < len(parts):
             return parts[parts.index(marker) + 1].removesuffix(".py")
     return os.path.basename(os.path.dirname(filename)) or "a library"
+
+
+def _host_arrays(obj: Any) -> list[Any]:
+    """The NumPy arrays in a value given to a copy (the value itself, or its leaves)."""
+    if type(obj) is np.ndarray:
+        return [obj]
+    try:
+        return [leaf for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray]
+    except Exception:  # not a pytree jax accepts: the real call will say so
+        return []
 
 
 def _host_array_count(obj: Any) -> int:

@@ -6,7 +6,8 @@ shapes and dtypes, its Python numbers traced as a plain `jax.jit` takes them (st
 tracing them fails: a step count, a size) and its other arguments (strings, objects) fixed as
 a static argument would be, compiled once per distinct argument signature and timed on the most common
 one (one warm-up call that compiles, then `REPEATS` calls, each waited for, the median), and
-so is the function as the program ran it, op by op: the saving is the difference per call over
+so is the function as the program ran it, op by op, its calls alternating with the jitted ones
+(a change in the machine's load falls on both): the saving is the difference per call over
 the calls seen, plus the eager ops' compilation time in the run, less the jitted function's
 compilations. (The run's own eager cost_s times only the dispatch of each op, not the device
 work it queues, so it is not the baseline.) The inputs are filled with ones: the time of a
@@ -109,7 +110,7 @@ def _time_jitted(function: Callable[..., Any], sample: ArgumentSample,
         args, kwargs = jax.tree_util.tree_unflatten(sample.treedef, leaves)
         return function(*args, **kwargs)
 
-    inputs = [_filled(sample.leaves[i]) if isinstance(sample.leaves[i], ArraySpec) else sample.leaves[i]
+    inputs = [filled(sample.leaves[i]) if isinstance(sample.leaves[i], ArraySpec) else sample.leaves[i]
               for i in positions]
     jitted = jax.jit(call)
     sink = _current_sink()
@@ -117,24 +118,26 @@ def _time_jitted(function: Callable[..., Any], sample: ArgumentSample,
     jax.block_until_ready(jitted(*inputs))
     compile_s = time.perf_counter() - start
     printed = sink.tell() if sink is not None else 0
-    per_call = _median_call(jitted, inputs)
+    jax.block_until_ready(jitted(*inputs))
     printed_once = printed > 0 and sink is not None and sink.tell() == printed
     jax.block_until_ready(call(*inputs))  # eager ops compiled in the run; this warms the rest
-    eager = _median_call(call, inputs)
+    per_call, eager = _median_calls(jitted, call, inputs)
     return max(0.0, compile_s - per_call), per_call, eager, printed_once
 
 
-def _median_call(function: Callable[..., Any], inputs: list[Any]) -> float:
-    """Median seconds of `REPEATS` calls, each waited for (fewer past `BUDGET_S`)."""
-    times = []
+def _median_calls(jitted: Callable[..., Any], eager: Callable[..., Any], inputs: list[Any]) -> tuple[float, float]:
+    """Median seconds of `REPEATS` calls of each, each waited for (fewer past `BUDGET_S`), the two
+    alternating so that a change in the machine's load falls on both alike."""
+    times: tuple[list[float], list[float]] = ([], [])
     deadline = time.perf_counter() + BUDGET_S
     for _ in range(REPEATS):
-        start = time.perf_counter()
-        jax.block_until_ready(function(*inputs))
-        times.append(time.perf_counter() - start)
+        for function, kept in zip((jitted, eager), times, strict=True):
+            start = time.perf_counter()
+            jax.block_until_ready(function(*inputs))
+            kept.append(time.perf_counter() - start)
         if time.perf_counter() > deadline:
             break
-    return statistics.median(times)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def _current_sink() -> io.StringIO | None:
@@ -143,7 +146,7 @@ def _current_sink() -> io.StringIO | None:
     return sys.stdout if isinstance(sys.stdout, io.StringIO) else None
 
 
-def _filled(spec: ArraySpec) -> Any:
+def filled(spec: ArraySpec) -> Any:
     """An input of the spec's shape and dtype: ones (keys: split from one key)."""
     if jax.dtypes.issubdtype(spec.dtype, jax.dtypes.prng_key):
         count = math.prod(spec.shape)

@@ -9,11 +9,12 @@ a lookup is a short walk over frame objects and dictionary hits.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import sysconfig
 from types import CodeType, FrameType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jaxopt_audit
 
@@ -78,6 +79,25 @@ class UserFiles:
             frame = frame.f_back
         return None
 
+    def passing_site(self, frame: FrameType | None, values: list[Any]) -> SourceLine | None:
+        """The user's statement that makes or passes `values` (host arrays being copied): the
+        innermost user frame at or above `frame`, or, while all of them are arguments of that
+        frame's function (directly or one container deep: a batch tuple or dict), its user
+        caller's line: a helper that forwards the data is not where it is made or passed in."""
+        is_user = self.is_user
+        while frame is not None and not is_user(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        while values and _all_arguments(frame, values):
+            caller = frame.f_back
+            while caller is not None and not is_user(caller.f_code.co_filename):
+                caller = caller.f_back
+            if caller is None:
+                break
+            frame = caller
+        return self.site(frame)
+
     def caller_site(self, depth: int = 2) -> SourceLine | None:
         """The user's line that led to the current call (skipping `depth` frames of ours)."""
         try:
@@ -85,6 +105,23 @@ class UserFiles:
         except ValueError:
             return None
         return self.site(frame)
+
+
+def _all_arguments(frame: FrameType, values: list[Any]) -> bool:
+    """Whether every value is an argument of the frame's call, or an item of one (by identity)."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    if not count:
+        return False
+    local = frame.f_locals
+    passed: set[int] = set()
+    for name in code.co_varnames[:count]:
+        value = local.get(name)
+        passed.add(id(value))
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+        passed.update(id(item) for item in items)
+    return all(id(value) in passed for value in values)
 
 
 def display_path(path: str, cwd: str | None = None) -> str:
