@@ -65,6 +65,12 @@ class DynamicShape(Rule):
     pass `size=` (and `fill_value=`) to `nonzero`/`unique`; build shapes from `x.shape` (static
     Python ints) or make the size a static argument (`static_argnames=("n",)`).
 
+    In a notebook, a cell that shows this mistake on purpose is not reported: its saved output
+    holds the tracing error, or the prose just before it or its own comments say the code fails
+    or explain tracing ("The following fails", `# This will fail!`). That is read from the
+    notebook's words because the code alone cannot show that the author is teaching the pitfall;
+    a `.py` file's findings always stand.
+
     ## References
     JAX docs, "Dynamic shapes" and "🔪 JAX - The Sharp Bits"; "JAX Basics - Framework
     Benchmarks & JIT Compilation" (the `jit_basics` reference pipeline's source).

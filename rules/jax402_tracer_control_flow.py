@@ -57,6 +57,12 @@ class TracerControlFlow(Rule):
     `and`/`or` used as a value (`lax.cond(n <= 4 or order < 3, ...)`, `True and flag`) is handed
     back unconverted; it is reported only when the whole expression is tested (`if a or b:`).
 
+    In a notebook, a cell that shows this mistake on purpose is not reported: its saved output
+    holds the tracing error, or the prose just before it or its own comments say the code fails
+    or explain tracing ("The following fails", `# This will fail!`). That is read from the
+    notebook's words because the code alone cannot show that the author is teaching the pitfall;
+    a `.py` file's findings always stand.
+
     ## References
     JAX docs, "Control flow and logical operators with JIT"; "JAX Basics - Framework
     Benchmarks & JIT Compilation", JIT pitfall 2.

@@ -84,6 +84,12 @@ class SideEffectInJit(Rule):
     that arrays are immutable). It stays quiet on logging calls
     (`logging.info("train_step(batch=%s)", batch)`): in traced code they are the common trace-time
     log, written once per compilation on purpose to show each trace's shapes.
+
+    In a notebook, a cell that shows this mistake on purpose is not reported: its saved output
+    holds the tracing error, or the prose just before it or its own comments say the code fails
+    or explain tracing ("The following fails", `# This will fail!`). That is read from the
+    notebook's words because the code alone cannot show that the author is teaching the pitfall;
+    a `.py` file's findings always stand.
     """
 
     CODE = "JAX403"

@@ -64,6 +64,12 @@ class NumpyOnTracer(Rule):
     hand a non-NumPy array to its own method of the same name (`np.sum(x)` runs `x.sum()`,
     `np.reshape(x, s)` runs `x.reshape(s)`, likewise `mean`, `max`, `argmax`, `transpose`, ...):
     on a tracer they trace like `jnp`.
+
+    In a notebook, a cell that shows this mistake on purpose is not reported: its saved output
+    holds the tracing error, or the prose just before it or its own comments say the code fails
+    or explain tracing ("The following fails", `# This will fail!`). That is read from the
+    notebook's words because the code alone cannot show that the author is teaching the pitfall;
+    a `.py` file's findings always stand.
     """
 
     CODE = "JAX404"
