@@ -230,3 +230,20 @@ def test_the_model_answers_with_the_count_and_its_source():
     assert found_loop is not None
     assert (found_loop.count, found_loop.source, found_loop.compiled) == (
         200, "the default of parameter `steps`", "jitted at line 10")
+
+
+def test_a_default_the_call_overrides_is_not_the_count():
+    assert lines("""
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.jit, static_argnames=["iters"])
+def attack(x, iters=20):
+    for _ in range(iters):
+        x = jnp.clip(x + 0.1 * jnp.sign(x), -1.0, 1.0)
+    return x
+
+def run(x, iters):
+    return attack(x, iters=iters)
+""") == []

@@ -183,13 +183,11 @@ def _trip_count(model: SemanticModel, loop: Loop) -> tuple[int, str] | None:
     if bound is None or _STRUCTURE_COUNT.search(bound.attr.value if isinstance(bound, cst.Attribute)
                                                 else getattr(bound, "value", "")):
         return None
-    configured = configured_trip_count(model, loop)
-    if configured is not None:
-        return configured
-    if isinstance(bound, cst.Name) and bound.value in loop.function.params \
-            and not loop.function.bindings(bound.value):
-        return _passed_count(model, loop.function, bound.value)
-    return None
+    fn = loop.function
+    if isinstance(bound, cst.Name) and bound.value in fn.params and not fn.bindings(bound.value) \
+            and any(_argument(site, fn, bound.value, method) is not None for site, method in _calls_of(model, fn)):
+        return _passed_count(model, fn, bound.value)  # a call passes it: the default is not the count
+    return configured_trip_count(model, loop)
 
 
 def _range_bound(model: SemanticModel, it: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -207,12 +205,7 @@ def _passed_count(model: SemanticModel, fn: Function, param: str) -> tuple[int, 
     if len(sites) != 1:
         return None
     site, bound_method = sites[0]
-    params = fn.params[1:] if bound_method and fn.params[:1] == ["self"] else fn.params
-    arg = next((a.value for a in site.node.args if a.keyword is not None and a.keyword.value == param), None)
-    positional = [a for a in site.node.args if a.keyword is None]
-    if arg is None and param in params and params.index(param) < len(positional) \
-            and not any(a.star for a in positional[:params.index(param) + 1]):
-        arg = positional[params.index(param)].value
+    arg = _argument(site, fn, param, bound_method)
     if arg is None:
         return None
     line = model.line_of(site.node)
@@ -223,6 +216,17 @@ def _passed_count(model: SemanticModel, fn: Function, param: str) -> tuple[int, 
     if configured is None or not isinstance(arg, cst.Name):
         return None
     return configured[0], f"`{param}` is `{arg.value}` in the call at line {line}, {configured[1]}"
+
+
+def _argument(site: Site[cst.Call], fn: Function, param: str, bound_method: bool) -> cst.BaseExpression | None:
+    """The expression the call passes for `param` of `fn`, by keyword or position."""
+    params = fn.params[1:] if bound_method and fn.params[:1] == ["self"] else fn.params
+    arg = next((a.value for a in site.node.args if a.keyword is not None and a.keyword.value == param), None)
+    positional = [a for a in site.node.args if a.keyword is None]
+    if arg is None and param in params and params.index(param) < len(positional) \
+            and not any(a.star for a in positional[:params.index(param) + 1]):
+        arg = positional[params.index(param)].value
+    return arg
 
 
 def _calls_of(model: SemanticModel, fn: Function) -> list[tuple[Site[cst.Call], bool]]:
