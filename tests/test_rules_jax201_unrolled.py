@@ -189,6 +189,12 @@ def run(x, n):
     return x
 
 @jax.jit
+def rows(x):
+    for i in range(x.shape[0]):
+        x = x.at[i].set(jnp.cos(x[i]))
+    return x
+
+@jax.jit
 def total(xs):
     out = 0.0
     for x in xs:

@@ -172,16 +172,14 @@ def _trip_count(model: SemanticModel, loop: Loop) -> tuple[int, str] | None:
     literal argument the file's only call of the function passes for a parameter bound."""
     node = loop.node
     assert isinstance(node, cst.For)
+    bound = _range_bound(model, node.iter)
+    named = bound.attr.value if isinstance(bound, cst.Attribute) else bound.value if isinstance(bound, cst.Name) else ""
+    if _STRUCTURE_COUNT.search(named):
+        return None  # `range(num_layers)`: the model's parts
     literal = literal_trip_count(loop, model.resolve)
     if literal is not None:
-        bound = _range_bound(model, node.iter)
-        named = isinstance(bound, cst.Name) and _STRUCTURE_COUNT.search(bound.value)
-        return None if named else (literal, "")
-    if not has_fixed_trip_count(model, loop):
-        return None
-    bound = _range_bound(model, node.iter)
-    if bound is None or _STRUCTURE_COUNT.search(bound.attr.value if isinstance(bound, cst.Attribute)
-                                                else getattr(bound, "value", "")):
+        return literal, ""
+    if bound is None or not has_fixed_trip_count(model, loop):
         return None
     fn = loop.function
     if isinstance(bound, cst.Name) and bound.value in fn.params and not fn.bindings(bound.value) \
