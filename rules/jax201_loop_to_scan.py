@@ -13,6 +13,7 @@ from jaxopt_audit.static import (
     Report,
     Rule,
     SemanticModel,
+    UnrolledLoop,
     Valid,
     compiled_training_loop,
     describe,
@@ -32,6 +33,7 @@ from jaxopt_audit.static import (
     records_for_rendering,
     small_compiled_steps,
     step_state,
+    unrolled_loop,
     wraps_compiled_scan,
 )
 
@@ -86,6 +88,21 @@ class LoopToScan(Rule):
     is reported even where the file does not show whether a caller jits it: outside jit each write
     copies the whole array, under jit the loop unrolls, and a scan returning the rows stacked is
     the fix either way.
+
+    Inside a function JAX compiles (jitted, a `lax.scan`/`fori_loop`/`while_loop`/`cond` body, or
+    what those call or differentiate), a Python `for` loop runs at trace time: the compiled
+    program holds one copy of its body per iteration, so compilation time and program size grow
+    with the count, and a count that changes per call compiles the program again. Such a loop is
+    reported when the file shows both the compilation (`@jax.jit`, `jax.jit(f)`,
+    `jax.jit(jax.value_and_grad(f))` through a name) and either a count above 8 (a literal, a name
+    bound once, a configured value, or the literal a call of the file passes for the bound:
+    `epoch(params, noise, steps=40)`) or a list the caller empties and refills with `.append` in a
+    `while` loop before each call of the jitted function (an episode's transitions). The nested
+    loop of an unrolled loop is not reported again. It stays quiet on loops over a pytree's
+    structure there (`range(len(params))`, dict items, `params[i]` in the body, counts named for
+    layers, heads or blocks), on 8 or fewer iterations, on a loop with no array work, on a count
+    the file does not give, and on functions only `jax.grad` or `jax.vmap` trace (nothing is
+    compiled; the loop runs op by op, the case above).
 
     ## Measured
     A blog post on a multi-seed online learner measured 2.78x from `lax.scan` alone on its
@@ -149,6 +166,18 @@ class LoopToScan(Rule):
                     hist = hist.at[t].set(state)
                 return hist
         """, note="a jitted step of four operations, and a history filled row by row"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            NUM_STEPS = 500
+
+            @jax.jit
+            def diffuse(u):
+                for _ in range(NUM_STEPS):  # <- JAX201
+                    u = u + 0.1 * (jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1))
+                return u
+        """, note="500 steps unrolled into one jitted program"),
     ]
     VALID = [
         Valid("""
@@ -209,10 +238,39 @@ class LoopToScan(Rule):
                     w, loss = train_step(w, x, y)
                 return w
         """),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            NUM_LAYERS = 12
+
+            @jax.jit
+            def forward(weights, x):
+                for i in range(NUM_LAYERS):  # twelve different layers: the model's structure
+                    x = jnp.tanh(weights[i] @ x)
+                return x
+
+            @jax.jit
+            def smooth(u):
+                for _ in range(4):  # four copies of a small body
+                    u = 0.5 * (u + jnp.roll(u, 1))
+                return u
+
+            def loss(u):
+                for _ in range(100):  # traced by grad alone: nothing is compiled
+                    u = jnp.sin(u)
+                return jnp.sum(u)
+
+            grad_loss = jax.grad(loss)
+        """),
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
         for fn in model.functions:
+            for loop in fn.loops:
+                unrolled = unrolled_loop(model, loop)
+                if unrolled is not None:
+                    yield Report(loop.node, _unrolled_message(unrolled))
             if fn.traced:
                 continue
             for loop in fn.loops:
@@ -252,6 +310,22 @@ class LoopToScan(Rule):
                                             "the iterations in `jax.lax.fori_loop`/`scan`")
                     continue
                 yield Report(loop.node, _message(header, names, sorted(filled), small, exits_early(loop)))
+
+
+def _unrolled_message(found: UnrolledLoop) -> str:
+    """The loop JAX unrolls: where it is traced, how many copies of its body the program holds."""
+    node = found.loop.node
+    header = describe(node.iter if isinstance(node, cst.For) else node.test)
+    head = (f"this `for` loop over `{header}` runs inside `{found.loop.function.name}`, which JAX traces "
+            f"({found.compiled})")
+    if found.count is None:
+        return (f"{head}: {found.varying}, so the loop is unrolled into one copy of its body per item and each "
+                "new length traces and compiles the function again; stacking the items into arrays padded to one "
+                "length (with a mask) and running the body with `jax.lax.scan` compiles it once")
+    source = f" ({found.source})" if found.source else ""
+    return (f"{head}: its {found.count:,} iterations{source} are unrolled into the compiled program, one copy "
+            "of the body each, so compilation time grows with the count; `jax.lax.fori_loop` or "
+            "`jax.lax.scan` traces the body once")
 
 
 def _message(header: str, names: str, filled: list[str], small: list[CompiledStep] | None,

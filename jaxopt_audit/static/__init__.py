@@ -232,6 +232,10 @@ from .model.tracers import (
     really_traced,
     tracers,
 )
+from .model.unrolled import (
+    UnrolledLoop,
+    unrolled_loop,
+)
 from .pipeline.project import (
     counted_steps,
     imported_candidate,
@@ -413,6 +417,8 @@ __all__ = [
     "tracers",
     "under_memo_guard",
     "unevaluated_nodes",
+    "unrolled_loop",
+    "UnrolledLoop",
     "UNSAFE",
     "unsynchronized_work",
     "updates_shared_object",

@@ -232,13 +232,13 @@ def _count(model: SemanticModel, loop: Loop, conditional: bool = False, via: str
     literal = literal_trip_count(loop, model.resolve)
     if literal is not None:
         return LoopCount(line, literal, "", conditional, via)
-    configured = _configured_count(model, loop)
+    configured = configured_trip_count(model, loop)
     if configured is not None:
         return LoopCount(line, configured[0], configured[1], conditional, via)
     return LoopCount(line, None, "", conditional, via)
 
 
-def _configured_count(model: SemanticModel, loop: Loop) -> tuple[int, str] | None:
+def configured_trip_count(model: SemanticModel, loop: Loop) -> tuple[int, str] | None:
     """`range(X)` whose bound the file configures in exactly one way."""
     node = loop.node
     if not isinstance(node, cst.For) or not isinstance(node.iter, cst.Call):
@@ -248,9 +248,15 @@ def _configured_count(model: SemanticModel, loop: Loop) -> tuple[int, str] | Non
     args = [a.value for a in node.iter.args if a.keyword is None]
     if len(args) != 1:
         return None
-    bound = args[0]
+    return configured_int(model, args[0], loop.function)
+
+
+def configured_int(model: SemanticModel, bound: cst.BaseExpression, fn: Function) -> tuple[int, str] | None:
+    """The integer a name or attribute read in `fn` holds when the file sets it in exactly one
+    way: a parameter's literal default, or a configuration value (see `_configured_values`),
+    with where it came from."""
     if isinstance(bound, cst.Name):
-        default = _parameter_default(loop.function, bound.value)
+        default = _parameter_default(fn, bound.value)
         if default is not None:
             return default, f"the default of parameter `{bound.value}`"
         name = bound.value
