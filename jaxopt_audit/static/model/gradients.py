@@ -13,7 +13,11 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.walk import target_names
 from .core import SemanticModel
-from .index import Function
+from .index import Assignment, Function, Site
+
+# Transforms whose result, called, evaluates a function and a derivative of it: eagerly, the
+# forward pass and the backward pass run op by op (jvp/vjp/linearize are called directly instead).
+DERIVATIVES = apis.GRADIENT_TRANSFORMS | frozenset({"jax.jacfwd", "jax.jacrev", "jax.hessian"})
 
 
 def computes_gradients(model: SemanticModel, fn: Function) -> bool:
@@ -26,6 +30,30 @@ def _calls_gradient_transform(model: SemanticModel, fn: Function) -> bool:
     return any(model.resolve(s.node.func) in apis.GRADIENT_TRANSFORMS
                or (isinstance(s.node.func, cst.Call) and model.resolve(s.node.func.func) in apis.GRADIENT_TRANSFORMS)
                for s in fn.calls)
+
+
+def derivative_of(model: SemanticModel, site: Site[cst.Call]) -> tuple[cst.Call, Assignment | None] | None:
+    """The derivative a call evaluates without jit: `jax.grad(loss)(p)` gives the transform's
+    call (`jax.grad(loss)`) and no binding; `force_fn(x)`, where the one binding of `force_fn`
+    the call sees is `force_fn = jax.grad(energy)`, gives that call and that binding. None for
+    any other call, and for a compiled derivative (`jax.jit(jax.grad(loss))`, under any name)."""
+    fn, func = site.function, site.node.func
+    if model.callee(site.node, fn).jitted:
+        return None
+    if isinstance(func, cst.Call):
+        return (func, None) if model.resolve(func.func) in DERIVATIVES else None
+    if not isinstance(func, cst.Name):
+        return None
+    scope = fn.binding_scope(func.value)
+    if scope is None or func.value in scope.params:
+        return None
+    bindings = scope.bindings(func.value)
+    if len(bindings) != 1 or len(bindings[0].targets) != 1:
+        return None
+    value = bindings[0].value
+    if isinstance(value, cst.Call) and model.resolve(value.func) in DERIVATIVES:
+        return value, bindings[0]
+    return None
 
 
 def gradient_names(model: SemanticModel, fn: Function) -> set[str]:
