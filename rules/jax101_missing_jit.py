@@ -237,6 +237,54 @@ class MissingJit(Rule):
         Invalid("""
             import jax
             import jax.numpy as jnp
+            import optax
+
+            def loss(params, x, y):
+                return jnp.mean((jnp.tanh(x @ params["w"]) - y) ** 2)
+
+            def fit(params, loader, epochs=5):
+                optimizer = optax.sgd(0.1)
+                state = optimizer.init(params)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        value, grads = jax.value_and_grad(loss)(params, x, y)  # <- JAX101
+                        updates, state = optimizer.update(grads, state)
+                        params = optax.apply_updates(params, updates)
+                return params
+        """, note="no step function exists: the gradient and the update are written in the loop"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def relax(coords, potential, n_steps=500, eta=0.01):
+                force = jax.grad(potential)
+                for _ in range(n_steps):
+                    coords = coords - eta * force(coords)  # <- JAX101
+                return coords
+        """, note="a named, un-jitted derivative evaluated at the state the loop updates"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            class Trainer:
+                def __init__(self, params):
+                    self.params = params
+                    self.tx = optax.adam(1e-3)
+                    self.opt_state = self.tx.init(params)
+
+                def loss(self, params, x):
+                    return jnp.mean(jnp.tanh(x @ params) ** 2)
+
+                def train_on_batch(self, x):
+                    value, grads = jax.value_and_grad(self.loss)(self.params, x)  # <- JAX101
+                    updates, self.opt_state = self.tx.update(grads, self.opt_state)
+                    self.params = optax.apply_updates(self.params, updates)
+                    return value
+        """, note="a whole training step another file calls; reported at the transform"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
 
             def loss(params, x, y):
                 return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
@@ -284,54 +332,6 @@ class MissingJit(Rule):
                     params = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)  # <- JAX101 JAX702
                 return params
         """, note="a jitted gradient, then an eager update of every leaf: in a function, and inline"),
-        Invalid("""
-            import jax
-            import jax.numpy as jnp
-            import optax
-
-            def loss(params, x, y):
-                return jnp.mean((jnp.tanh(x @ params["w"]) - y) ** 2)
-
-            def fit(params, loader, epochs=5):
-                optimizer = optax.sgd(0.1)
-                state = optimizer.init(params)
-                for epoch in range(epochs):
-                    for x, y in loader:
-                        value, grads = jax.value_and_grad(loss)(params, x, y)  # <- JAX101
-                        updates, state = optimizer.update(grads, state)
-                        params = optax.apply_updates(params, updates)
-                return params
-        """, note="no step function exists: the gradient and the update are written in the loop"),
-        Invalid("""
-            import jax
-            import jax.numpy as jnp
-
-            def relax(coords, potential, n_steps=500, eta=0.01):
-                force = jax.grad(potential)
-                for _ in range(n_steps):
-                    coords = coords - eta * force(coords)  # <- JAX101
-                return coords
-        """, note="a named, un-jitted derivative evaluated at the state the loop updates"),
-        Invalid("""
-            import jax
-            import jax.numpy as jnp
-            import optax
-
-            class Trainer:
-                def __init__(self, params):
-                    self.params = params
-                    self.tx = optax.adam(1e-3)
-                    self.opt_state = self.tx.init(params)
-
-                def loss(self, params, x):
-                    return jnp.mean(jnp.tanh(x @ params) ** 2)
-
-                def train_on_batch(self, x):
-                    value, grads = jax.value_and_grad(self.loss)(self.params, x)  # <- JAX101
-                    updates, self.opt_state = self.tx.update(grads, self.opt_state)
-                    self.params = optax.apply_updates(self.params, updates)
-                    return value
-        """, note="a whole training step another file calls; reported at the transform"),
     ]
     VALID = [
         Valid("""
