@@ -280,8 +280,9 @@ class MissingJit(Rule):
                     value, grads = jax.value_and_grad(self.loss)(self.params, x)  # <- JAX101
                     updates, self.opt_state = self.tx.update(grads, self.opt_state)
                     self.params = optax.apply_updates(self.params, updates)
-                    return value
-        """, note="a whole training step another file calls; reported at the transform"),
+                    return float(value)
+        """, note="a whole training step another file calls, which reads its loss back (so nothing "
+                  "can trace it); reported at the transform"),
         Invalid("""
             import jax
             import jax.numpy as jnp

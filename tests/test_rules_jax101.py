@@ -213,3 +213,20 @@ def fit(params, loader):
     assert [f.line for f in found] == [16]
     assert found[0].message.startswith("`optimizer.update(grads, state)` and `optax.apply_updates(params, updates)` "
                                        "(line 17) run outside jit")
+
+
+def test_a_pure_step_the_file_does_not_call_and_a_derivative_of_a_jitted_function_are_quiet():
+    # another file may call the pure step from jitted code; grad of a jitted function runs compiled
+    pure = STEP_METHOD.replace("return value.item()", "return value")
+    assert lines(pure) == []
+    assert lines("""
+import jax
+
+def run(f, x, opt, state):
+    grads_fn = jax.grad(jax.jit(f))
+    for _ in range(100):
+        g = grads_fn(x)
+        u, state = opt.update(g, state)
+        x = x + u
+    return x
+""") == []

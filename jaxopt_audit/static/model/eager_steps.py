@@ -10,7 +10,9 @@ Two shapes, both seen in real training and simulation code:
 - a function that is a whole training step (a derivative, then `optimizer.update` and
   `optax.apply_updates` on its result) with no loop of its own, that nothing in the file jits or
   traces and that the file does not call outside loops: a method a training script in another
-  file calls once per batch.
+  file calls once per batch. When the file does not call it at all, only a function that does
+  what tracing cannot (reads a value back with `.item()`, branches on a device value) is
+  certain to run eagerly.
 
 Not eager steps: a derivative under `jax.jit` (`jax.jit(jax.grad(loss))`, under any name), one in
 traced code, one under a condition that picks some iterations, one in a loop over structure or a
@@ -24,9 +26,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
+
 from ..syntax.walk import read_names, walk
 from .core import SemanticModel
-from .eager import descent_loop, dispatch_loop
+from .eager import descent_loop, dispatch_loop, host_side
 from .facts import fact
 from .gradients import derivative_of
 from .index import Assignment, Function, Loop, Site
@@ -64,7 +68,7 @@ def eager_gradients(model: SemanticModel) -> list[EagerGradient]:
                     found.append(EagerGradient(site, transform, binding, site.loop, updates, False))
                 continue
             updates = _updates_fed_by(model, site, None)
-            caller_loop = _step_function_loop(model, fn)
+            caller_loop = _step_function_loop(model, fn, _reads_back(model, site))
             if len(updates) == 2 and (caller_loop is None or isinstance(caller_loop, Loop)):
                 found.append(EagerGradient(site, transform, binding, caller_loop, updates, True))
     return found
@@ -95,7 +99,24 @@ def _updates_fed_by(model: SemanticModel, site: Site[cst.Call], loop: Loop | Non
     return tuple(found)
 
 
-def _step_function_loop(model: SemanticModel, fn: Function) -> Loop | None | bool:
+def _reads_back(model: SemanticModel, site: Site[cst.Call]) -> bool:
+    """The function pulls the derivative's result to the host (`return loss.item()`,
+    `float(loss)`): tracing it would fail, so it runs eagerly wherever it is called."""
+    fn = site.function
+    made = {t for a in fn.assignments if a.value is not None and any(n is site.node for n in walk(a.value))
+            for t in a.targets}
+    for other in fn.calls:
+        func, args = other.node.func, other.node.args
+        if isinstance(func, cst.Attribute) and func.attr.value in apis.HOST_METHODS \
+                and isinstance(func.value, cst.Name) and func.value.value in made:
+            return True
+        if model.resolve(func) in apis.HOST_PULL_FUNCTIONS and model.resolve(func) != "builtins.print" and args \
+                and isinstance(args[0].value, cst.Name) and args[0].value.value in made:
+            return True
+    return False
+
+
+def _step_function_loop(model: SemanticModel, fn: Function, reads_back: bool) -> Loop | None | bool:
     """For a function holding a whole training step and no loop: the loop of this file that calls
     it on every iteration (None when the file does not call it); False when it is not an eager
     step function (jitted, traced, a lambda or module body, a flax/equinox module's method,
@@ -105,7 +126,10 @@ def _step_function_loop(model: SemanticModel, fn: Function) -> Loop | None | boo
         return False
     callers = callers_of(model, fn)
     if not callers:
-        return None if not _referenced(model, fn) else False
+        # called from another file, which may trace it (`self.agent.train_step(...)` inside a
+        # jitted function): certain to run eagerly only when it does what tracing cannot
+        # (`loss.item()`, `float(x)`, a branch on a device value, NumPy on its arrays)
+        return None if (reads_back or host_side(model, fn)) and not _referenced(model, fn) else False
     # a whole training step called in a loop makes it a loop over steps, whatever else it does
     looped = [c.loop for c in callers if c.loop is not None and not c.guarded]
     return looped[0] if looped else False

@@ -41,19 +41,40 @@ def derivative_of(model: SemanticModel, site: Site[cst.Call]) -> tuple[cst.Call,
     if model.callee(site.node, fn).jitted:
         return None
     if isinstance(func, cst.Call):
-        return (func, None) if model.resolve(func.func) in DERIVATIVES else None
-    if not isinstance(func, cst.Name):
+        derivative: tuple[cst.Call, Assignment | None] = (func, None)
+    else:
+        binding = _sole_binding(func, fn)
+        if binding is None or not isinstance(binding.value, cst.Call):
+            return None
+        derivative = (binding.value, binding)
+    transform = derivative[0]
+    if model.resolve(transform.func) not in DERIVATIVES or (transform.args and _compiled(
+            model, transform.args[0].value, fn)):
+        return None  # `jax.grad(jax.jit(f))` runs the compiled forward and backward passes
+    return derivative
+
+
+def _sole_binding(expr: cst.BaseExpression, fn: Function) -> Assignment | None:
+    """The one binding of a plain name, as `fn` sees it (not a parameter)."""
+    if not isinstance(expr, cst.Name):
         return None
-    scope = fn.binding_scope(func.value)
-    if scope is None or func.value in scope.params:
+    scope = fn.binding_scope(expr.value)
+    if scope is None or expr.value in scope.params:
         return None
-    bindings = scope.bindings(func.value)
-    if len(bindings) != 1 or len(bindings[0].targets) != 1:
-        return None
-    value = bindings[0].value
-    if isinstance(value, cst.Call) and model.resolve(value.func) in DERIVATIVES:
-        return value, bindings[0]
-    return None
+    bindings = scope.bindings(expr.value)
+    return bindings[0] if len(bindings) == 1 and len(bindings[0].targets) == 1 else None
+
+
+def _compiled(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    """`jax.jit(f)`, a jitted def, or a name bound once to `jax.jit(f)`."""
+    if isinstance(expr, cst.Name):
+        binding = _sole_binding(expr, fn)
+        if binding is not None and binding.value is not None:
+            expr = binding.value
+    if isinstance(expr, cst.Call):
+        return model.resolve(expr.func) in apis.JIT_WRAPPERS
+    target = model.function_ref(expr, fn)
+    return target is not None and target.direct_jit
 
 
 def gradient_names(model: SemanticModel, fn: Function) -> set[str]:
