@@ -94,11 +94,12 @@ class MissingJit(Rule):
     eager loop in a function that reads a timer when the file also jits the same function under
     another name (`fast = jax.jit(f)`): that loop is the baseline of an eager-versus-jit benchmark.
     A derivative is not an eager step when it is compiled (`jax.jit(jax.grad(loss))`, under any
-    name) or traced (inside a jitted function), evaluated once outside loops, under a condition
-    that picks some iterations, in a loop over structure or of one literal iteration, or timed
-    beside a jitted version of the same function; nor is a training-step function that is
-    jitted, traced, a flax/equinox module method, handed to other code, or called only outside
-    loops.
+    name, or `jax.grad` of a jitted function) or traced (inside a jitted function), evaluated once
+    outside loops, under a condition that picks some iterations, in a loop over structure or of one
+    literal iteration, or timed beside a jitted version of the same function; nor is a training-step
+    function that is jitted, traced, a flax/equinox module method, handed to other code, or called
+    only outside loops, nor one the file does not call unless it reads its result back
+    (`loss.item()`): a pure one may be called from jitted code in another file.
 
     ## Automatic fix
     Unsafe (`--unsafe-fixes`): `scan --fix` adds `@jax.jit` to a plain function when no argument

@@ -14,10 +14,11 @@ Two shapes, both seen in real training and simulation code:
   what tracing cannot (reads a value back with `.item()`, branches on a device value) is
   certain to run eagerly.
 
-Not eager steps: a derivative under `jax.jit` (`jax.jit(jax.grad(loss))`, under any name), one in
-traced code, one under a condition that picks some iterations, one in a loop over structure or a
-short literal loop, and the eager loop of an eager-versus-jit benchmark (the function reads a
-timer and the file also jits the differentiated function).
+Not eager steps: a derivative under `jax.jit` (`jax.jit(jax.grad(loss))`, under any name) or of a
+jitted function (`jax.grad(jax.jit(f))`: its passes run compiled), one in traced code, one under a
+condition that picks some iterations, one in a loop over structure or a short literal loop, and the
+eager loop of an eager-versus-jit benchmark (the function reads a timer and the file also jits the
+differentiated function).
 """
 
 from __future__ import annotations
