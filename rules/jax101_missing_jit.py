@@ -9,6 +9,7 @@ import libcst as cst
 from jaxopt_audit.static import (
     UNSAFE,
     WORTH_JIT,
+    EagerGradient,
     Fix,
     Function,
     FunctionSummary,
@@ -24,6 +25,7 @@ from jaxopt_audit.static import (
     describe,
     dispatch_loop,
     dotted_expression,
+    eager_gradients,
     eager_ops,
     eager_tree_updates,
     grown_names,
@@ -49,6 +51,17 @@ class MissingJit(Rule):
     itself (`params = jax.tree.map(lambda p, g: p - lr * g, params, grads)`) after a compiled
     `grads = grad_fn(params, batch)`: every operation of the update is dispatched for every
     leaf on every iteration, beside a compiled call it could be part of; reported at the map.
+    Also an optimizer update (`optimizer.update` then `optax.apply_updates`) run outside jit in
+    the loop beside a compiled gradient, reported at `optimizer.update`.
+
+    And a gradient step with no step function to decorate: a derivative evaluated eagerly in the
+    body of a loop over steps (`loss, grads = jax.value_and_grad(loss_fn)(params, x, y)`, or
+    `forces = -force_fn(positions)` with `force_fn = jax.grad(energy)` in a minimiser's loop),
+    reported at that call, the optimizer update it feeds named in the same finding; and a
+    function that is a whole training step (a derivative, `optimizer.update`, `optax.apply_updates`)
+    with no loop of its own that nothing in the file jits, reported at the transform, with the
+    loop that calls it or the fact that the file does not call it (a method a script elsewhere
+    calls once per batch).
 
     ## Why is this bad?
     Without `jit`, JAX runs op by op: every `jnp` call is dispatched separately from Python,
@@ -57,7 +70,9 @@ class MissingJit(Rule):
 
     ## How to fix
     Decorate the function with `@jax.jit` (mark arguments that select code paths or shapes as
-    `static_argnames`), or wrap it once outside the loop: `step = jax.jit(step)`. When the
+    `static_argnames`), or wrap it once outside the loop: `step = jax.jit(step)`. For a gradient
+    step written in the loop, gather the step (the gradient and the update it feeds) into one
+    function decorated with `@jax.jit` and call that in the loop. When the
     function reads a module-level array that the program rebinds (a loop at module level
     updating `W` that `forward` reads), jit would freeze the value it saw when tracing: the
     message says so, and the fix is to pass the array as an argument first.
@@ -78,6 +93,13 @@ class MissingJit(Rule):
     would compile it again for each length, and JAX201 reports the loop. Nor does it report an
     eager loop in a function that reads a timer when the file also jits the same function under
     another name (`fast = jax.jit(f)`): that loop is the baseline of an eager-versus-jit benchmark.
+    A derivative is not an eager step when it is compiled (`jax.jit(jax.grad(loss))`, under any
+    name, or `jax.grad` of a jitted function) or traced (inside a jitted function), evaluated once
+    outside loops, under a condition that picks some iterations, in a loop over structure or of one
+    literal iteration, or timed beside a jitted version of the same function; nor is a training-step
+    function that is jitted, traced, a flax/equinox module method, handed to other code, or called
+    only outside loops, nor one the file does not call unless it reads its result back
+    (`loss.item()`): a pure one may be called from jitted code in another file.
 
     ## Automatic fix
     Unsafe (`--unsafe-fixes`): `scan --fix` adds `@jax.jit` to a plain function when no argument
@@ -115,8 +137,8 @@ class MissingJit(Rule):
                 opt_state = optimizer.init(params)
                 for x, y in zip(xs, ys):
                     grads = grad_fn(params, x, y)
-                    updates, opt_state = optimizer.update(grads, opt_state)
-                    params = optax.apply_updates(params, updates)  # <- JAX101
+                    updates, opt_state = optimizer.update(grads, opt_state)  # <- JAX101
+                    params = optax.apply_updates(params, updates)
                 return params
         """, note="the gradient is compiled, the Adam update around it is not"),
         Invalid("""
@@ -216,6 +238,55 @@ class MissingJit(Rule):
         Invalid("""
             import jax
             import jax.numpy as jnp
+            import optax
+
+            def loss(params, x, y):
+                return jnp.mean((jnp.tanh(x @ params["w"]) - y) ** 2)
+
+            def fit(params, loader, epochs=5):
+                optimizer = optax.sgd(0.1)
+                state = optimizer.init(params)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        value, grads = jax.value_and_grad(loss)(params, x, y)  # <- JAX101
+                        updates, state = optimizer.update(grads, state)
+                        params = optax.apply_updates(params, updates)
+                return params
+        """, note="no step function exists: the gradient and the update are written in the loop"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+
+            def relax(coords, potential, n_steps=500, eta=0.01):
+                force = jax.grad(potential)
+                for _ in range(n_steps):
+                    coords = coords - eta * force(coords)  # <- JAX101
+                return coords
+        """, note="a named, un-jitted derivative evaluated at the state the loop updates"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            class Trainer:
+                def __init__(self, params):
+                    self.params = params
+                    self.tx = optax.adam(1e-3)
+                    self.opt_state = self.tx.init(params)
+
+                def loss(self, params, x):
+                    return jnp.mean(jnp.tanh(x @ params) ** 2)
+
+                def train_on_batch(self, x):
+                    value, grads = jax.value_and_grad(self.loss)(self.params, x)  # <- JAX101
+                    updates, self.opt_state = self.tx.update(grads, self.opt_state)
+                    self.params = optax.apply_updates(self.params, updates)
+                    return float(value)
+        """, note="a whole training step another file calls, which reads its loss back (so nothing "
+                  "can trace it); reported at the transform"),
+        Invalid("""
+            import jax
+            import jax.numpy as jnp
 
             def loss(params, x, y):
                 return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
@@ -265,6 +336,40 @@ class MissingJit(Rule):
         """, note="a jitted gradient, then an eager update of every leaf: in a function, and inline"),
     ]
     VALID = [
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+            import optax
+
+            def loss(params, x, y):
+                return jnp.mean((jnp.tanh(x @ params["w"]) - y) ** 2)
+
+            def fit(params, loader, epochs=5):
+                optimizer = optax.sgd(0.1)
+                state = optimizer.init(params)
+
+                @jax.jit
+                def step(params, state, x, y):
+                    value, grads = jax.value_and_grad(loss)(params, x, y)
+                    updates, state = optimizer.update(grads, state)
+                    return optax.apply_updates(params, updates), state, value
+
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        params, state, value = step(params, state, x, y)
+                first = jax.grad(loss)(params, *loader[0])  # once, after training
+                return params, first
+        """, note="the step gathered into a jitted function; a one-off gradient outside the loop"),
+        Valid("""
+            import jax
+            import jax.numpy as jnp
+
+            def relax(coords, potential, n_steps=500, eta=0.01):
+                force = jax.jit(jax.grad(potential))
+                for _ in range(n_steps):
+                    coords = coords - eta * force(coords)
+                return coords
+        """, note="the derivative is compiled; the two-op update beside it is not worth a finding"),
         Valid("""
             import jax
             import jax.numpy as jnp
@@ -346,11 +451,13 @@ class MissingJit(Rule):
     def check(self, model: SemanticModel) -> Iterator[Report]:
         called_from: dict[int, tuple[Function, Site]] = {}
         imported: dict[int, tuple[FunctionSummary, Site]] = {}  # defined in another scanned module
+        gradients = eager_gradients(model)
+        stepped = {id(g.site.node) for g in gradients}  # reported at the derivative, not at the loss's def
         for fn in model.functions:
             if fn.traced:
                 continue
             for site in fn.calls:
-                if site.loop is None or not model.dispatched_per_step(site):
+                if site.loop is None or id(site.node) in stepped or not model.dispatched_per_step(site):
                     continue
                 callee = model.callee(site.node, fn)
                 target = callee.function
@@ -381,8 +488,35 @@ class MissingJit(Rule):
                          f"`{summary.name}` (imported) does JAX array work and is called on every iteration "
                          f"of the loop at line {loop_line} without jit, so each of its operations is "
                          "dispatched one by one from Python")
+        for gradient in gradients:
+            if not (gradient.whole_step and id(gradient.site.function) in called_from):
+                yield _eager_gradient_report(model, gradient)
         yield from _inline_tree_updates(model)
-        yield from _eager_optax_updates(model)
+        yield from _eager_optax_updates(model, {id(u.node) for g in gradients for u in g.updates})
+
+
+def _eager_gradient_report(model: SemanticModel, gradient: EagerGradient) -> Report:
+    """A derivative evaluated eagerly in a step loop (at the call), or a whole training step
+    written in a function nothing jits (at the transform)."""
+    transform, binding, line = gradient.transform, gradient.binding, model.line_of
+    what = f"`{describe(transform)}`" if binding is None else \
+        f"`{describe(gradient.site.node.func)}` (`{describe(transform)}`, line {line(binding.site.node)})"
+    updates = " and ".join(f"`{describe(u.node.func)}` (line {line(u.node)})" for u in gradient.updates)
+    passes = "the forward pass, the backward pass and the optimizer update" if updates else \
+        "the forward and backward passes"
+    fix = ("Gather the step (the gradient and the update it feeds) into one function decorated with "
+           "`@jax.jit` (arguments that are not arrays, such as a model object or a config, as "
+           "`static_argnames` or closed over) and call that instead.")
+    loop = f"the loop at line {line(gradient.loop.node)}" if gradient.loop is not None else None
+    if not gradient.whole_step:
+        then = f", and so {'is' if len(gradient.updates) == 1 else 'are'} {updates} after it" if updates else ""
+        return Report(gradient.site.node, f"{what} is evaluated eagerly on every iteration of {loop}{then}: "
+                                          f"{passes} are dispatched op by op each time", fix=fix)
+    fn = gradient.site.function
+    where = f"it is called on every iteration of {loop}" if loop is not None else \
+        "this file does not call it, so how often it runs is not shown here"
+    return Report(transform, f"`{fn.qualname}` is a whole training step run without jit: {what} and then "
+                             f"{updates}; each call dispatches {passes} op by op, and {where}", fix=fix)
 
 
 def _jit_decorator(model: SemanticModel, function: cst.FunctionDef) -> Fix | None:
@@ -438,15 +572,18 @@ def _inline_tree_updates(model: SemanticModel) -> Iterator[Report]:
                                  "gradient and applies it.")
 
 
-def _eager_optax_updates(model: SemanticModel) -> Iterator[Report]:
+def _eager_optax_updates(model: SemanticModel, with_gradient: set[int]) -> Iterator[Report]:
     """`updates, state = optimizer.update(grads, state)` then `optax.apply_updates(params,
     updates)` in a step loop, outside jit: the optimizer's arithmetic runs op by op on every leaf,
-    every iteration (Adam: about a dozen operations per leaf). Reported at `apply_updates`."""
+    every iteration (Adam: about a dozen operations per leaf). Reported at `optimizer.update`
+    (at `apply_updates` alone without it); one fed by an eager derivative is part of that
+    derivative's finding (`with_gradient`)."""
     for fn in model.functions:
         if fn.traced:
             continue
         for site in fn.calls:
-            if site.loop is None or model.resolve(site.node.func) != "optax.apply_updates":
+            if site.loop is None or model.resolve(site.node.func) != "optax.apply_updates" \
+                    or id(site.node) in with_gradient:
                 continue
             loop = model.step_loop_of(site) or site.loop
             if not loop.is_step or not dispatch_loop(model, loop):
@@ -454,14 +591,15 @@ def _eager_optax_updates(model: SemanticModel) -> Iterator[Report]:
             update = next((other for other in fn.calls if loop.encloses(other.loop)
                            and isinstance(other.node.func, cst.Attribute) and other.node.func.attr.value == "update"
                            and model.line_of(other.node) <= model.line_of(site.node)), None)
-            what = f"`{describe(site.node)}`" + (
-                f" and `{describe(update.node)}` (line {model.line_of(update.node)})" if update is not None else "")
+            what = f"`{describe(site.node)}`" if update is None else \
+                f"`{describe(update.node)}` and `{describe(site.node)}` (line {model.line_of(site.node)})"
             verb = "run" if update is not None else "runs"
             condition = condition_around(fn, site.node, site.loop)
             when = f", {condition}" if condition is not None else ""
-            yield Report(site.node, f"{what} {verb} outside jit on every iteration of the loop at line "
-                                    f"{model.line_of(loop.node)}{when}: each operation of the update is "
-                                    "dispatched on its own, for every parameter leaf",
+            yield Report(site.node if update is None else update.node,
+                         f"{what} {verb} outside jit on every iteration of the loop at line "
+                         f"{model.line_of(loop.node)}{when}: each operation of the update is "
+                         "dispatched on its own, for every parameter leaf",
                          fix="Move the optimizer step into the jitted function: compute the gradient, call "
                              "`optimizer.update` and `optax.apply_updates` inside one `jax.jit` step.")
 

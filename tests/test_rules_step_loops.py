@@ -238,7 +238,8 @@ def test_a_parameter_dict_updated_in_place_is_carried_state(all_rules):
                     params[k] -= lr * m[k]
             return params
     """
-    assert found(source, all_rules, "JAX101") == [4, 7]
+    # the step function at its def; the gradient written in `train_inline`'s loop at that call
+    assert found(source, all_rules, "JAX101") == [7, 25]
     assert found(source, all_rules, "JAX201") == [18, 24]
 
 

@@ -68,6 +68,10 @@ from .model.eager import (
     prepares_compiled_input,
     rebound_globals,
 )
+from .model.eager_steps import (
+    EagerGradient,
+    eager_gradients,
+)
 from .model.enclosing import (
     condition_around,
     enclosing_statements,
@@ -298,8 +302,10 @@ __all__ = [
     "dispatch_loop",
     "dotted",
     "dotted_expression",
+    "eager_gradients",
     "eager_ops",
     "eager_tree_updates",
+    "EagerGradient",
     "enclosing_statements",
     "ends_episode",
     "example_inputs_for_init",

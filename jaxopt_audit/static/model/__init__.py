@@ -12,6 +12,8 @@ answers live in the same table (`facts.answers`):
 - `traced.py`: which functions JAX certainly runs on tracers; array evidence for their values.
 - `per_step.py`: which functions execute once per step, and why (messages name the reason).
 - `eager.py`: which functions run eagerly, do host work, or dispatch a step loop from Python.
+- `eager_steps.py`: gradient steps that run eagerly where they are written (a derivative in a
+  step loop's body, a whole training step in a function nothing jits).
 - `loops.py`: what a loop carries and iterates, and its literal trip count.
 - `host_loops.py`: host loops around compiled work, and what they read back.
 - `host_reads.py`: which reads in a step loop bring a device value to the host, and which stall.

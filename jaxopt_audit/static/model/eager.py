@@ -30,6 +30,7 @@ from ..syntax.names import dotted
 from ..syntax.walk import read_names, walk
 from .core import SemanticModel
 from .facts import answers, fact
+from .gradients import derivative_of
 from .index import Function, Loop, Site
 from .loops import (
     carried_names,
@@ -589,6 +590,34 @@ def _steps_user_function(model: SemanticModel, loop: Loop) -> bool:
         if not counted and any(read_names(arg) & set(loop.targets) for arg in args):
             return True
     return False
+
+
+def descent_loop(model: SemanticModel, loop: Loop) -> bool:
+    """The loop evaluates an un-jitted derivative at a value it rebinds (`coords = coords - eta *
+    force(coords)`, `force = jax.grad(potential)`): a descent run step by step, even when nothing
+    else in its body is known to be JAX work. Not over structure, configurations or a short
+    literal count, not a display, game or other framework's loop, not in traced code."""
+    fn = loop.function
+    count = literal_trip_count(loop, model.resolve)
+    if fn.traced or iterates_structure(model, loop) or (count is not None and count <= SINGLE_PASS):
+        return False
+    if isinstance(loop.node, cst.For) and _configurations(model, loop.node.iter, fn):
+        return False
+    return not (_plots(model, loop) or _other_framework(model, loop) or human_paced(model, loop)) \
+        and _descends(model, loop)
+
+
+def _descends(model: SemanticModel, loop: Loop) -> bool:
+    """`forces = -force_fn(positions)` with `force_fn = jax.grad(energy)`, then `positions = ...`:
+    the loop evaluates a derivative at a value it rebinds, the shape of a descent or a
+    minimiser, whatever the iteration count's source."""
+    fn = loop.function
+    carried = {t for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)
+               for t in a.targets} - loop.counters - set(loop.targets)
+    return bool(carried) and any(
+        loop.encloses(site.loop) and derivative_of(model, site) is not None
+        and any(read_names(arg.value) & carried for arg in site.node.args)
+        for site in fn.calls)
 
 
 def _self_attribute(expr: cst.BaseExpression) -> bool:

@@ -1,0 +1,232 @@
+"""JAX101 on gradient steps written out where they run: a derivative evaluated eagerly in a step
+loop (inline or through a name bound to `jax.grad(f)`), a whole training step in a function
+nothing jits, and the near misses that stay quiet (compiled derivatives, traced code, one-off
+calls, guarded calls, loops over structure, an eager-versus-jit benchmark)."""
+
+from __future__ import annotations
+
+from jaxopt_audit.rules.jax101_missing_jit import MissingJit
+
+from conftest import scanners
+
+findings, lines = scanners([MissingJit])
+
+LOSS = """
+import time
+import jax
+import jax.numpy as jnp
+import optax
+
+def loss(params, x, y):
+    return jnp.mean((jnp.tanh(x @ params["w"]) - y) ** 2)
+"""
+
+
+def test_inline_gradient_and_update_in_a_training_loop_is_one_finding_at_the_gradient():
+    found = findings(LOSS + """
+def fit(params, loader, model):
+    optimizer = optax.adam(1e-3)
+    state = optimizer.init(params)
+    for epoch in range(10):
+        for x, y in loader:
+            value, grads = jax.value_and_grad(loss)(params, x, y)
+            updates, state = optimizer.update(grads, state)
+            params = optax.apply_updates(params, updates)
+    return params
+""")
+    assert [f.line for f in found] == [14]  # not the loss's def, not a second finding at the update
+    message = found[0].message
+    assert message.startswith("`jax.value_and_grad(loss)` is evaluated eagerly on every iteration of the "
+                              "loop at line 13")
+    assert "`optimizer.update` (line 15) and `optax.apply_updates` (line 16)" in message
+    assert "@jax.jit" in found[0].fix
+
+
+def test_named_derivative_in_a_descent_loop_names_its_binding():
+    found = findings("""
+import jax
+
+def minimise(x, energy, steps=1000, lr=0.01):
+    force = jax.grad(energy)
+    for _ in range(steps):
+        x = x - lr * force(x)
+    return x
+""")
+    assert [f.line for f in found] == [6]
+    assert found[0].message.startswith("`force` (`jax.grad(energy)`, line 4) is evaluated eagerly")
+    assert "optimizer update" not in found[0].message
+
+
+def test_compiled_or_traced_derivatives_are_quiet():
+    # jitted under a name, jitted inline, and inside a jitted step called in the loop
+    assert lines(LOSS + """
+grad_fn = jax.jit(jax.grad(loss))
+
+@jax.jit
+def step(params, x, y):
+    g = jax.grad(loss)(params, x, y)
+    return jax.tree.map(lambda p, q: p - 0.1 * q, params, g)
+
+def fit(params, loader):
+    for x, y in loader:
+        params = step(params, x, y)
+        g2 = jax.jit(jax.grad(loss))(params, x, y)
+        g3 = grad_fn(params, x, y)
+    return params
+""") == []
+
+
+def test_one_off_and_guarded_derivatives_are_quiet():
+    assert lines(LOSS + """
+def report(params, x, y, batches):
+    first = jax.grad(loss)(params, x, y)
+    for step, (xb, yb) in enumerate(batches):
+        params = train_step(params, xb, yb)
+        if step % 100 == 0:
+            norms = jax.grad(loss)(params, xb, yb)
+    return first, norms
+
+train_step = jax.jit(lambda p, x, y: p)
+""") == []
+
+
+def test_loop_over_structure_and_short_literal_loops_are_quiet():
+    assert lines("""
+import jax
+
+def per_layer(params, energy):
+    force = jax.grad(energy)
+    for name in params.keys():
+        params = force(params)
+    for _ in range(1):
+        params = force(params)
+    return params
+""") == []
+
+
+def test_eager_versus_jit_benchmark_baseline_is_not_an_eager_step():
+    assert 10 not in lines(LOSS + """
+def compare(params, x, y):
+    fast = jax.jit(jax.grad(loss))
+    start = time.perf_counter()
+    for _ in range(100):
+        g = jax.grad(loss)(params, x, y)
+        params = jax.tree.map(lambda p, q: p - q, params, g)
+    eager = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(100):
+        g = fast(params, x, y)
+    return eager, time.perf_counter() - start
+""")
+
+
+STEP_METHOD = """
+import jax
+import jax.numpy as jnp
+import optax
+
+class Trainer:
+    def __init__(self, params):
+        self.params = params
+        self.tx = optax.adam(1e-3)
+        self.state = self.tx.init(params)
+
+    def loss(self, params, x):
+        return jnp.mean(jnp.tanh(x @ params) ** 2)
+
+    def train_on_batch(self, x):
+        grad_fn = jax.value_and_grad(self.loss)
+        value, grads = grad_fn(self.params, x)
+        updates, self.state = self.tx.update(grads, self.state)
+        self.params = optax.apply_updates(self.params, updates)
+        return value.item()
+"""
+
+
+def test_whole_step_method_the_file_does_not_call_is_reported_at_the_transform():
+    found = findings(STEP_METHOD)
+    assert [f.line for f in found] == [15]
+    message = found[0].message
+    assert message.startswith("`Trainer.train_on_batch` is a whole training step run without jit")
+    assert "`self.tx.update` (line 17) and `optax.apply_updates` (line 18)" in message
+    assert "this file does not call it" in message
+
+
+def test_whole_step_called_in_a_loop_names_the_loop_even_when_it_reads_a_value_back():
+    found = findings(STEP_METHOD + """
+def fit(trainer: Trainer, batches):
+    losses = []
+    for x in batches:
+        losses.append(trainer.train_on_batch(x))
+    return losses
+
+def main(batches):
+    return fit(Trainer(jnp.zeros((3, 3))), batches)
+""")
+    assert [f.line for f in found] == [15]
+    assert "it is called on every iteration of the loop at line 23" in found[0].message
+
+
+def test_whole_step_called_once_jitted_or_handed_on_is_quiet():
+    once = STEP_METHOD + """
+def main(x):
+    t = Trainer(jnp.zeros((3, 3)))
+    return Trainer.train_on_batch(t, x)
+"""
+    handed = STEP_METHOD + """
+def main(fit):
+    return fit(Trainer.train_on_batch)
+"""
+    jitted = """
+import jax
+import jax.numpy as jnp
+import optax
+
+tx = optax.sgd(0.1)
+
+def loss(p, x):
+    return jnp.sum((x @ p) ** 2)
+
+def train_step(p, s, x):
+    g = jax.grad(loss)(p, x)
+    u, s = tx.update(g, s)
+    return optax.apply_updates(p, u), s
+
+fast_step = jax.jit(train_step)
+"""
+    assert lines(once) == [] and lines(handed) == [] and lines(jitted) == []
+
+
+def test_eager_optax_update_beside_a_compiled_gradient_is_reported_at_the_update():
+    found = findings(LOSS + """
+grad_fn = jax.jit(jax.grad(loss))
+
+def fit(params, loader):
+    optimizer = optax.adam(1e-3)
+    state = optimizer.init(params)
+    for x, y in loader:
+        grads = grad_fn(params, x, y)
+        updates, state = optimizer.update(grads, state)
+        params = optax.apply_updates(params, updates)
+    return params
+""")
+    assert [f.line for f in found] == [16]
+    assert found[0].message.startswith("`optimizer.update(grads, state)` and `optax.apply_updates(params, updates)` "
+                                       "(line 17) run outside jit")
+
+
+def test_a_pure_step_the_file_does_not_call_and_a_derivative_of_a_jitted_function_are_quiet():
+    # another file may call the pure step from jitted code; grad of a jitted function runs compiled
+    pure = STEP_METHOD.replace("return value.item()", "return value")
+    assert lines(pure) == []
+    assert lines("""
+import jax
+
+def run(f, x, opt, state):
+    grads_fn = jax.grad(jax.jit(f))
+    for _ in range(100):
+        g = grads_fn(x)
+        u, state = opt.update(g, state)
+        x = x + u
+    return x
+""") == []
