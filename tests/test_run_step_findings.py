@@ -101,3 +101,16 @@ def test_a_wait_before_reading_a_timer_is_a_measurement_not_a_stall(tmp_path: Pa
     assert status == 0
     syncs = [f for f in report["findings"] if f["code"] == "JAX301"]
     assert [f["line"] for f in syncs] == [_line_of(script, "    y.block_until_ready()")]
+
+
+@pytest.mark.slow
+def test_a_tree_map_lambda_charges_its_ops_to_the_update_that_maps_it(tmp_path: Path) -> None:
+    script = SCRIPTS / "tree_map_update.py"
+    status, report = audit(tmp_path, str(script))
+    assert status == 0
+    roles = {e["name"]: e["role"] for e in report["eager_functions"] if e["name"].startswith("momentum_update")}
+    # each lambda runs once per leaf (8 per call): mapped over the tree, not looped over steps
+    assert roles == {"momentum_update": "step", "momentum_update.<locals>.<lambda>": "helper"}
+    found = _jax101(report)
+    assert set(found) == {"momentum_update"}
+    assert found["momentum_update"]["line"] == _line_of(script, "def momentum_update(params, velocity, grads):")

@@ -262,7 +262,8 @@ def eager_roles(instrument: Instrument) -> dict[Any, str]:
       `REPEATED` or more times per call (`train` calling `train_step` in a loop): the callee is
       the one to jit.
     - helper: only ever called from repeated eager functions that are not drivers (a loss, or a
-      `tree.map` lambda, inside the step): its ops are its caller's finding.
+      `tree.map` lambda, inside the step): its ops are its caller's finding. A lambda called many
+      times per call of its caller is mapped over leaves, so it never makes its caller a driver.
     - setup: called fewer than `REPEATED` times, or `PERIODIC` times less often than the
       program's step (parameter initialisation, an evaluation every k steps): not a per-step cost.
     - step: the rest, per-step work whose function is the one to jit.
@@ -275,8 +276,11 @@ def eager_roles(instrument: Instrument) -> dict[Any, str]:
         for caller in record.caller_codes:
             callees.setdefault(caller, []).append(record)
     for code, record in records.items():
+        # a lambda called many times per call is mapped over a pytree's leaves (`jax.tree.map(
+        # lambda p, g: p - lr * g, ...)`), not looped over steps: its ops are its caller's
         looped = sum(c.ops for c in callees.get(code, ())
-                     if c.calls >= REPEATED * record.calls and c.caller_codes == {code})
+                     if c.calls >= REPEATED * record.calls and c.caller_codes == {code}
+                     and c.code.co_name != "<lambda>")
         if looped * 2 >= record.ops:
             roles[code] = DRIVER
     for code, record in records.items():
