@@ -2,9 +2,11 @@
 
 A NumPy array passed to a jitted function is copied (and converted to the function's dtype:
 float64 to float32 without x64) on every call. After the program has finished, `run` times
-that copy for each (shape, dtype) it saw at a line: a tiny jitted function called with a NumPy
-array of that shape and dtype and with the same array already on the device, each call waited
-for; the difference, median of `REPEATS`, is the copy. The fix keeps one copy, so the saving is
+that copy for each (shape, dtype, alignment) it saw at a line: a tiny jitted function called with
+a NumPy array of that shape and dtype and with the same array already on the device, each call
+waited for; the difference, median of `REPEATS`, is the copy. The alignment matters on CPU: a
+64-byte aligned buffer is handed to XLA without a copy, any other is copied, so the array timed
+sits at the address alignment the program's did. The fix keeps one copy, so the saving is
 every copy after the first at its measured time.
 """
 
@@ -22,26 +24,25 @@ from ...units import seconds
 REPEATS = 15  # the copy is a difference of two short times: many samples, their median
 
 
-def copies_saving(specs: Counter[tuple[tuple[int, ...], str]]) -> tuple[float | None, str]:
-    """(saving_s, method) for the copies of arrays of these (shape, dtype) counts."""
+def copies_saving(specs: Counter[tuple[tuple[int, ...], str, bool]]) -> tuple[float | None, str]:
+    """(saving_s, method) for the copies of arrays of these (shape, dtype, 64-byte aligned) counts."""
     total = 0.0
     parts = []
     try:
-        for (shape, dtype), count in specs.most_common():
-            each = _copy_time(shape, np.dtype(dtype))
+        for (shape, dtype, aligned), count in specs.most_common():
+            each = _copy_time(shape, np.dtype(dtype), aligned)
             total += max(0, count - 1) * each
             parts.append(f"{count} x {seconds(each)}")
     except Exception as exc:  # an array that cannot be made or copied: no measurement, the run goes on
         return None, f"no estimate: timing the copy failed ({type(exc).__name__})"
     shown = ", ".join(parts[:4]) + (", ..." if len(parts) > 4 else "")
-    return round(total, 6), (f"measured: a jitted call given NumPy arrays of the passed shapes and dtypes against "
-                             f"device arrays, "
-                             f"{shown} (every copy after the first is saved; on CPU a copy costs little)")
+    return round(total, 6), (f"measured: a jitted call given NumPy arrays of the passed shapes, dtypes and "
+                             f"alignment against device arrays, {shown} (every copy after the first is saved)")
 
 
-def _copy_time(shape: tuple[int, ...], dtype: np.dtype) -> float:
+def _copy_time(shape: tuple[int, ...], dtype: np.dtype, aligned: bool) -> float:
     """A jitted call's extra time when given the NumPy array instead of a device array."""
-    host = np.ones(shape, dtype)
+    host = host_array(shape, dtype, aligned)
     device = jax.device_put(host)
     first = jax.jit(lambda a: a.ravel()[:1])  # touches the argument, computes almost nothing
     jax.block_until_ready((first(host), first(device)))  # compiled for both, first transfer made
@@ -53,3 +54,13 @@ def _copy_time(shape: tuple[int, ...], dtype: np.dtype) -> float:
         jax.block_until_ready(first(host))
         extra.append((time.perf_counter() - middle) - (middle - start))
     return max(0.0, statistics.median(extra))
+
+
+def host_array(shape: tuple[int, ...], dtype: np.dtype, aligned: bool) -> np.ndarray:
+    """A NumPy array of ones whose buffer starts on a 64-byte boundary, or 16 bytes past one."""
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(size + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + (0 if aligned else 16)
+    host = raw[start:start + size].view(dtype).reshape(shape)
+    host[...] = 1
+    return host

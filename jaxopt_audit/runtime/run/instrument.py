@@ -335,7 +335,7 @@ class Instrument:
         self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
         # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
         # measured after the run (`copy_saving`)
-        self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str]]] = {}
+        self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -572,7 +572,7 @@ class Instrument:
         record.loop_callable = wrapper._jitted
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
-                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str]], list[Any]]:
+                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str, bool]], list[Any]]:
         """(host leaves, NumPy arrays among them, their (shape, dtype), the arrays)."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
@@ -593,7 +593,8 @@ class Instrument:
             if kind is np.ndarray:
                 leaves += 1
                 arrays += 1
-                specs.append((leaf.shape, leaf.dtype.str))
+                # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it
+                specs.append((leaf.shape, leaf.dtype.str, leaf.__array_interface__["data"][0] % 64 == 0))
                 values.append(leaf)
             elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
                 leaves += 1
