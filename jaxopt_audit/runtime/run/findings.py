@@ -8,6 +8,10 @@ From the instruments' records:
   to the step's finding, a function that calls the step in a loop (`train` around `train_step`)
   is not the one to jit, and work done once or every k steps (initialisation, evaluation) is
   setup, a line of the summary, never a finding.
+- JAX201 loop-to-scan: a jitted function called again and again from one line of a Python loop,
+  the calls a large part of the run; or such a loop in a function run once that issues eager ops
+  around the jitted steps every iteration (`driven`): one finding for the loop, the whole body
+  to scan, its eager work no longer setup.
 - JAX102 jit-in-loop: `jax.jit` applied again and again at one line (a new wrapper, so a new
   trace, each time).
 - JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
@@ -33,7 +37,8 @@ after the run (`copy_saving`);
 JAX101 saves its eager time less the jitted function's time, measured after the run by jitting
 the function on the argument shapes it was called with (`jit_saving`); JAX201/JAX202 save the
 calls' time less that of one jitted `lax.scan` or `vmap` of them, timed after the run on inputs
-of the recorded shapes (`loop_saving`); a JAX301 read of a
+of the recorded shapes (`loop_saving`), plus, for a loop with eager work around its steps, that
+work's measured op and compile time; a JAX301 read of a
 jitted function's output saves the time waited beyond that function's device work (each read
 waits for at most one call); other waits (a sync, a read of an unknown array) have no
 estimate, and cost_s bounds them. Findings come ordered by
