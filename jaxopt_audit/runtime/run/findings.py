@@ -8,15 +8,15 @@ From the instruments' records:
   to the step's finding, a function that calls the step in a loop (`train` around `train_step`)
   is not the one to jit, and work done once or every k steps (initialisation, evaluation) is
   setup, a line of the summary, never a finding.
-- JAX201 loop-to-scan: a jitted function called again and again from one line of a Python loop,
-  the calls a large part of the run; or such a loop in a function run once that issues eager ops
-  around the jitted steps every iteration (`driven`): one finding for the loop, the whole body
-  to scan, its eager work no longer setup.
 - JAX102 jit-in-loop: `jax.jit` applied again and again at one line (a new wrapper, so a new
   trace, each time).
 - JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
   argument's shape, dtype, weak type, static value or structure changed (from JAX's cache-miss
   explanations, which name the argument).
+- JAX201 loop-to-scan: a jitted function called again and again from one line of a Python loop,
+  the calls a large part of the run; or such a loop in a function run once that issues eager ops
+  around the jitted steps every iteration (`driven`): one finding for the loop, the whole body
+  to scan, its eager work no longer setup.
 - JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
   `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
