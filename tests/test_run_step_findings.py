@@ -114,3 +114,45 @@ def test_a_tree_map_lambda_charges_its_ops_to_the_update_that_maps_it(tmp_path: 
     found = _jax101(report)
     assert set(found) == {"momentum_update"}
     assert found["momentum_update"]["line"] == _line_of(script, "def momentum_update(params, velocity, grads):")
+
+
+DRIVER_LOOP = SCRIPTS / "driver_loop.py"
+
+
+@pytest.mark.slow
+def test_eager_work_in_the_loop_of_a_function_run_once_is_the_loop_s_finding(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(DRIVER_LOOP))
+    assert status == 0
+    call = _line_of(DRIVER_LOOP, "        x, occ = em_step(x, occ, jax.random.normal(sub, (512,)))")
+    loops = [f for f in report["findings"] if f["code"] == "JAX201"]
+    # one finding for the loop: the eager ops around the step and the step's calls together
+    assert [(f["line"], f["function"], f["count"]) for f in loops] == [(call, "em_step", 5000)]
+    loop = loops[0]
+    first = _line_of(DRIVER_LOOP, "    for t in range(STEPS):")
+    # the split, its unpacking and the noise per iteration; the read every 500 steps left out
+    assert loop["message"].startswith(f"main's loop (lines {first}-{first + 4}) calls em_step 5000 times and "
+                                      "issues 15000 eager ops around it (3 per iteration")
+    assert "lax.scan or lax.fori_loop" in loop["fix"] and "whole loop body" in loop["fix"]
+    method = loop["saving_method"]
+    assert method.startswith("measured: the loop's 15000 eager ops took ")
+    assert "from scanning em_step's calls" in method and "not subtracted" in method
+    assert loop["saving_s"] is not None and loop["saving_s"] >= 0
+    roles = {e["name"]: e["role"] for e in report["eager_functions"]}
+    assert roles == {"main": "driver", "init_params": "setup"}
+    # the loop's work is not also called setup; the initialisation still is
+    mains = [n for n in report["notes"] if n.startswith("not per step: main (")]
+    assert all("outside its loop's finding" in n for n in mains)
+    assert any(n.startswith("not per step: init_params (") and "ran once" in n for n in report["notes"])
+
+
+@pytest.mark.slow
+def test_a_function_run_once_with_no_eager_work_in_its_loop_stays_setup(tmp_path: Path) -> None:
+    script = SCRIPTS / "setup_then_loop.py"
+    status, report = audit(tmp_path, str(script))
+    assert status == 0
+    assert not any(f["function"] in ("main", "init_params") or "eager ops around it" in f["message"]
+                   for f in report["findings"])
+    roles = {e["name"]: e["role"] for e in report["eager_functions"]}
+    assert roles == {"main": "setup", "init_params": "setup"}
+    # main's note covers init_params's ops: the outermost setup function is the one named
+    assert any(n.startswith("not per step: main (") and "ran once" in n for n in report["notes"])

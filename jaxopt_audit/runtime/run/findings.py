@@ -13,6 +13,10 @@ From the instruments' records:
 - JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
   argument's shape, dtype, weak type, static value or structure changed (from JAX's cache-miss
   explanations, which name the argument).
+- JAX201 loop-to-scan: a jitted function called again and again from one line of a Python loop,
+  the calls a large part of the run; or such a loop in a function run once that issues eager ops
+  around the jitted steps every iteration (`driven`): one finding for the loop, the whole body
+  to scan, its eager work no longer setup.
 - JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
   `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
@@ -33,7 +37,8 @@ after the run (`copy_saving`);
 JAX101 saves its eager time less the jitted function's time, measured after the run by jitting
 the function on the argument shapes it was called with (`jit_saving`); JAX201/JAX202 save the
 calls' time less that of one jitted `lax.scan` or `vmap` of them, timed after the run on inputs
-of the recorded shapes (`loop_saving`); a JAX301 read of a
+of the recorded shapes (`loop_saving`), plus, for a loop with eager work around its steps, that
+work's measured op and compile time; a JAX301 read of a
 jitted function's output saves the time waited beyond that function's device work (each read
 waits for at most one call); other waits (a sync, a read of an unknown array) have no
 estimate, and cost_s bounds them. Findings come ordered by
@@ -58,15 +63,22 @@ from . import jit_saving, loop_saving
 from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
 from .copy_saving import copies_saving
+from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop
 from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
 from .jit_saving import JitSaving
-from .report import STEP, EagerFunctionReport, RuntimeFinding, eager_functions, eager_roles
+from .report import (
+    EAGER_OPS_WORTH_A_JIT,
+    STEP,
+    EagerFunctionReport,
+    RuntimeFinding,
+    eager_functions,
+    eager_loops,
+    eager_roles,
+)
 from .sites import display_path
 
 REPEATED = 3
 PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
-
-EAGER_OPS_WORTH_A_JIT = 2  # as the static rule: one op gains nothing from a jit
 
 RULE_NAMES = RUN_CODES  # code -> stable name, for every code `run` reports
 
@@ -99,10 +111,16 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
+    # a loop doing eager work around jitted steps in a function run once: one finding for all of it
+    looped: set[int] = set()
+    for loop in eager_loops(instrument, wall_s):
+        findings.append(_driven_loop(loop, wall_s, measure))
+        looped.update(id(step.record) for step in loop.steps)
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
-        findings.extend(_python_loop(record, wall_s, measure))
+        if id(record) not in looped:
+            findings.extend(_python_loop(record, wall_s, measure))
     findings.extend(f for f in _transfers(instrument, measure) if (f.path, f.line) not in covered or f.code != "JAX302")
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
@@ -216,8 +234,54 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
         saving_s=saving.saving_s, saving_method=saving.method)
 
 
-LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
-LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time inside them
+def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFinding:
+    """A function run once whose loop calls jitted steps and does eager work around them every
+    iteration (`driven.driven_loops`): one finding at the most called step's call, the whole
+    loop body to scan.
+
+    The saving adds measured parts only: the loop's eager ops and their compilation in this run,
+    which one jitted loop removes, and (`measure`) what scanning each step's calls saves, timed
+    as for a loop of jitted calls (`loop_saving`)."""
+    driver, top = loop.driver, loop.steps[0]
+    eager_s = loop.op_s + loop.compile_s
+    compiled = f" and {seconds(loop.compile_s)} compiling them" if loop.compile_s else ""
+    callees = f" (with {', '.join(loop.callees)})" if loop.callees else ""
+    calls = " and ".join(f"{s.record.name} {s.calls} times" for s in loop.steps)
+    around = "it" if len(loop.steps) == 1 else "them"
+    message = (f"{driver.name}'s loop (lines {loop.first_line}-{loop.last_line}) calls {calls} and issues "
+               f"{loop.ops} eager ops around {around}{callees} ({loop.ops / loop.iterations:.0f} per iteration, "
+               f"{seconds(eager_s)}, {eager_s / wall_s:.0%} of the wall time; {seconds(loop.call_s)} more in the "
+               f"calls): the loop's own JAX work runs op by op every iteration")
+    fix = ("run the whole loop body (the eager ops and the step) as lax.scan or lax.fori_loop inside one jitted "
+           "function: one dispatch for all the iterations")
+    where = (display_path(top.site.path), top.site.line)
+    cost = round(eager_s + loop.call_s, 6)
+    if not measure:
+        return RuntimeFinding(
+            "JAX201", RULE_NAMES["JAX201"], *where, message, fix, top.calls, cost, function=top.record.name,
+            saving_method="no estimate: the scanned loop is not timed (--trace) and the eager ops' time is "
+                          "inflated by the profiler; cost_s, the loop's eager ops and calls, bounds what it saves")
+    parts = [f"the loop's {loop.ops} eager ops took {seconds(loop.op_s)}{compiled} in this run, which one "
+             "jitted loop removes"]
+    saving = eager_s
+    for step in loop.steps:
+        name = step.record.name
+        if step.record.wrappers_created >= REPEATED or len(step.record.recompiles) + 1 >= REPEATED:
+            parts.append(f"{name}'s calls are not counted: the loop re-traces or recompiles it (JAX102/JAX103)")
+            continue
+        scanned = loop_saving.measure(step.record, True)
+        if scanned.saving_s is None:
+            parts.append(f"{name}'s calls are not counted ({scanned.method})")
+            continue
+        # the measurement scales to all the function's calls: this loop's share of them
+        share = step.calls / step.record.calls
+        saving += scanned.saving_s * share
+        parts.append(f"plus {seconds(scanned.saving_s * share)} from scanning {name}'s calls "
+                     f"({scanned.method.removeprefix('measured: ')})")
+    parts.append("not subtracted: the time the same ops take compiled inside the loop, which is not timed")
+    return RuntimeFinding(
+        "JAX201", RULE_NAMES["JAX201"], *where, message, fix, top.calls, cost, function=top.record.name,
+        saving_s=round(saving, 6), saving_method="measured: " + "; ".join(parts))
 
 
 _RECOMPILES_MEASURED = "measured: the compile time of every compilation after the first, which the fix removes"

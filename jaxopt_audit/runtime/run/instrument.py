@@ -208,6 +208,10 @@ class EagerRecord:
     calls: int = 0  # calls seen doing eager work
     ops: int = 0  # primitives executed eagerly inside it (its callees included)
     own_ops: int = 0  # of which issued directly by its own lines
+    # ... by line: ops, their time and their compilation (where a loop's body does its own work)
+    line_ops: Counter[int] = field(default_factory=Counter)
+    line_op_s: dict[int, float] = field(default_factory=dict)
+    line_compile_s: dict[int, float] = field(default_factory=dict)
     op_s: float = 0.0  # time inside its eager ops (callees' included), compilation excluded
     compiles: int = 0  # eager compilations inside them
     compile_s: float = 0.0
@@ -638,6 +642,8 @@ class Instrument:
                 for owner in owners:
                     owner.compile_s += duration
                     owner.compiles += event.kind == "compile"
+                line, times = self._local.eager_line, owners[0].line_compile_s
+                times[line] = times.get(line, 0.0) + duration
                 self._local.eager_compile_s += duration
 
     def _compile_span(self, seconds: float) -> float:
@@ -844,6 +850,8 @@ class Instrument:
                     instrument.eager_op_s += spent
                 for owner in owners:
                     owner.op_s += spent
+                line, times = local.eager_line, owners[0].line_op_s
+                times[line] = times.get(line, 0.0) + spent
                 local.eager_owner = None
 
         return eager
@@ -880,6 +888,8 @@ class Instrument:
                         _note_arguments(record, frame)
                 if not chain:
                     record.own_ops += 1
+                    record.line_ops[site.line] += 1
+                    self._local.eager_line = site.line
                 chain.append(record)
                 if code.co_name == "<module>":  # the script's top: nothing above is the user's
                     break

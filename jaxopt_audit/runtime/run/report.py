@@ -21,9 +21,11 @@ from typing import Any
 from ...fileio import write_text_atomic
 from ...units import seconds
 from .arguments import NOT_FUNCTIONS
+from .driven import DrivenLoop, driven_loops
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .sites import display_path
 
+EAGER_OPS_WORTH_A_JIT = 2  # eager ops per call that make a finding (JAX101): one op gains nothing from a jit
 REPEATED = 3  # calls of a function (or per call of its caller) that make a per-step pattern
 PERIODIC = 10  # a function called this many times less often than the step is not per step
 
@@ -255,12 +257,14 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                      notes=tuple(notes))
 
 
-def eager_roles(instrument: Instrument) -> dict[Any, str]:
+def eager_roles(instrument: Instrument, wall_s: float = 0.0) -> dict[Any, str]:
     """What each un-jitted function running eager ops is to the program (code -> role).
 
     - driver: a function whose eager ops are mostly (half or more) those of a function it calls
       `REPEATED` or more times per call (`train` calling `train_step` in a loop): the callee is
-      the one to jit.
+      the one to jit; or (with the run's `wall_s`) one that would be setup but loops over a
+      jitted step doing eager work every iteration (`driven.driven_loops`): the loop is the
+      finding (JAX201).
     - helper: only ever called from repeated eager functions that are not drivers (a loss, or a
       `tree.map` lambda, inside the step): its ops are its caller's finding. A lambda called many
       times per call of its caller is mapped over leaves, so it never makes its caller a driver.
@@ -268,6 +272,26 @@ def eager_roles(instrument: Instrument) -> dict[Any, str]:
       program's step (parameter initialisation, an evaluation every k steps): not a per-step cost.
     - step: the rest, per-step work whose function is the one to jit.
     """
+    return _roles_and_loops(instrument, wall_s)[0]
+
+
+def eager_loops(instrument: Instrument, wall_s: float) -> list[DrivenLoop]:
+    """The loops around a jitted step in which a function run once does eager work every
+    iteration (`driven.driven_loops`)."""
+    return _roles_and_loops(instrument, wall_s)[1]
+
+
+def _roles_and_loops(instrument: Instrument, wall_s: float) -> tuple[dict[Any, str], list[DrivenLoop]]:
+    roles = _roles_by_calls(instrument)
+    reported = {code for code, role in roles.items()
+                if role == STEP and instrument.eager[code].ops >= EAGER_OPS_WORTH_A_JIT * instrument.eager[code].calls}
+    loops = driven_loops(instrument, roles, wall_s, reported)
+    for loop in loops:
+        roles[loop.driver.code] = DRIVER
+    return roles, loops
+
+
+def _roles_by_calls(instrument: Instrument) -> dict[Any, str]:
     records = {code: r for code, r in instrument.eager.items() if code.co_name not in NOT_FUNCTIONS and r.ops}
     repeated = {code for code, r in records.items() if r.calls >= REPEATED}
     roles: dict[Any, str] = {}
@@ -297,15 +321,31 @@ def eager_roles(instrument: Instrument) -> dict[Any, str]:
 
 def eager_functions(instrument: Instrument, wall_s: float) -> tuple[EagerFunctionReport, ...]:
     """User functions that ran ops eagerly, the costliest first (module level left out)."""
-    roles = eager_roles(instrument)
+    roles = eager_roles(instrument, wall_s)
     reports = [_eager(instrument.eager[code], wall_s, role) for code, role in roles.items()]
     return tuple(sorted(reports, key=lambda e: (-(e.op_s + e.compile_s), e.path, e.line)))
 
 
 def _setup_notes(instrument: Instrument, wall_s: float) -> list[str]:
-    """One line per outermost setup function with eager work worth a mention (1% of the wall)."""
-    roles = eager_roles(instrument)
+    """One line per outermost setup function with eager work worth a mention (1% of the wall),
+    and per function whose loop is a finding (`eager_loops`), the eager work of its own lines
+    that the loop's finding does not count."""
+    roles, loops = _roles_and_loops(instrument, wall_s)
     notes = []
+    counted: dict[Any, set[int]] = {}
+    for loop in loops:
+        counted.setdefault(loop.driver.code, set()).update(loop.lines)
+    for code, lines in counted.items():
+        record = instrument.eager[code]
+        rest = [line for line in record.line_ops if line not in lines]
+        ops = sum(record.line_ops[line] for line in rest)
+        spent = sum(record.line_op_s.get(line, 0.0) + record.line_compile_s.get(line, 0.0) for line in rest)
+        if ops and wall_s > 0 and spent >= 0.01 * wall_s:
+            calls = "once" if record.calls == 1 else f"{record.calls} times"
+            notes.append(f"not per step: {record.name} ({display_path(record.path)}:{record.line}) ran {calls} "
+                         f"(setup, or every k steps): {ops} eager ops of its own lines outside its loop's finding, "
+                         f"{seconds(spent)} ({spent / wall_s:.0%} of the wall time); a per-step fix does not "
+                         "change it")
     for code, role in roles.items():
         record = instrument.eager[code]
         outer = not any(roles.get(c) == SETUP for c in record.caller_codes)

@@ -1,0 +1,151 @@
+"""Loops that call a jitted step and do eager JAX work around it every iteration, in a
+function that itself runs once (or every k steps).
+
+A function called once is setup by its call count (`report.eager_roles`), but when its code is
+where a jitted function is called `LOOP_CALLS` or more times from one line, that line is in a
+Python loop, and the eager ops the function issues are that loop's body (a key split, a noise
+draw, a metric), its "setup" is a loop doing per-step work: the fix is the whole loop body
+(the eager ops and the step) as one `lax.scan` inside jit (JAX201 at the loop's call).
+
+What counts as the loop's eager work, from what the instruments recorded (nothing estimated):
+the ops the driver's own lines inside the loop statement issued (from the source's syntax
+tree: the innermost `for` or `while` around the call), and those of the functions it calls
+only from lines inside the loop; a line or a callee that ran `PERIODIC` times less often than
+the step (a log every 100 steps) is not per iteration, and a callee with its own per-step
+finding (an un-jitted step, JAX101) or a loop of its own keeps its work. The loop is reported
+when it issues at least one eager op per call of the step and its eager ops and the step's
+calls together take `LOOP_SHARE` of the wall time, as a loop of jitted calls alone is (JAX201).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .instrument import EagerRecord, FunctionRecord, Instrument
+from .sites import SourceLine
+
+LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
+LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time in the loop's dispatch
+PERIODIC = 10  # a line or callee run this many times less often than the step is not per iteration
+
+
+class LoopedStep(NamedTuple):
+    """A jitted function called from one line of a loop."""
+
+    record: FunctionRecord
+    site: SourceLine  # its call inside the loop
+    calls: int  # its calls from `site`
+    call_s: float  # the program's time inside those calls (as `FunctionRecord.call_s`)
+
+
+@dataclass(frozen=True)
+class DrivenLoop:
+    """A loop in `driver` that calls jitted steps and issues eager ops around them."""
+
+    driver: EagerRecord
+    steps: tuple[LoopedStep, ...]  # the most called first (then by line): the first is where it is reported
+    first_line: int  # the loop statement (`for` or `while`) ...
+    last_line: int  # ... to its last line
+    iterations: int  # the most calls of one of its steps
+    ops: int  # eager ops per iteration inside the loop, over the run
+    op_s: float  # their time, compilation excluded
+    compile_s: float  # their eager compilations
+    callees: tuple[str, ...]  # the functions called in the loop whose eager ops are counted
+    lines: frozenset[int]  # the driver's own lines whose eager ops are counted
+
+    @property
+    def call_s(self) -> float:
+        return sum(step.call_s for step in self.steps)
+
+
+def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
+                 worth_a_finding: set[Any]) -> list[DrivenLoop]:
+    """The loops of functions whose role is setup that do eager work around jitted steps.
+
+    `roles` are `report.eager_roles` by code; `worth_a_finding` the codes of callees whose eager
+    work is reported on its own (an un-jitted step, JAX101), left out of the loop's."""
+    if wall_s <= 0:
+        return []
+    setup = {code: instrument.eager[code] for code, role in roles.items() if role == "setup"}
+    if not setup:
+        return []
+    loops: dict[tuple[Any, int, int], list[LoopedStep]] = {}
+    for step in instrument.functions.values():
+        if step.calls < LOOP_CALLS or not step.sampled_sites:
+            continue
+        (site, sampled), all_sampled = step.sampled_sites.most_common(1)[0], sum(step.sampled_sites.values())
+        calls = round(step.calls * sampled / all_sampled)
+        driver = next((code for code in setup if _issues_line(code, site)), None)
+        if calls < LOOP_CALLS or driver is None:
+            continue
+        span = _loop_around(site, driver)
+        if span is not None:
+            looped = LoopedStep(step, site, calls, step.call_s * calls / step.calls)
+            loops.setdefault((driver, *span), []).append(looped)
+    callees: dict[Any, list[EagerRecord]] = {}
+    for record in instrument.eager.values():
+        for caller in record.caller_codes:
+            callees.setdefault(caller, []).append(record)
+    found = []
+    for (driver, first, last), steps in loops.items():
+        steps.sort(key=lambda s: (-s.calls, s.site.line))
+        loop = _eager_work(setup[driver], tuple(steps), (first, last), callees.get(driver, []), roles,
+                           worth_a_finding)
+        if loop.ops >= loop.iterations and loop.op_s + loop.call_s >= LOOP_SHARE * wall_s:
+            found.append(loop)
+    return found
+
+
+def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[int, int],
+                callees: list[EagerRecord], roles: dict[Any, str], worth_a_finding: set[Any]) -> DrivenLoop:
+    first, last = span
+    iterations = steps[0].calls
+    inside = set(range(first, last + 1)) & _lines_of(driver.code)
+    per_iteration = {line for line in inside if driver.line_ops[line] * PERIODIC >= iterations}
+    ops = sum(driver.line_ops[line] for line in per_iteration)
+    op_s = sum(driver.line_op_s.get(line, 0.0) for line in per_iteration)
+    compile_s = sum(driver.line_compile_s.get(line, 0.0) for line in per_iteration)
+    names = []
+    for callee in callees:
+        sites = [s for s in callee.callers if s.path == driver.path]
+        if (callee.caller_codes != {driver.code} or callee.code in worth_a_finding
+                or roles.get(callee.code) in ("driver", "setup") or callee.calls * PERIODIC < iterations
+                or not sites or not all(s.line in inside for s in sites)):
+            continue
+        ops += callee.ops
+        op_s += callee.op_s
+        compile_s += callee.compile_s
+        names.append(callee.name)
+    return DrivenLoop(driver, steps, first, last, iterations, ops, op_s, compile_s, tuple(names),
+                      frozenset(per_iteration))
+
+
+def _issues_line(code: Any, site: SourceLine) -> bool:
+    return code.co_filename == site.path and site.line in _lines_of(code)
+
+
+def _lines_of(code: Any) -> set[int]:
+    """The lines of the function's own code (not those of functions defined inside it)."""
+    return {line for _, _, line in code.co_lines() if line is not None}
+
+
+def _loop_around(site: SourceLine, code: Any) -> tuple[int, int] | None:
+    """(first, last) line of the innermost `for` or `while` statement of the function that
+    contains the call at `site`, or None (the call is not in a loop of that function)."""
+    source = "".join(linecache.getlines(site.path))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    best: tuple[int, int] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or node.end_lineno is None:
+            continue
+        if node.lineno < code.co_firstlineno or not node.lineno <= site.line <= node.end_lineno:
+            continue
+        if best is None or node.end_lineno - node.lineno < best[1] - best[0]:
+            best = (node.lineno, node.end_lineno)
+    return best
