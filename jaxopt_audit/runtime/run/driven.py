@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .instrument import EagerRecord, FunctionRecord, Instrument
+from .roles import DRIVER, PERIODIC, SETUP
 from .sites import SourceLine
 
 LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
 LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time in the loop's dispatch
-PERIODIC = 10  # a line or callee run this many times less often than the step is not per iteration
 
 
 class LoopedStep(NamedTuple):
@@ -69,7 +69,7 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
     work is reported on its own (an un-jitted step, JAX101), left out of the loop's."""
     if wall_s <= 0:
         return []
-    setup = {code: instrument.eager[code] for code, role in roles.items() if role == "setup"}
+    setup = {code: instrument.eager[code] for code, role in roles.items() if role == SETUP}
     if not setup:
         return []
     loops: dict[tuple[Any, int, int], list[LoopedStep]] = {}
@@ -112,7 +112,7 @@ def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[
     for callee in callees:
         sites = [s for s in callee.callers if s.path == driver.path]
         if (callee.caller_codes != {driver.code} or callee.code in worth_a_finding
-                or roles.get(callee.code) in ("driver", "setup") or callee.calls * PERIODIC < iterations
+                or roles.get(callee.code) in (DRIVER, SETUP) or callee.calls * PERIODIC < iterations
                 or not sites or not all(s.line in inside for s in sites)):
             continue
         ops += callee.ops

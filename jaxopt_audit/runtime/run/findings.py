@@ -68,16 +68,15 @@ from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
 from .jit_saving import JitSaving
 from .report import (
     EAGER_OPS_WORTH_A_JIT,
-    STEP,
     EagerFunctionReport,
     RuntimeFinding,
     eager_functions,
     eager_loops,
     eager_roles,
 )
+from .roles import REPEATED, STEP
 from .sites import display_path
 
-REPEATED = 3
 PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
 
 RULE_NAMES = RUN_CODES  # code -> stable name, for every code `run` reports

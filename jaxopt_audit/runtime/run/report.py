@@ -23,13 +23,10 @@ from ...units import seconds
 from .arguments import NOT_FUNCTIONS
 from .driven import DrivenLoop, driven_loops
 from .instrument import EagerRecord, FunctionRecord, Instrument
+from .roles import DRIVER, HELPER, PERIODIC, REPEATED, SETUP, STEP
 from .sites import display_path
 
 EAGER_OPS_WORTH_A_JIT = 2  # eager ops per call that make a finding (JAX101): one op gains nothing from a jit
-REPEATED = 3  # calls of a function (or per call of its caller) that make a per-step pattern
-PERIODIC = 10  # a function called this many times less often than the step is not per step
-
-STEP, HELPER, DRIVER, SETUP = "step", "helper", "driver", "setup"
 
 
 @dataclass(frozen=True)
