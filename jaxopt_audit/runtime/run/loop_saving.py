@@ -126,9 +126,6 @@ def _scan(function: Callable[..., Any], sample: CallSample, varying: list[bool],
     carry0 = tuple(args[p] for p in carried)
     others0 = tuple(args[p] for p in passed)
     compiled = jax.jit(scanned)
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(carry0, others0))
-    compile_s = time.perf_counter() - start
 
     def direct() -> Any:
         carry = carry0
@@ -136,9 +133,8 @@ def _scan(function: Callable[..., Any], sample: CallSample, varying: list[bool],
             carry = step(carry, others0)
         return carry
 
-    jax.block_until_ready(direct())  # the program compiled it; this warms it for these inputs
-    loop_s, scan_s = _medians(direct, lambda: compiled(carry0, others0))
-    extra = max(0.0, compile_s - scan_s - _own_compile_s(step, carry0, others0))
+    loop_s, scan_s, extra = _timed(direct, lambda: compiled(carry0, others0),
+                                   lambda: _own_compile_s(step, carry0, others0))
     saving = record.calls * (loop_s - scan_s) / k - extra
     names = ", ".join(_argument_name(record, p) for p in carried)
     return LoopSaving(round(max(0.0, saving), 6), (
@@ -179,16 +175,12 @@ def _scan_given_inputs(function: Callable[..., Any], args: tuple[Any, ...], kwar
                                      one)
     others0 = tuple(args[p] for p in passed)
     compiled = jax.jit(scanned)
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(stacked, others0))
-    compile_s = time.perf_counter() - start
 
     def direct() -> Any:
         return [step(one, others0) for _ in range(k)]
 
-    jax.block_until_ready(direct())
-    loop_s, scan_s = _medians(direct, lambda: compiled(stacked, others0))
-    extra = max(0.0, compile_s - scan_s - _own_compile_s(step, one, others0))
+    loop_s, scan_s, extra = _timed(direct, lambda: compiled(stacked, others0),
+                                   lambda: _own_compile_s(step, one, others0))
     saving = record.calls * (loop_s - scan_s) / k - extra
     names = ", ".join(_argument_name(record, p) for p in scanned_positions)
     return LoopSaving(round(max(0.0, saving), 6), (
@@ -224,17 +216,12 @@ def _vmap(function: Callable[..., Any], sample: CallSample, varying: list[bool],
     batch = record.calls if record.calls * per_call <= VMAP_BUDGET_S and size <= MAX_BATCH_BYTES else k
     stacked = [jnp.broadcast_to(value, (batch, *value.shape)) + jnp.zeros((), value.dtype) for value in one]
     compiled = jax.jit(jax.vmap(call))
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(*stacked))
-    compile_s = time.perf_counter() - start
-    one = [leaves[i] for i in batched]  # as the program passed them: a NumPy scalar is copied per call
+    passed = [leaves[i] for i in batched]  # as the program passed them: a NumPy scalar is copied per call
 
     def direct() -> Any:
-        return [call(*one) for _ in range(k)]
+        return [call(*passed) for _ in range(k)]
 
-    jax.block_until_ready(direct())
-    loop_s, vmap_s = _medians(direct, lambda: compiled(*stacked))
-    extra = max(0.0, compile_s - vmap_s - _own_compile_s(call, *one))
+    loop_s, vmap_s, extra = _timed(direct, lambda: compiled(*stacked), lambda: _own_compile_s(call, *passed))
     saving = record.calls * (loop_s / k - vmap_s / batch) - extra
     what = ", ".join(dict.fromkeys(_leaf_name(sample, record, i) for i in batched))
     return LoopSaving(round(max(0.0, saving), 6), (
@@ -301,6 +288,19 @@ def _own_compile_s(call: Callable[..., Any], *inputs: Any) -> float:
     jax.block_until_ready(fresh(*inputs))
     first = time.perf_counter() - start
     return max(0.0, first - _median(lambda: fresh(*inputs)))
+
+
+def _timed(looped: Callable[[], Any], compiled: Callable[[], Any],
+           own_compile_s: Callable[[], float]) -> tuple[float, float, float]:
+    """(looped s, compiled s, extra compilation s): the compiled replacement's first call is its
+    compilation; the loop is warmed first (the program compiled its steps, not for these inputs);
+    the extra is what compiling the replacement costs beyond compiling the step alone."""
+    start = time.perf_counter()
+    jax.block_until_ready(compiled())
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(looped())
+    loop_s, compiled_s = _medians(looped, compiled)
+    return loop_s, compiled_s, max(0.0, compile_s - compiled_s - own_compile_s())
 
 
 def _medians(looped: Callable[[], Any], compiled: Callable[[], Any]) -> tuple[float, float]:
