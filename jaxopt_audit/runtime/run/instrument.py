@@ -577,7 +577,7 @@ class Instrument:
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
                            kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str, bool]], list[Any]]:
-        """(host leaves, NumPy arrays among them, their (shape, dtype), the arrays)."""
+        """(host leaves, NumPy arrays among them, their (shape, dtype, 64-byte aligned), the arrays)."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
