@@ -5,6 +5,7 @@ withheld, never how large it is."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,50 @@ def test_the_loop_finding_carries_the_measured_saving_and_what_was_measured(inst
     assert measured.saving_method.startswith("measured: ")
     (unmeasured,) = [f for f in derive_findings(instrument, wall_s, measure=False) if f.code == "JAX201"]
     assert unmeasured.saving_s is None and "--trace" in unmeasured.saving_method
+
+
+def test_outputs_stacked_after_the_loop_are_part_of_what_vmapping_it_saves(instrument: Instrument) -> None:
+    @jax.jit
+    def score(w, scale):
+        return jnp.sum(jnp.tanh(w * scale))
+
+    def program() -> Any:
+        w = jnp.linspace(-1.0, 1.0, 16)
+        scores = []
+        for scale in np.linspace(0.1, 2.0, 200):
+            scores.append(score(w, jnp.float32(scale)))
+        few = jnp.stack(scores[:3])  # a handful stacked: not the loop's results
+        return jnp.stack(scores), few
+
+    stacked, few = _run(instrument, program)
+    record = _record(instrument, "score")
+    assert record.stacked_outputs == 200 and record.stacked_s > 0
+    # the stack's time is the loop's, not its caller's: the caller keeps only the small stack
+    (caller,) = [r for r in instrument.eager.values() if r.name.endswith("program")]
+    lines, first = inspect.getsourcelines(program)
+    stack_line = first + next(i for i, text in enumerate(lines) if "return jnp.stack(scores)" in text)
+    few_line = stack_line - 1
+    assert caller.line_compile_s.get(stack_line, 0.0) == pytest.approx(0.0, abs=1e-9)
+    assert caller.line_compile_s.get(few_line, 0.0) > 0  # its own small stack compiled for it
+    wall_s = record.call_s + record.stacked_s
+    (finding,) = [f for f in derive_findings(instrument, wall_s, measure=True) if f.code == "JAX202"]
+    assert finding.saving_s is not None and "stacking up to 200 of its outputs" in finding.saving_method
+    assert finding.saving_s >= record.stacked_s
+    np.testing.assert_array_equal(np.asarray(stacked), np.asarray(program()[0]))
+
+
+def test_a_list_of_outputs_of_different_functions_is_not_a_loops_results(instrument: Instrument) -> None:
+    @jax.jit
+    def first(x):
+        return x + 1.0
+
+    @jax.jit
+    def second(x):
+        return x * 2.0
+
+    def program() -> Any:
+        outs = [first(jnp.float32(i)) for i in range(40)] + [second(jnp.float32(i)) for i in range(40)]
+        return jnp.stack(outs)
+
+    _run(instrument, program)
+    assert _record(instrument, "first").stacked_s == 0 and _record(instrument, "second").stacked_s == 0

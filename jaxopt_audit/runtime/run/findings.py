@@ -38,7 +38,9 @@ JAX101 saves its eager time less the jitted function's time, measured after the 
 the function on the argument shapes it was called with (`jit_saving`); JAX201/JAX202 save the
 calls' time less that of one jitted `lax.scan` or `vmap` of them, timed after the run on inputs
 of the recorded shapes (`loop_saving`), plus, for a loop with eager work around its steps, that
-work's measured op and compile time; a JAX301 read of a
+work's measured op and compile time, and for a loop whose outputs are stacked by one eager op
+afterwards (`jnp.stack` over thousands of them compiles an op with that many operands), that
+op's time, which the scan or vmap makes unnecessary; a JAX301 read of a
 jitted function's output saves the time waited beyond that function's device work (each read
 waits for at most one call); other waits (a sync, a read of an unknown array) have no
 estimate, and cost_s bounds them. Findings come ordered by
@@ -208,7 +210,8 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
     argument that is an earlier call's output) or one `vmap` (independent calls) replaces them.
     With `measure` (after the program has finished) the scanned or vmapped loop is timed against
     the calls one by one (`loop_saving`)."""
-    if record.calls < LOOP_CALLS or wall_s <= 0 or record.call_s < LOOP_SHARE * wall_s or not record.sampled_sites:
+    cost = record.call_s + record.stacked_s
+    if record.calls < LOOP_CALLS or wall_s <= 0 or cost < LOOP_SHARE * wall_s or not record.sampled_sites:
         return
     if record.wrappers_created >= REPEATED or len(record.recompiles) + 1 >= REPEATED:
         return  # the loop re-traces or recompiles: JAX102/JAX103 come first
@@ -221,6 +224,12 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
     how = "each step's state comes from the call before" if carried else "the calls are independent"
     if measure:
         saving = loop_saving.measure(record, carried)
+        if saving.saving_s is not None and record.stacked_s:
+            saving = loop_saving.LoopSaving(
+                round(saving.saving_s + record.stacked_s, 6),
+                f"{saving.method}; plus {seconds(record.stacked_s)} stacking up to {record.stacked_outputs} of its "
+                f"outputs in one eager op after the loop (compiled for that many operands), which the "
+                f"{'scan' if carried else 'vmap'} returns stacked")
     else:
         saving = loop_saving.LoopSaving(None, "no estimate: the scanned or vmapped loop is not timed (--trace); "
                                               "cost_s, the program's time inside the calls, bounds what it saves")
@@ -228,8 +237,10 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
         code, RULE_NAMES[code], display_path(site.path), site.line,
         f"{record.name} was called {record.calls} times from a Python loop here ({how}): "
         f"{seconds(record.call_s / record.calls)} of the program's time per call, "
-        f"{record.call_s / wall_s:.0%} of the wall time in the calls",
-        fix, record.calls, round(record.call_s, 6), function=record.name,
+        f"{record.call_s / wall_s:.0%} of the wall time in the calls"
+        + (f", and {seconds(record.stacked_s)} stacking up to {record.stacked_outputs} of their outputs in one "
+           "eager op after the loop" if record.stacked_s else ""),
+        fix, record.calls, round(cost, 6), function=record.name,
         saving_s=saving.saving_s, saving_method=saving.method)
 
 

@@ -106,6 +106,7 @@ TIME_GAP_S = 0.02  # ... and at most one timed call per TIME_GAP_S: each one cos
 _CLOCKS_KEPT = 4096  # occurrences of a transfer whose step is kept (enough for the median gap)
 _COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
+STACKED_MIN = 32  # outputs of one jitted function stacked at once that count as a loop's results
 MAX_SIGNATURES = 64  # argument signatures kept per un-jitted function
 _HOST_SCALARS = (int, float, bool, complex)
 # not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
@@ -177,6 +178,11 @@ class FunctionRecord:
     loop_callable: Any = field(default=None, repr=False)
     loop_previous: list[Any] | None = field(default=None, repr=False)  # the leaves compared with
     loop_mixed: bool = False  # timed calls of different argument structures
+    # its outputs collected in a list and stacked by one eager op after the loop (`jnp.stack`
+    # over thousands of them compiles an op with that many operands): a scanned or vmapped loop
+    # returns them stacked, so this time is part of what scanning or vmapping it saves
+    stacked_s: float = 0.0  # those ops' time, their compilation included
+    stacked_outputs: int = 0  # the most outputs stacked at once
 
     @property
     def wrappers_created(self) -> int:
@@ -340,6 +346,7 @@ class Instrument:
         # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
         # measured after the run (`copy_saving`)
         self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]] = {}
+        self._alignments: dict[tuple[tuple[int, ...], str], bool] = {}  # (shape, dtype) -> last sampled
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -481,8 +488,8 @@ class Instrument:
         if stack is None:
             stack = self._local.stack = []
         nested = bool(stack)
-        host_leaves, host_arrays, host_specs, host_values = self._count_host_leaves(wrapper, args, kwargs)
         sampled = not stack and (record.calls < TIME_FIRST or record.calls % TIME_EVERY == 0)
+        host_leaves, host_arrays, host_specs, host_values = self._count_host_leaves(wrapper, args, kwargs, sampled)
         if sampled:
             self._note_loop_sample(wrapper, record, args, kwargs)
         frame = _CallFrame(record)
@@ -575,9 +582,13 @@ class Instrument:
         record.loop_previous = leaves
         record.loop_callable = wrapper._jitted
 
-    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple,
-                           kwargs: dict) -> tuple[int, int, list[tuple[tuple[int, ...], str, bool]], list[Any]]:
-        """(host leaves, NumPy arrays among them, their (shape, dtype, 64-byte aligned), the arrays)."""
+    def _count_host_leaves(self, wrapper: RecordingJit, args: tuple, kwargs: dict,
+                           sampled: bool) -> tuple[int, int, list[tuple[tuple[int, ...], str, bool]], list[Any]]:
+        """(host leaves, NumPy arrays among them, their (shape, dtype, 64-byte aligned), the arrays).
+
+        Reading an array's address costs a microsecond (NumPy builds `__array_interface__`), so
+        it is read on sampled calls; the calls between take the alignment last sampled for
+        their (shape, dtype), which is right for a batch reused or allocated alike every step."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
@@ -590,6 +601,7 @@ class Instrument:
         arrays = 0
         specs = []
         values = []
+        alignments = self._alignments
         for leaf in all_leaves:
             kind = type(leaf)
             if kind is ArrayImpl:
@@ -598,7 +610,11 @@ class Instrument:
                 leaves += 1
                 arrays += 1
                 # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it
-                specs.append((leaf.shape, leaf.dtype.str, leaf.__array_interface__["data"][0] % 64 == 0))
+                shape, dtype = leaf.shape, leaf.dtype.str
+                aligned = alignments.get((shape, dtype)) if not sampled else None
+                if aligned is None:
+                    aligned = alignments[shape, dtype] = leaf.__array_interface__["data"][0] % 64 == 0
+                specs.append((shape, dtype, aligned))
                 values.append(leaf)
             elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
                 leaves += 1
@@ -840,6 +856,7 @@ class Instrument:
             owners = instrument._note_eager_op(args[2] if primitive else args)
             if not owners:
                 return original(*args, **kwargs)
+            stacked = None if primitive else instrument._stacked_outputs_of(args)
             local.eager_owner, local.eager_compile_s = owners, 0.0
             start = time.perf_counter()
             try:
@@ -848,13 +865,34 @@ class Instrument:
                 spent = max(0.0, time.perf_counter() - start - local.eager_compile_s)
                 if threading.get_ident() == instrument._program_thread:  # part of the split's host time
                     instrument.eager_op_s += spent
-                for owner in owners:
-                    owner.op_s += spent
-                line, times = local.eager_line, owners[0].line_op_s
-                times[line] = times.get(line, 0.0) + spent
+                line = local.eager_line
+                if stacked is None:
+                    for owner in owners:
+                        owner.op_s += spent
+                    times = owners[0].line_op_s
+                    times[line] = times.get(line, 0.0) + spent
+                else:  # the loop's cost, not its caller's: a scanned or vmapped loop removes it
+                    compiled = local.eager_compile_s
+                    stacked.stacked_s += spent + compiled
+                    stacked.stacked_outputs = max(stacked.stacked_outputs, len(args[0]))
+                    for owner in owners:
+                        owner.compile_s -= compiled
+                    times = owners[0].line_compile_s
+                    times[line] = times.get(line, 0.0) - compiled
                 local.eager_owner = None
 
         return eager
+
+    def _stacked_outputs_of(self, args: tuple) -> FunctionRecord | None:
+        """The jitted function whose outputs, many of them, an eager op is given as one list
+        (`jnp.stack(outputs)` after a loop): the first and last both its outputs."""
+        items = args[0] if args else None
+        if type(items) not in (list, tuple) or len(items) < STACKED_MIN:
+            return None
+        first, last = self._producers.get(id(items[0])), self._producers.get(id(items[-1]))
+        if first is None or last is None or first[1] is not last[1]:
+            return None
+        return first[1] if first[0]() is items[0] and last[0]() is items[-1] else None
 
     def _note_eager_op(self, args: Any) -> list[EagerRecord]:
         """Count one eager op for the user functions on the stack (innermost first)."""
