@@ -217,6 +217,8 @@ from .model.timed_work import (
 from .model.timing import (
     TimedRegion,
     calls_in_order,
+    eager_baseline,
+    eager_baseline_loop,
     reads_timer,
     timed_regions,
     unsynchronized_work,
@@ -302,6 +304,8 @@ __all__ = [
     "dispatch_loop",
     "dotted",
     "dotted_expression",
+    "eager_baseline",
+    "eager_baseline_loop",
     "eager_gradients",
     "eager_ops",
     "eager_tree_updates",
