@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from jaxopt_audit.rules.jax101_missing_jit import MissingJit
 from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
+from jaxopt_audit.rules.jax302_host_to_device_in_step import HostToDeviceInStep
 
 from conftest import scanners
 
@@ -66,3 +67,62 @@ def test_a_jitted_function_with_another_body_is_no_twin():
 def test_untimed_eager_loop_beside_a_jitted_copy_is_reported():
     source = TIMED_TWINS.format(call="jit(step)").replace("time.perf_counter()", "0.0")
     assert 15 in jit_or_scan_lines(source)
+
+
+host_copy = scanners([HostToDeviceInStep])[1]
+
+ENV_LOOP = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def learn(q, obs, done):
+    return q - 0.1 * jnp.mean(obs) * (1.0 - done)
+
+def run(env, q, steps):
+    obs = env.reset()
+    done = np.zeros(1)
+    for t in range(steps):
+        obs, term, trunc = env.step(q)
+        if done[0] == 0:
+            done = {made}
+            q = learn(q, obs, done)
+        else:
+            done = np.zeros(1)
+    return q
+"""
+
+
+def test_a_flag_the_environment_returned_this_step_is_not_a_data_set():
+    # the `np.zeros(1)` of the `else:` never reaches the call: the flag comes from the env's step
+    assert host_copy(ENV_LOOP.format(made="np.logical_or(term, trunc)")) == []
+
+
+def test_an_array_rebuilt_from_nothing_the_loop_makes_right_before_the_call_is_reported():
+    assert host_copy(ENV_LOOP.format(made="np.ones(64)")) == [16]
+
+
+NOISE = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def advance(state, disturbance):
+    return state * 0.9 + jnp.tanh(state) * disturbance
+
+def simulate(state, steps):
+    noise = np.random.uniform(-0.1, 0.1, {size})
+    for t in range(steps):
+        state = advance(state, noise[t])
+    return state
+"""
+
+
+def test_one_number_of_a_host_vector_per_step_is_not_a_data_set_to_move():
+    assert host_copy(NOISE.format(size="steps")) == []
+
+
+def test_a_row_of_a_host_matrix_per_step_is_reported():
+    assert host_copy(NOISE.format(size="(steps, 128)")) == [12]
