@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from jaxopt_audit.rules.jax101_missing_jit import MissingJit
 from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
+from jaxopt_audit.rules.jax301_host_sync_in_step import HostSyncInStep
 from jaxopt_audit.rules.jax302_host_to_device_in_step import HostToDeviceInStep
 
 from conftest import scanners
@@ -126,3 +127,36 @@ def test_one_number_of_a_host_vector_per_step_is_not_a_data_set_to_move():
 
 def test_a_row_of_a_host_matrix_per_step_is_reported():
     assert host_copy(NOISE.format(size="(steps, 128)")) == [12]
+
+
+host_read = scanners([HostSyncInStep])[1]
+
+ROUND_TRIP = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def step(w, x, y):
+    pred = jnp.tanh(x @ w)
+    return w - 0.01 * x.T @ (pred - y), jnp.mean((pred - y) ** 2)
+
+def report(x, y):
+    return {{"mean": float(x.mean()), "count": len(y)}}
+
+def fit(w, batches):
+    for x, y in batches:
+        x, y = jnp.array(x), jnp.array(y)
+        w, loss = step(w, x, y)
+        summary = report(np.array({read}), np.array(y))
+    return w
+"""
+
+
+def test_reading_back_what_the_loop_just_uploaded_is_no_stall():
+    # the batch came from the host this iteration: the read waits for its own upload only
+    assert host_read(ROUND_TRIP.format(read="x")) == []
+
+
+def test_reading_the_steps_result_is_still_reported():
+    assert host_read(ROUND_TRIP.format(read="loss")) == [17]

@@ -16,7 +16,7 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.walk import names_in, walk
 from .core import SemanticModel
-from .enclosing import enclosing_statements
+from .enclosing import dominating_binding
 from .host_loops import Statements
 from .index import Assignment, Function, Loop, Site
 from .loops import batch_getter, is_numpy_value, iterates_rows
@@ -68,7 +68,7 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         return is_numpy_value(model, value, fn)  # `self.X`, a data set the object holds
     if not isinstance(value, cst.Name):
         return False
-    reaching = _dominating_binding(model, fn, loop, value)
+    reaching = dominating_binding(model, fn, loop, value)
     inside = [reaching] if reaching is not None else \
         [a for a in fn.bindings(value.value) if loop.encloses(a.site.loop)]
     if not inside:
@@ -90,30 +90,6 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         elif a.value is not None and follow(a.value):
             return True
     return False
-
-
-def _dominating_binding(model: SemanticModel, fn: Function, loop: Loop, use: cst.Name) -> Assignment | None:
-    """The binding of `use` that every way to it in the loop body goes through: the latest before
-    it, in the loop, in no block that does not hold the use too and on the use's side of every
-    `if` around it (`dones = np.logical_or(term, trunc)` right before `update(..., dones)`, not
-    the `dones = np.zeros(n)` of the `else:` that skips the update). None when the use may see
-    another (or it is not a name of `fn`'s own body)."""
-    binding = model.reaching_binding(use, fn)
-    if binding is None or not loop.encloses(binding.site.loop):
-        return None
-    around_binding = enclosing_statements(fn, binding.site.node)
-    around_use = enclosing_statements(fn, use)
-    if around_binding is None or around_use is None or len(around_binding) > len(around_use) \
-            or any(b is not u for b, u in zip(around_binding, around_use, strict=False)):
-        return None
-    for block in around_binding:
-        if isinstance(block, cst.If) and _in_body(block, binding.site.node) != _in_body(block, use):
-            return None
-    return binding
-
-
-def _in_body(block: cst.If, node: cst.CSTNode) -> bool:
-    return any(n is node for n in walk(block.body))
 
 
 # NumPy calls that build a 1-D array when their size argument is one number (not a tuple).
