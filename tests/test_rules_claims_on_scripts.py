@@ -8,6 +8,7 @@ from jaxopt_audit.rules.jax101_missing_jit import MissingJit
 from jaxopt_audit.rules.jax201_loop_to_scan import LoopToScan
 from jaxopt_audit.rules.jax301_host_sync_in_step import HostSyncInStep
 from jaxopt_audit.rules.jax302_host_to_device_in_step import HostToDeviceInStep
+from jaxopt_audit.rules.jax701_unsynchronized_timing import UnsynchronizedTiming
 
 from conftest import scanners
 
@@ -160,3 +161,43 @@ def test_reading_back_what_the_loop_just_uploaded_is_no_stall():
 
 def test_reading_the_steps_result_is_still_reported():
     assert host_read(ROUND_TRIP.format(read="loss")) == [17]
+
+
+timer = scanners([UnsynchronizedTiming])[1]
+
+EPISODES = """
+import time
+import jax
+import jax.numpy as jnp
+import optax
+
+policy = jax.jit(lambda params, s: jnp.tanh(s @ params))
+grad_fn = jax.jit(jax.grad(lambda params, s: jnp.sum(jnp.tanh(s @ params))))
+
+def train(env, params, key, episodes):
+    optimizer = optax.adam(1e-3)
+    state = optimizer.init(params)
+    total = 0.0
+    for episode in range(episodes):
+        start = time.time()
+        s = env.reset()
+        for t in range(200):
+            key, sub = jax.random.split(key)
+            action = {action}
+            s = env.step(action)
+        grads = grad_fn(params, s)
+        updates, state = optimizer.update(grads, state)
+        params = optax.apply_updates(params, updates)
+        total += time.time() - start
+    return params, total
+"""
+
+
+def test_an_episode_timer_whose_next_episode_reads_the_updated_params_is_waited_for():
+    # `int(...)` of the policy's output at the next episode's first step waits for this
+    # episode's update: summed, the figures miss only the last episode's tail
+    assert timer(EPISODES.format(action="int(jax.random.categorical(sub, policy(params, s)))")) == []
+
+
+def test_an_episode_timer_whose_reads_do_not_depend_on_the_update_is_reported():
+    assert timer(EPISODES.format(action="int(jax.random.randint(sub, (), 0, 4))")) == [23]

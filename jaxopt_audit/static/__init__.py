@@ -213,6 +213,7 @@ from .model.timed_work import (
     timeit_statement,
     times_whole_run,
     timing_magic,
+    waited_next_iteration,
 )
 from .model.timing import (
     TimedRegion,
@@ -435,6 +436,7 @@ __all__ = [
     "Valid",
     "vmappable",
     "vmappable_as_written",
+    "waited_next_iteration",
     "walk",
     "where",
     "whole_history_read",
