@@ -25,6 +25,7 @@ from jaxopt_audit.static import (
     describe,
     dispatch_loop,
     dotted_expression,
+    eager_baseline,
     eager_gradients,
     eager_ops,
     eager_tree_updates,
@@ -35,7 +36,6 @@ from jaxopt_audit.static import (
     no_new_trace_findings,
     prepares_compiled_input,
     read_names,
-    reads_timer,
     rebound_globals,
     walk,
 )
@@ -92,7 +92,8 @@ class MissingJit(Rule):
     loop grows every step (`forward(params, tokens)` while `tokens` gains a token a step): jit
     would compile it again for each length, and JAX201 reports the loop. Nor does it report an
     eager loop in a function that reads a timer when the file also jits the same function under
-    another name (`fast = jax.jit(f)`): that loop is the baseline of an eager-versus-jit benchmark.
+    another name (`fast = jax.jit(f)`) or a copy of it (the same `def` written again and jitted):
+    that loop is the baseline of an eager-versus-jit benchmark.
     A derivative is not an eager step when it is compiled (`jax.jit(jax.grad(loss))`, under any
     name, or `jax.grad` of a jitted function) or traced (inside a jitted function), evaluated once
     outside loops, under a condition that picks some iterations, in a loop over structure or of one
@@ -470,7 +471,7 @@ class MissingJit(Rule):
                 # a loop over steps shown by the model, calling a function whose job is device work
                 if not dispatch_loop(model, site.loop) or host_side(model, target) or _scalar_inputs(model, site) \
                         or prepares_compiled_input(model, site) or _takes_a_growing_input(model, site) \
-                        or _eager_baseline(model, fn, target):
+                        or eager_baseline(model, fn, target):
                     continue
                 called_from[id(target)] = (target, site)
         for target, site in called_from.values():
@@ -614,13 +615,6 @@ def _candidate(model: SemanticModel, fn: Function) -> bool:
     # jit pays off by replacing many dispatches with one: a function running a handful of eager
     # ops saves microseconds per call (eager.WORTH_JIT)
     return eager_ops(model, fn) >= WORTH_JIT and not fn.contains_step_loop
-
-
-def _eager_baseline(model: SemanticModel, caller: Function, target: Function) -> bool:
-    """The file jits the function under another name (`fast = jax.jit(f)`) and the caller reads
-    a timer: the eager loop is the baseline of an eager-versus-jit comparison (a benchmark script
-    timing `f` and then `jit(f)`)."""
-    return target.jitted and reads_timer(model, caller.calls)
 
 
 def _takes_a_growing_input(model: SemanticModel, site: Site) -> bool:

@@ -18,6 +18,7 @@ from jaxopt_audit.static import (
     compiled_training_loop,
     describe,
     dispatch_loop,
+    eager_baseline_loop,
     ends_episode,
     exits_early,
     exits_on_device,
@@ -67,7 +68,9 @@ class LoopToScan(Rule):
     better written out than scanned),
     rollouts recorded for a renderer (`rollout.append(state)` every step, then
     `env.render(rollout)`: a rollout made to be watched), a loop kept as the eager `debug` branch of
-    an `if` whose other branch runs the steps in `lax.fori_loop`/`scan`, loops that stop on a value
+    an `if` whose other branch runs the steps in `lax.fori_loop`/`scan`, a timed loop calling eagerly a
+    function the file also jits (or a copy of it): the baseline of an eager-versus-jit comparison
+    (JAX101 says the same), loops that stop on a value
     derived on the device this iteration (a solver's `if norm(g) < tol: break`, a decode's end
     token: a `while_loop` at best; a done flag the step returns with the state still counts: a scan
     with a done mask runs the episode whole), loops whose only carry is a
@@ -290,6 +293,7 @@ class LoopToScan(Rule):
                 if not carried or host_bound_call(model, loop) is not None \
                         or wraps_compiled_scan(model, loop) or host_fed(model, loop) or fed_back(model, loop) \
                         or records_for_rendering(model, loop) is not None or has_compiled_alternative(model, loop) \
+                        or eager_baseline_loop(model, loop) \
                         or (exits_on_device(model, loop) and not ends_episode(model, loop, carried)):
                     continue
                 growth = grows_carry(model, loop, set(carried))

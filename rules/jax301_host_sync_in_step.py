@@ -56,7 +56,9 @@ class HostSyncInStep(Rule):
     epoch % k == 0 or epoch == last`, then `if show:`; in a step function, `if i % k == 0` on
     the step number it is given) or under a divergence test (`if np.isnan(loss):`,
     a recovery), on a value an `if` above it in the loop already read (that test is the
-    finding), on an array an unconditional read earlier in the iteration already brought to the
+    finding), on reading back what the iteration just uploaded from the host (`x = jnp.array(x)`
+    of a batch, then `np.array(x)`: it waits for that copy only, not for the step), on an array
+    an unconditional read earlier in the iteration already brought to the
     host (`float(loss)` is the finding; a later `f"{loss:.3f}"` uses the copy the array keeps),
     on another output of a compiled call one of whose outputs was already read so (`peak.item()`
     after `float(loss)` from `w, loss, peak = step(w)`: ready by then, a transfer but no second

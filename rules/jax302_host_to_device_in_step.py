@@ -64,8 +64,12 @@ class HostToDeviceInStep(Rule):
     mistake, so the rule leaves it. It stays quiet on
     a prefetching pattern (the next batch's `device_put` issued before it is used), on
     conversions outside the loop, on values that are already JAX arrays or unknown, on NumPy
-    metadata (`np.shape(x)`), on set-up loops that only convert items, and on benchmark bodies
-    that only wait for their result.
+    metadata (`np.shape(x)`), on set-up loops that only convert items, on benchmark bodies
+    that only wait for their result, on one number of a 1-D NumPy array per step (`noise[t]` of
+    `np.random.uniform(-0.1, 0.1, steps)`: a scalar, a few bytes a call), and on NumPy made in
+    the step from what a host environment returned that step (`done = np.logical_or(term,
+    trunc)`): the binding that reaches the call decides, not another one on a branch that skips
+    it.
 
     Two questions go by names, because the file does not write the types down: a same-module
     helper with no JAX work counts as NumPy preprocessing when it calls `np.*` or a `.mean()`,

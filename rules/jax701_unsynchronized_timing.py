@@ -32,6 +32,7 @@ from jaxopt_audit.static import (
     times_whole_run,
     timing_magic,
     unsynchronized_work,
+    waited_next_iteration,
     work_results,
     wrap_call,
 )
@@ -70,6 +71,13 @@ class UnsynchronizedTiming(Rule):
 
     In notebooks, `%timeit f(x)` and `%time f(x)` are read as the `timeit` call they amount to:
     `%timeit f(x).block_until_ready()` is quiet, `%timeit f(x)` of a jitted `f` is reported.
+
+    A timer read every iteration of a loop (an episode's time, summed into `time_taken`) is
+    quiet when, earlier in the next iteration's timed region, the loop reads to the host a value
+    computed from what the unwaited work rebinds (`int(categorical(key, apply_fn(params, s)))`
+    after `params = optax.apply_updates(...)`): that read waits for the work, so the next figure
+    holds it and a sum misses only the last iteration's tail. So is an epoch over a host data
+    stream, where the device cannot run more than a few steps ahead.
 
     ## Automatic fix
     Safe: `scan --fix` wraps the last JAX call before the reading in `jax.block_until_ready(...)`
@@ -282,6 +290,8 @@ class UnsynchronizedTiming(Rule):
                         continue
                     if fed_by_host_stream(model, fn, pending, region):
                         continue  # an epoch over a data loader: only the last few steps escape
+                    if waited_next_iteration(model, fn, pending, region):
+                        continue  # the next iteration's figure waits for this one's tail
                     yield Report(region.end, f"`{describe(region.end)}` is read after `{describe(pending)}` "
                                              "without waiting for its result: JAX dispatches asynchronously, "
                                              "so the timer can stop before the device finishes that work")

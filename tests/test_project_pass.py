@@ -262,3 +262,61 @@ def test_a_helper_traced_from_another_modules_jitted_code_is_traced(tmp_path):
     project = Project({s.path: s for s in summaries})
     assert project.view(str(tmp_path / "helpers.py")).traced == frozenset({"total_flux"})
     assert project.view(str(tmp_path / "simulate.py")).traced == frozenset()
+
+
+# A sampler class whose loop calls an array-heavy method: read alone, an eager loop.
+SAMPLER = """
+    import jax
+    import jax.numpy as jnp
+
+
+    class Sampler:
+        def denoise(self, x, t, key):
+            noise = jax.random.normal(key, x.shape)
+            scale = jnp.exp(-0.5 * t) * jnp.tanh(x)
+            return x - 0.1 * scale + jnp.sqrt(0.01) * noise * jnp.mean(x)
+
+        def run(self, shape, key):
+            x = jax.random.normal(key, shape)
+            for i in range(1000):
+                key, sub = jax.random.split(key)
+                x = self.denoise(x, jnp.float32(i), sub)
+            return x
+"""
+FACTORY = """
+    from .sampler import Sampler
+
+
+    def make_sampler():
+        return Sampler()
+"""
+
+
+def _runner(wrapped: bool) -> str:
+    body = "sampler.run((4, 8), k)"
+    call = f"jax.jit(lambda k: {body})" if wrapped else f"lambda k: {body}"
+    return f"""
+    import jax
+    from gen.factory import make_sampler
+
+
+    def main():
+        sampler = make_sampler()
+        draw = {call}
+        return draw(jax.random.key(0))
+    """
+
+
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_a_method_of_an_object_a_jitted_lambda_in_another_module_calls_is_traced(tmp_path, wrapped):
+    # `scripts/` has no `__init__.py`: run from the repository root, it imports `gen` from there
+    _write(tmp_path, {"gen/__init__.py": "", "gen/sampler.py": SAMPLER, "gen/factory.py": FACTORY,
+                      "scripts/sample.py": _runner(wrapped)})
+    result = scan_paths([str(tmp_path)], select=["JAX101"], jobs=1)
+    assert _codes(result, "sampler.py") == ([] if wrapped else [(7, "JAX101")])
+    names = ("gen/__init__.py", "gen/sampler.py", "gen/factory.py", "scripts/sample.py")
+    summaries = [summarise_file(str(tmp_path / name)) for name in names]
+    project = Project({s.path: s for s in summaries})
+    # only the method called: `denoise` is traced through it in the sampler's own model
+    expected = frozenset({"Sampler.run"}) if wrapped else frozenset()
+    assert project.view(str(tmp_path / "gen/sampler.py")).traced == expected

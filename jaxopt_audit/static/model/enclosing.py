@@ -12,7 +12,7 @@ import libcst as cst
 
 from ..syntax.walk import children, describe, walk
 from .core import SemanticModel
-from .index import Function, Site
+from .index import Assignment, Function, Loop, Site
 
 
 def site_of(model: SemanticModel, call: cst.Call) -> Site | None:
@@ -60,3 +60,27 @@ def condition_around(fn: Function, node: cst.CSTNode, loop) -> str | None:
         return None
     holds = any(n is node for n in walk(innermost.body))
     return f"when `{describe(innermost.test, 40)}` {'holds' if holds else 'does not hold'}"
+
+
+def dominating_binding(model: SemanticModel, fn: Function, loop: Loop, use: cst.Name) -> Assignment | None:
+    """The binding of `use` that every way to it in the loop body goes through: the latest before
+    it, in the loop, in no block that does not hold the use too and on the use's side of every
+    `if` around it (`dones = np.logical_or(term, trunc)` right before `update(..., dones)`, not
+    the `dones = np.zeros(n)` of the `else:` that skips the update). None when the use may see
+    another (or it is not a name of `fn`'s own body, or sits outside `loop`)."""
+    binding = model.reaching_binding(use, fn)
+    if binding is None or not loop.encloses(binding.site.loop):
+        return None
+    around_binding = enclosing_statements(fn, binding.site.node)
+    around_use = enclosing_statements(fn, use)
+    if around_binding is None or around_use is None or len(around_binding) > len(around_use) \
+            or any(b is not u for b, u in zip(around_binding, around_use, strict=False)):
+        return None
+    for block in around_binding:
+        if isinstance(block, cst.If) and _in_body(block, binding.site.node) != _in_body(block, use):
+            return None
+    return binding
+
+
+def _in_body(block: cst.If, node: cst.CSTNode) -> bool:
+    return any(n is node for n in walk(block.body))

@@ -21,7 +21,7 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 from ..syntax.walk import read_names, walk
 from .core import SemanticModel
 from .eager import dispatch_loop, drives_steps, walks_device_rows
-from .enclosing import enclosing_statements
+from .enclosing import dominating_binding, enclosing_statements
 from .facts import fact
 from .host_loops import (
     Statements,
@@ -163,7 +163,8 @@ class StepReads:
         """The read at `site` is one the loop pays for when it runs: not in the message of a
         `raise`/`assert` (formatted only on failure), and not of a value an `if` above it in the
         loop already read (that test waited)."""
-        return not self.statements.on_error_path(site.node) and not read_by_the_test_above(self.model, site)
+        return not self.statements.on_error_path(site.node) and not read_by_the_test_above(self.model, site) \
+            and not reads_back_an_upload(self.model, site)
 
     def fstring_reads(self) -> list[Site]:
         """The f-strings of `fn` that format a device array on every step and stall: not one
@@ -410,6 +411,42 @@ def unconditional(fn: Function, node: cst.CSTNode, loop: Loop | None) -> bool:
     inside = inside_loop(fn, node, loop)
     return inside is not None and not any(
         isinstance(s, (cst.If, cst.Try, cst.For, cst.While, cst.ExceptHandler)) for s in inside)
+
+
+# Calls that put host data on the device and do nothing else to it.
+_UPLOADS = frozenset({"jax.numpy.array", "jax.numpy.asarray", "jax.device_put"})
+
+
+def reads_back_an_upload(model: SemanticModel, site: Site) -> bool:
+    """`np.array(X)` where every way to it in the loop goes through `X = jnp.array(X)` of a value
+    not known to be on the device (a batch the loop drew): the read waits for that upload only,
+    not for the step's device work, and brings back data the host had a moment ago. A round trip,
+    not a stall until the device finishes."""
+    call = site.node
+    if site.loop is None or not isinstance(call, cst.Call):
+        return False
+    if call.args and call.args[0].keyword is None:
+        read = call.args[0].value
+    elif isinstance(call.func, cst.Attribute) and not call.args:
+        read = call.func.value  # `X.item()`
+    else:
+        return False
+    if not isinstance(read, cst.Name):
+        return False
+    binding = dominating_binding(model, site.function, site.loop, read)
+    if binding is None or binding.value is None:
+        return False
+    value = binding.value
+    if isinstance(value, cst.Tuple) and len(value.elements) == len(binding.targets):
+        value = value.elements[binding.targets.index(read.value)].value  # `X, y = jnp.array(X), jnp.array(y)`
+    elif binding.targets != (read.value,):
+        return False
+    return isinstance(value, cst.Call) and model.resolve(value.func) in _UPLOADS and bool(value.args) \
+        and value.args[0].keyword is None and not _device_value(model, value.args[0].value, site.function)
+
+
+def _device_value(model: SemanticModel, expr: cst.BaseExpression, fn: Function) -> bool:
+    return model.is_array_at(expr, fn) if isinstance(expr, cst.Name) else model.is_array(expr, fn)
 
 
 def read_by_the_test_above(model: SemanticModel, site: Site) -> bool:

@@ -16,6 +16,7 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 
 from ..syntax.walk import names_in, walk
 from .core import SemanticModel
+from .enclosing import dominating_binding
 from .host_loops import Statements
 from .index import Assignment, Function, Loop, Site
 from .loops import batch_getter, is_numpy_value, iterates_rows
@@ -39,7 +40,7 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         return from_data_set(model, fn, site, x, loader_batches, depth + 1, processed or work)
 
     if isinstance(value, cst.Subscript):
-        return follow(value.value)
+        return not _element_of_vector(model, fn, value) and follow(value.value)
     if isinstance(value, cst.Call):
         q = model.resolve(value.func)
         args = [a.value for a in value.args if not a.star]
@@ -67,7 +68,9 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         return is_numpy_value(model, value, fn)  # `self.X`, a data set the object holds
     if not isinstance(value, cst.Name):
         return False
-    inside = [a for a in fn.bindings(value.value) if loop.encloses(a.site.loop)]
+    reaching = dominating_binding(model, fn, loop, value)
+    inside = [reaching] if reaching is not None else \
+        [a for a in fn.bindings(value.value) if loop.encloses(a.site.loop)]
     if not inside:
         return is_numpy_value(model, value, fn) and not model.is_array(value, fn)
     for a in inside:
@@ -87,6 +90,42 @@ def from_data_set(model: SemanticModel, fn: Function, site: Site, value: cst.Bas
         elif a.value is not None and follow(a.value):
             return True
     return False
+
+
+# NumPy calls that build a 1-D array when their size argument is one number (not a tuple).
+_VECTOR_BUILDERS = frozenset({"numpy.linspace", "numpy.arange", "numpy.zeros", "numpy.ones", "numpy.empty",
+                              "numpy.full"})
+
+
+def _element_of_vector(model: SemanticModel, fn: Function, value: cst.Subscript) -> bool:
+    """`noise[t]`, one number of a 1-D NumPy array the function builds (`noise =
+    np.random.uniform(-0.1, 0.1, steps)`, `np.linspace(0, 1, n)`): a scalar per step, a few bytes
+    whatever the array's length. The data set a step slices is not that; moving the vector to the
+    device would trade the upload for an indexing dispatch."""
+    if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index) \
+            or not isinstance(value.value, cst.Name):
+        return False
+    bindings = fn.bindings(value.value.value)
+    return bool(bindings) and all(isinstance(a.value, cst.Call) and a.targets == (value.value.value,)
+                                  and _builds_vector(model, a.value) for a in bindings)
+
+
+def _builds_vector(model: SemanticModel, call: cst.Call) -> bool:
+    """`np.linspace(...)`, `np.zeros(n)`, `np.random.rand(n)`, `np.random.uniform(lo, hi, n)` (the
+    size last of three, or after the star-unpacked bounds): a 1-D array."""
+    q = model.resolve(call.func) or ""
+    positional = [a for a in call.args if a.keyword is None]
+    sizes = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "size"]
+    if q in ("numpy.random.rand", "numpy.random.randn"):
+        sizes = [a.value for a in positional] if len(positional) == 1 and not positional[0].star else []
+    elif q.startswith("numpy.random.") and not sizes and positional and not positional[-1].star \
+            and (len(positional) >= 3 or any(a.star for a in positional)):
+        sizes = [positional[-1].value]
+    elif q in ("numpy.linspace", "numpy.arange"):
+        return True
+    elif q in _VECTOR_BUILDERS and positional and not positional[0].star:
+        sizes = [positional[0].value]
+    return len(sizes) == 1 and not isinstance(sizes[0], (cst.Tuple, cst.List))
 
 
 # Calls that only convert or view the data they are given: follow them to where it comes from.

@@ -22,7 +22,7 @@ from .core import SemanticModel
 from .eager import drives_steps
 from .host_loops import runs_compiled_loops
 from .index import Function, Loop
-from .timing import TimedRegion, calls_in_order, syncing_functions, unsynchronized_work
+from .timing import TimedRegion, calls_in_order, is_sync, syncing_functions, unsynchronized_work, work_results
 
 
 def _jitted_here(model: SemanticModel, fn: Function) -> dict[str, cst.CSTNode]:
@@ -312,3 +312,44 @@ def _data_stream(model: SemanticModel, loop: Loop, pending: cst.Call) -> bool:
             and not (target is not None and target.does_jax_work)
     return isinstance(it, (cst.Name, cst.Attribute)) and not model.is_array(it, fn) \
         and not model.is_container(it, fn)
+
+
+def waited_next_iteration(model: SemanticModel, fn: Function, pending: cst.Call, region: TimedRegion) -> bool:
+    """Both readings run in every iteration of one loop, and before `pending` the region reads
+    to the host a value computed from what `pending` rebinds (`params = optax.apply_updates(...)`
+    last in an episode; `int(jax.random.categorical(key, apply_fn(params, s)))` early in the
+    next): the next iteration's figure waits for this one's unfinished work, so a sum of the
+    figures (`time_taken += time.time() - start`) misses only the last iteration's tail."""
+    sites = {id(s.node): s for s in fn.calls}
+    start, end = sites.get(id(region.start)), sites.get(id(region.end))
+    if start is None or end is None or end.loop is None:
+        return False
+    loop = next((outer for outer in end.loop.outward() if outer.encloses(start.loop)), None)
+    if loop is None:
+        return False
+    rebound = {t for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)
+               and any(n is pending for n in walk(a.value)) for t in a.targets}
+    if not rebound:
+        return False
+    results = work_results(model, fn)
+    for item in region.calls:
+        if item is pending:
+            return False
+        if isinstance(item, cst.Call) and is_sync(model, item, fn, results) \
+                and _computed_from(fn, loop, set(read_names(item))) & rebound:
+            return True
+    return False
+
+
+def _computed_from(fn: Function, loop: Loop, names: set[str]) -> set[str]:
+    """`names` and every name the loop computes them from, through its assignments."""
+    grown = True
+    while grown:
+        grown = False
+        for a in fn.assignments:
+            if a.value is not None and loop.encloses(a.site.loop) and set(a.targets) & names:
+                more = set(read_names(a.value)) - names
+                if more:
+                    names |= more
+                    grown = True
+    return names

@@ -17,7 +17,7 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 from ..syntax.walk import children, own_nodes, read_names, walk
 from .core import SemanticModel
 from .facts import answers, fact
-from .index import Function
+from .index import Function, Loop
 
 # Timer readings (timeit.timeit/repeat run a statement; they are not readings).
 TIMER_READS = apis.TIMER_FUNCTIONS - {"timeit.timeit", "timeit.repeat"}
@@ -47,6 +47,36 @@ def reads_timer(model: SemanticModel, sites) -> bool:
     code around them measures. A benchmark's loops and inputs are its workload, written so on
     purpose."""
     return any(model.resolve(s.node.func) in apis.TIMER_FUNCTIONS for s in sites)
+
+
+def eager_baseline(model: SemanticModel, caller: Function, target: Function) -> bool:
+    """`caller` reads a timer and the file compiles `target`, or a twin of it (a function with
+    the same parameters and body under any name, such as the same `def` written again before the
+    "jitted version" of a script): the eager calls are the baseline of an eager-versus-jit
+    comparison, the fix is already in the file, and the slow loop is there to be measured."""
+    if not reads_timer(model, caller.calls):
+        return False
+    if target.jitted:
+        return True
+    node = target.node
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    return any(fn is not target and fn.jitted and isinstance(fn.node, cst.FunctionDef)
+               and fn.node.params.deep_equals(node.params) and fn.node.body.deep_equals(node.body)
+               for fn in model.functions)
+
+
+def eager_baseline_loop(model: SemanticModel, loop: Loop) -> bool:
+    """The loop calls, eagerly, a function that is the baseline of an eager-versus-jit comparison
+    (`eager_baseline`): the loop is the measured workload, not a step loop to compile."""
+    fn = loop.function
+    for site in fn.calls:
+        if loop.encloses(site.loop):
+            callee = model.callee(site.node, fn)
+            if not callee.jitted and callee.function is not None \
+                    and eager_baseline(model, fn, callee.function):
+                return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,22 @@ the worker pool); the parent resolves
 each file's imports against the scanned files (relative imports through the `__init__.py` chain,
 absolute ones from the importer's directory or its top package's parent) and hands each file only
 the summaries it imports (an `ImportedView`). A module outside the scanned files is unknown: the
-rules stay silent about it, as before.
+rules stay silent about it, as before. A method called in traced code on an object an imported
+function made (`sampler = make_sampler()`, then `jax.jit(lambda k: sampler.run(k))`) is traced in
+the modules behind that import: its class is not known, so every method of that name there is.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 import libcst as cst
 
 from ..knowledge import apis
-from ..model import Loop, SemanticModel
+from ..model import Function, Loop, SemanticModel
 from ..model.eager import WORTH_JIT, eager_ops, host_side
 from ..model.summaries import FunctionSummary, ImportedView
 from ..syntax.names import dotted
@@ -121,6 +124,8 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
                     calls.add(spelled)
                 if spelled is not None and fn.traced:
                     traced.add(spelled)
+                elif fn.traced and (made := _method_of_made_object(fn, call.func, imported)) is not None:
+                    traced.add(made)
             func = call.func
             last = func.attr if isinstance(func, cst.Attribute) else func
             if not call.args or not isinstance(last, cst.Name) or last.value not in _WRAPPER_NAMES:
@@ -134,6 +139,27 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
                         traced.add(handed)
     return ModuleSummary(os.path.abspath(model.path), functions, tuple(imports), frozenset(calls),
                          frozenset(traced))
+
+
+def _method_of_made_object(fn: Function, func: cst.BaseExpression,
+                           imported: Callable[[cst.BaseExpression], str | None]) -> str | None:
+    """`diffusion.sample_loop` called in traced code, where `diffusion = make_diffusion(...)` in
+    this function or one around it and `make_diffusion` is imported: spelled
+    `make_diffusion().sample_loop`. The object's class is not known, only that it comes from the
+    modules behind that import (Project.traced_elsewhere looks there)."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    name = func.value.value
+    scope: Function | None = fn
+    while scope is not None:
+        for a in scope.assignments:
+            if a.targets == (name,) and a.attribute_target is None and isinstance(a.value, cst.Call):
+                maker = imported(a.value.func)
+                return f"{maker}().{func.attr.value}" if maker is not None else None
+        if name in scope.params:
+            return None
+        scope = scope.parent
+    return None
 
 
 def summarise_file(path: str) -> ModuleSummary:
@@ -192,7 +218,10 @@ class Project:
     def _find(self, importer: str, module: str, level: int) -> ModuleSummary | None:
         if level:
             return self._module(_package_dir(importer, level), module)
-        for base in dict.fromkeys((os.path.dirname(importer), _top_package_parent(importer))):
+        # a script in a folder without `__init__.py`, run from the repository root, imports its
+        # siblings through that folder's name (`from scripts.diffusion import ...`)
+        top = _top_package_parent(importer)
+        for base in dict.fromkeys((os.path.dirname(importer), top, os.path.dirname(top))):
             found = self._module(base, module)
             if found is not None:
                 return found
@@ -225,8 +254,40 @@ class Project:
                         if spelling in resolved:
                             path, fn = resolved[spelling]
                             found.setdefault(path, set()).add(fn.name)
+                        elif "()." in spelling:
+                            for path, name in self._methods_behind(own, *spelling.split("().")):
+                                found.setdefault(path, set()).add(name)
             self._traced = {path: frozenset(names) for path, names in found.items()}
         return self._traced
+
+    def _methods_behind(self, own: ModuleSummary, maker: str, method: str) -> list[tuple[str, str]]:
+        """The methods named `method` (`Cls.method`) of the modules that the module defining
+        `maker` (as `own` imports it) reaches through its imports: where the object `maker`
+        returns can get its class from."""
+        start = None
+        for ref in own.imports:
+            if ref.attr is not None and ref.local == maker:
+                start = self._find(own.path, ref.module, ref.level)
+            elif ref.attr is None and maker.startswith(ref.local + "."):
+                start = self._find(own.path, ref.module, 0)
+            if start is not None:
+                break
+        seen: dict[str, ModuleSummary] = {}
+        todo = [start] if start is not None else []
+        while todo:
+            module = todo.pop()
+            if module.path in seen or module.path == own.path:
+                continue
+            seen[module.path] = module
+            for ref in module.imports:
+                found = self._find(module.path, ref.module, ref.level)
+                if ref.attr is not None and (found is None or ref.attr not in found.functions):
+                    sub = self._find(module.path, f"{ref.module}.{ref.attr}" if ref.module else ref.attr, ref.level)
+                    found = sub or found
+                if found is not None:
+                    todo.append(found)
+        return [(path, name) for path, module in seen.items() for name in module.functions
+                if name.count(".") == 1 and name.endswith("." + method)]
 
     def _imported(self, own: ModuleSummary) -> dict[str, tuple[str, FunctionSummary]]:
         """Spelling in `own` -> (the path of the module that defines it, its summary)."""
