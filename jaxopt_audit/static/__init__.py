@@ -37,6 +37,7 @@ from .knowledge.deprecations import (
     lookup,
 )
 from .model.configurations import (
+    called_per_iteration,
     closes_over_configuration,
     factory_of_varying_values,
     returned_per_configuration,
@@ -273,6 +274,7 @@ __all__ = [
     "bound_with_the_item",
     "builds_a_called_partial",
     "builds_functions",
+    "called_per_iteration",
     "callee_name",
     "callers_of",
     "calls_in_order",
