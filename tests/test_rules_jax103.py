@@ -69,3 +69,22 @@ def train(w, x_np, y_np, steps):
         w = step(w, xb)
     return w
 """) == [16]
+
+
+def test_a_draw_takes_its_shape_from_its_shape_argument_never_from_its_key():
+    found = findings(STEP + """
+def train(w, key, batch_size, dim, steps):
+    for i in range(steps):
+        key, sub = jax.random.split(key)
+        fixed = jax.random.uniform(sub, (batch_size, dim), minval=-1.0, maxval=1.0)
+        w = step(w, fixed)
+        also_fixed = jax.random.normal(sub, shape=(batch_size, dim))
+        w = step(w, also_fixed)
+        grown = jax.random.normal(sub, (batch_size + i, dim))
+        w = step(w, grown)
+        filled = jnp.full((batch_size, dim), i)
+        w = step(w, filled)
+    return w
+""")
+    assert [f.line for f in found] == [20]
+    assert "depends on `i`" in found[0].message

@@ -18,12 +18,16 @@ from .core import SemanticModel
 from .index import Function, Loop
 from .loops import element_bound
 
-# Array makers whose positional arguments (or `shape=`/`size=`) are the shape of the result.
-SHAPED_MAKERS = frozenset({
-    "numpy.random.randn", "numpy.random.rand", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
-    "jax.numpy.zeros", "jax.numpy.ones", "jax.numpy.empty", "jax.numpy.full", "jax.numpy.arange",
-    "numpy.arange", "jax.random.normal", "jax.random.uniform",
-})
+# Array makers and the positions of their arguments that give the result's shape (None: every
+# positional argument, as in `np.random.randn(n, 4)` or `arange(start, stop, step)`); `shape=`/`size=`
+# give it too. The other arguments (a PRNG key, a fill value, a dtype, bounds of a draw) give only
+# the values: a new key each step draws new numbers of the same shape.
+SHAPED_MAKERS: dict[str, tuple[int, ...] | None] = {
+    "numpy.random.randn": None, "numpy.random.rand": None, "numpy.arange": None, "jax.numpy.arange": None,
+    "numpy.zeros": (0,), "numpy.ones": (0,), "numpy.empty": (0,), "numpy.full": (0,),
+    "jax.numpy.zeros": (0,), "jax.numpy.ones": (0,), "jax.numpy.empty": (0,), "jax.numpy.full": (0,),
+    "jax.random.normal": (1,), "jax.random.uniform": (1,),
+}
 _SHAPE_KEYWORDS = frozenset({"shape", "size"})
 # Conversions that keep the shape of what they are given.
 _CONVERSIONS = frozenset({"jax.numpy.asarray", "jax.numpy.array", "numpy.asarray", "numpy.array", "jax.device_put"})
@@ -62,11 +66,14 @@ def changing_shape(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, d
         if q in _CONVERSIONS and expr.args:  # `jnp.asarray(x_np[:n])`: the same shape on the device
             return changing_shape(model, expr.args[0].value, loop, depth + 1)
         if q in SHAPED_MAKERS:
-            for arg in expr.args:
-                if arg.keyword is None or arg.keyword.value in _SHAPE_KEYWORDS:
-                    name = _reads(arg.value, varying)
-                    if name is not None:
-                        return name
+            positions = SHAPED_MAKERS[q]
+            positional = [a for a in expr.args if a.keyword is None]
+            shaping = [a for i, a in enumerate(positional) if positions is None or i in positions]
+            shaping += [a for a in expr.args if a.keyword is not None and a.keyword.value in _SHAPE_KEYWORDS]
+            for arg in shaping:
+                name = _reads(arg.value, varying)
+                if name is not None:
+                    return name
         return None
     if isinstance(expr, cst.Name):
         for a in _bindings_in(fn, expr.value, loop):
