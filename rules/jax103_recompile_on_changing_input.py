@@ -12,6 +12,7 @@ from jaxopt_audit.static import (
     Valid,
     changing_shape,
     describe,
+    grown_by_callee,
 )
 
 
@@ -106,6 +107,7 @@ class RecompileOnChangingInput(Rule):
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
+        grown: set[int] = set()
         for fn in model.functions:
             if fn.traced:
                 continue
@@ -113,6 +115,16 @@ class RecompileOnChangingInput(Rule):
                 loop = site.loop
                 if loop is None or site.guarded or not model.callee(site.node, fn).jitted:
                     continue
+                fed_back = grown_by_callee(model, site)
+                if fed_back is not None and id(fed_back[1]) not in grown:
+                    grown.add(id(fed_back[1]))
+                    name, growth = fed_back
+                    callee = describe(site.node.func)
+                    yield Report(growth, f"`{callee}` is jitted and returns `{name}` longer than it came in "
+                                         f"(`{describe(growth.func)}`), and the loop at line "
+                                         f"{model.line_of(loop.node)} passes it back in (line "
+                                         f"{model.line_of(site.node)}): its shape is new on every call, so each "
+                                         f"call traces and compiles `{callee}` again", runs_at=site.node)
                 for arg in site.node.args:
                     name = changing_shape(model, arg.value, loop)
                     if name is None:

@@ -3,6 +3,8 @@ name the loop rebinds, and the near misses whose shape stays put."""
 
 from __future__ import annotations
 
+import pytest
+
 from jaxopt_audit.rules.jax103_recompile_on_changing_input import RecompileOnChangingInput
 
 from conftest import scanners
@@ -88,3 +90,59 @@ def train(w, key, batch_size, dim, steps):
 """)
     assert [f.line for f in found] == [20]
     assert "depends on `i`" in found[0].message
+
+
+GROWING_HISTORY = """
+import jax
+import jax.numpy as jnp
+
+class Thermostat:
+    def __init__(self, gain):
+        self.gain = gain
+        self._tick = jax.jit(self._tick)
+        self._tick_fixed = jax.jit(self._tick_fixed)
+
+    def _tick(self, temp, log, noise):
+        temp = temp + self.gain * (20.0 - temp) + noise
+        log = jnp.concatenate([log, temp[None]])
+        return temp, log
+
+    def _tick_fixed(self, temp, log, t, noise):
+        temp = temp + self.gain * (20.0 - temp) + noise
+        return temp, log.at[t].set(temp)
+
+    def run(self, temp, noises):
+        log = jnp.zeros((0,))
+        for noise in noises:
+            temp, log = self._tick(temp, log, noise)
+        return log
+
+    def run_fixed(self, temp, noises):
+        log = jnp.zeros((len(noises),))
+        for t, noise in enumerate(noises):
+            temp, log = self._tick_fixed(temp, log, t, noise)
+        return log
+"""
+
+
+def test_a_jitted_step_that_returns_its_history_longer_is_reported_at_the_growth():
+    found = findings(GROWING_HISTORY)
+    assert [f.line for f in found] == [12]
+    assert "returns `log` longer than it came in" in found[0].message
+    assert "the loop at line 21 passes it back in (line 22)" in found[0].message
+
+
+@pytest.mark.slow
+def test_a_history_fed_back_longer_compiles_the_step_on_every_call():
+    """The claim behind the message, on the installed JAX: one compilation per iteration."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from conftest import backend_compiles
+
+    tick = jax.jit(lambda temp, log: (temp * 0.5, jnp.concatenate([log, temp[None]])))
+    temp, log = jnp.float32(1.0), jnp.zeros((0,))
+    with backend_compiles() as compiles:
+        for _ in range(4):
+            temp, log = tick(temp, log)
+    assert len(compiles) == 4

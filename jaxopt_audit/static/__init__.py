@@ -187,6 +187,7 @@ from .model.runs import (
 )
 from .model.shapes import (
     changing_shape,
+    grown_by_callee,
 )
 from .model.side_effects import (
     catches_type_error,
@@ -328,6 +329,7 @@ __all__ = [
     "Function",
     "FunctionSummary",
     "gradient_names",
+    "grown_by_callee",
     "grown_names",
     "grows_carry",
     "has_compiled_alternative",

@@ -15,8 +15,8 @@ import libcst as cst
 
 from ..syntax.walk import names_in
 from .core import SemanticModel
-from .index import Function, Loop
-from .loops import element_bound
+from .index import Function, Loop, Site
+from .loops import GROWING_CALLS, element_bound
 
 # Array makers and the positions of their arguments that give the result's shape (None: every
 # positional argument, as in `np.random.randn(n, 4)` or `arange(start, stop, step)`); `shape=`/`size=`
@@ -97,3 +97,46 @@ def _sweeps_literal_sizes(loop: Loop) -> bool:
     """`for n in [64, 128, 256]`: the sizes are written out; each is meant to compile once."""
     node = loop.node
     return isinstance(node, cst.For) and isinstance(node.iter, (cst.List, cst.Tuple, cst.Set))
+
+
+def grown_by_callee(model: SemanticModel, site: Site[cst.Call]) -> tuple[str, cst.Call] | None:
+    """For a call in a loop that rebinds one of the names it passes to what the callee returns
+    (`state, hist = step(state, hist)`), the name and the call in the callee that returns it
+    longer than it came in (`hist = jnp.append(hist, x)`, `jnp.concatenate([hist, x])`): the next
+    iteration passes it back one step longer, a new shape on every call. None otherwise."""
+    callee = model.callee(site.node, site.function).function
+    if callee is None or site.loop is None or len(callee.returns) != 1:
+        return None
+    bound = [a for a in site.function.assignments if a.value is site.node]
+    if len(bound) != 1:
+        return None
+    targets = bound[0].targets
+    returned = callee.returns[0]
+    outputs = [e.value for e in returned.elements] if isinstance(returned, cst.Tuple) else [returned]
+    if len(outputs) != len(targets):
+        return None
+    params = list(callee.params)
+    if params[:1] in (["self"], ["cls"]) and isinstance(site.node.func, cst.Attribute):
+        params = params[1:]
+    passed = {a.value.value: params[i] for i, a in enumerate(x for x in site.node.args if x.keyword is None)
+              if i < len(params) and isinstance(a.value, cst.Name) and not a.star}
+    for target, output in zip(targets, outputs, strict=True):
+        param = passed.get(target)
+        if param is None or not isinstance(output, cst.Name):
+            continue
+        for a in callee.bindings(output.value):
+            value = a.value
+            if isinstance(value, cst.Call) and model.resolve(value.func) in GROWING_CALLS \
+                    and _extends(value, param):
+                return target, value
+    return None
+
+
+def _extends(call: cst.Call, name: str) -> bool:
+    """`jnp.append(name, x)`, `jnp.concatenate([name, x])`: the call's first argument is `name`,
+    or a list or tuple that holds it."""
+    if not call.args:
+        return False
+    first = call.args[0].value
+    items = [e.value for e in first.elements] if isinstance(first, (cst.List, cst.Tuple)) else [first]
+    return any(isinstance(i, cst.Name) and i.value == name for i in items)
