@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jaxopt_audit.static import (
+    GrowingList,
     Invalid,
     Report,
     Rule,
@@ -12,6 +13,7 @@ from jaxopt_audit.static import (
     Valid,
     changing_shape,
     describe,
+    growing_list,
     grown_by_callee,
 )
 
@@ -113,18 +115,28 @@ class RecompileOnChangingInput(Rule):
                 continue
             for site in fn.calls:
                 loop = site.loop
-                if loop is None or site.guarded or not model.callee(site.node, fn).jitted:
+                if not model.callee(site.node, fn).jitted:
                     continue
-                fed_back = grown_by_callee(model, site)
-                if fed_back is not None and id(fed_back[1]) not in grown:
+                # a list emptied after each call: the call's guard (an episode's end) is the point
+                listed = next(((a.value, g) for a in site.node.args
+                               if (g := growing_list(model, site, a.value)) is not None), None)
+                if listed is not None:
+                    yield Report(listed[0], _list_message(describe(site.node.func), listed[1]))
+                    continue
+                if site.guarded:
+                    continue
+                fed_back = grown_by_callee(model, site) if loop is not None else None
+                if fed_back is not None and loop is not None and id(fed_back[1]) not in grown:
                     grown.add(id(fed_back[1]))
-                    name, growth = fed_back
+                    carried, growth = fed_back
                     callee = describe(site.node.func)
-                    yield Report(growth, f"`{callee}` is jitted and returns `{name}` longer than it came in "
+                    yield Report(growth, f"`{callee}` is jitted and returns `{carried}` longer than it came in "
                                          f"(`{describe(growth.func)}`), and the loop at line "
                                          f"{model.line_of(loop.node)} passes it back in (line "
                                          f"{model.line_of(site.node)}): its shape is new on every call, so each "
                                          f"call traces and compiles `{callee}` again", runs_at=site.node)
+                if loop is None:
+                    continue
                 for arg in site.node.args:
                     name = changing_shape(model, arg.value, loop)
                     if name is None:
@@ -135,3 +147,14 @@ class RecompileOnChangingInput(Rule):
                                             f"each shape not seen before traces and compiles "
                                             f"`{describe(site.node.func)}` again")
                     break
+
+
+def _list_message(callee: str, found: GrowingList) -> str:
+    """A list whose length changes between calls: as a list, or stacked into one array."""
+    if found.converted is None:
+        return (f"`{callee}` is jitted and is given `{found.shown}`, a Python list {found.why}; a list's length is "
+                f"part of the input structure jit compiles for (every leaf of every item is an argument), so each "
+                f"new length traces and compiles `{callee}` again")
+    return (f"`{callee}` is jitted and is given `{found.converted}` of the list `{found.shown}`, {found.why}; the "
+            f"array's leading dimension is the list's length, so each new length traces and compiles `{callee}` "
+            "again")

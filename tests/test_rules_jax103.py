@@ -146,3 +146,129 @@ def test_a_history_fed_back_longer_compiles_the_step_on_every_call():
         for _ in range(4):
             temp, log = tick(temp, log)
     assert len(compiles) == 4
+
+
+LISTS = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def fit(w, items):
+    return w + sum(jnp.sum(x) for x in items)
+
+@jax.jit
+def fit_stacked(w, xs):
+    return w + jnp.sum(xs)
+"""
+
+
+def test_lists_whose_length_changes_between_calls_are_reported():
+    found = findings(LISTS + """
+class Pool:
+    def __init__(self, seed_items):
+        self.items = list(seed_items)
+
+    def add(self, item):
+        self.items.append(item)
+
+    def clear(self):
+        self.items = []
+
+    @jax.jit
+    def score(self, items):
+        return sum(jnp.sum(x) for x in items)
+
+    def total(self):
+        return self.score(self.items)
+
+def episodes(w, env, n):
+    for _ in range(n):
+        items = []
+        done = False
+        while not done:
+            obs, done = env.step()
+            items.append(obs)
+        w = fit(w, items)
+    return w
+
+def streams(w, env, n):
+    seen = []
+    for _ in range(n):
+        seen.append(env.observe())
+        w = fit_stacked(w, jnp.stack(seen))
+    return w
+
+def rollouts(w, env, n):
+    buf = []
+    for _ in range(n):
+        obs, done = env.step()
+        buf.append(obs)
+        if done:
+            xs = jnp.array(buf)
+            w = fit_stacked(w, xs)
+            buf = []
+    return w
+""")
+    assert [f.line for f in found] == [27, 36, 43, 53]
+    assert "`Pool.score`" not in found[0].message and "which `add` grows (`.append`) and `clear` empties" \
+        in found[0].message
+    assert "the `while` loop at line 33 fills with `.append`" in found[1].message
+    assert "grows with `.append` and never empties" in found[2].message
+    assert "empties after a call that runs only when `done` holds" in found[3].message
+
+
+def test_quiet_on_lists_of_a_fixed_length_at_each_call():
+    assert lines(LISTS + """
+class FixedPool:
+    def __init__(self, seed_items):
+        self.items = list(seed_items)  # filled once, when the pool is made
+
+    @jax.jit
+    def score(self, items):
+        return sum(jnp.sum(x) for x in items)
+
+    def total(self):
+        return self.score(self.items)
+
+def horizon(w, env, n, steps):
+    for _ in range(n):
+        items = []
+        for t in range(steps):
+            items.append(env.step())
+        w = fit(w, items)
+    return w
+
+def batches(w, env, n, batch_size):
+    buf = []
+    for _ in range(n):
+        buf.append(env.observe())
+        if len(buf) == batch_size:
+            w = fit_stacked(w, jnp.stack(buf))
+            buf = []
+    return w
+
+def periodic(w, env, n, every):
+    buf = []
+    for step in range(n):
+        buf.append(env.observe())
+        if step % every == 0:
+            w = fit_stacked(w, jnp.stack(buf))
+            buf = []
+    return w
+""") == []
+
+
+@pytest.mark.slow
+def test_a_list_of_a_new_length_compiles_again():
+    """The claim behind the list messages, on the installed JAX: one compilation per new length."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from conftest import backend_compiles
+
+    total = jax.jit(lambda items: sum(jnp.sum(x) for x in items))
+    total([jnp.ones(2)])
+    with backend_compiles() as compiles:
+        for n in (2, 3, 3, 1):
+            total([jnp.ones(2)] * n)
+    assert len(compiles) == 2

@@ -186,7 +186,9 @@ from .model.runs import (
     callers_of,
 )
 from .model.shapes import (
+    GrowingList,
     changing_shape,
+    growing_list,
     grown_by_callee,
 )
 from .model.side_effects import (
@@ -329,6 +331,8 @@ __all__ = [
     "Function",
     "FunctionSummary",
     "gradient_names",
+    "growing_list",
+    "GrowingList",
     "grown_by_callee",
     "grown_names",
     "grows_carry",
