@@ -16,6 +16,7 @@ from jaxopt_audit.static import (
     UnrolledLoop,
     Valid,
     compiled_training_loop,
+    concatenated,
     describe,
     dispatch_loop,
     ends_episode,
@@ -303,11 +304,17 @@ class LoopToScan(Rule):
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)
                 if growth == "concatenated":
-                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation on every "
-                                            "iteration, so each iteration is a separate dispatch and every "
-                                            "jitted call on it re-traces for the new length; preallocate the "
-                                            "full-length buffer, fill it with `lax.dynamic_update_slice` and run "
-                                            "the iterations in `jax.lax.fori_loop`/`scan`")
+                    grown, jitted = concatenated(model, loop, set(carried))
+                    grown_list = ", ".join(f"`{n}`" for n in grown)
+                    retraced = (f" and each call of the jitted {', '.join(f'`{j}`' for j in jitted)} it is given to "
+                                "re-traces for the new length") if jitted else \
+                        " and copies the whole array into a longer one"
+                    yield Report(loop.node, f"this loop over `{header}` grows {grown_list} by concatenation on "
+                                            "every iteration, so each iteration is a separate dispatch from Python"
+                                            f"{retraced}; "
+                                            "preallocate the full-length buffer, fill it with "
+                                            "`lax.dynamic_update_slice` and run the iterations in "
+                                            "`jax.lax.fori_loop`/`scan`")
                     continue
                 yield Report(loop.node, _message(header, names, sorted(filled), small, exits_early(loop)))
 

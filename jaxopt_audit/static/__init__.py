@@ -152,6 +152,7 @@ from .model.keys import (
 )
 from .model.loops import (
     carried_names,
+    concatenated,
     exits_early,
     filled_buffers,
     grown_names,
@@ -293,6 +294,7 @@ __all__ = [
     "compiled_training_loop",
     "CompiledStep",
     "computes_gradients",
+    "concatenated",
     "condition_around",
     "container_annotation",
     "counted_steps",

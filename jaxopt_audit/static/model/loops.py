@@ -10,7 +10,7 @@ import libcst as cst
 
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..syntax.walk import callee_name, children, int_value, names_in, walk
+from ..syntax.walk import callee_name, children, describe, int_value, names_in, walk
 from .core import SemanticModel
 from .facts import fact
 from .index import Function, Loop
@@ -233,6 +233,19 @@ def _grows(model: SemanticModel, value: cst.BaseExpression | None, targets: tupl
     """`tokens = jnp.concatenate([tokens, nxt], axis=1)`: the value appends to what it rebinds."""
     return isinstance(value, cst.Call) and model.resolve(value.func) in GROWING_CALLS \
         and bool(set(names_in(value)) & set(targets))
+
+
+def concatenated(model: SemanticModel, loop: Loop, names: set[str]) -> tuple[list[str], list[str]]:
+    """Which of `names` the loop grows by concatenation (`hist = jnp.append(hist, x)`), sorted,
+    and the jitted functions the loop gives one of those to as a whole argument (each call
+    re-traces for the new length)."""
+    fn = loop.function
+    grown = sorted({t for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)
+                    and _grows(model, a.value, a.targets) for t in a.targets} & names)
+    jitted = sorted({describe(s.node.func) for s in fn.calls if loop.encloses(s.loop)
+                     and model.callee(s.node, fn).jitted
+                     and any(isinstance(a.value, cst.Name) and a.value.value in grown for a in s.node.args)})
+    return grown, jitted
 
 
 def grown_names(model: SemanticModel, loop: Loop) -> set[str]:
