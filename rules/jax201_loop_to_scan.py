@@ -350,7 +350,7 @@ def _message(header: str, names: str, filled: list[str], small: list[CompiledSte
                 "jit, the loop unrolls into one copy of its body per iteration); `jax.lax.scan` runs the "
                 "iterations as one compiled loop and returns the rows stacked")
     if small:
-        steps = ", ".join(f"`{s.function.name}` ({s.ops} array operation{'s' if s.ops != 1 else ''})"
+        steps = ", ".join(f"`{s.name}` ({s.ops} array operation{'s' if s.ops != 1 else ''})"
                           for s in small)
         return (f"{head} through the jitted {steps}: every iteration is a separate dispatch from Python, "
                 "several microseconds each, around a step of only that much work; `jax.lax.scan` runs all "
