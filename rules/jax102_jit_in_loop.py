@@ -45,7 +45,10 @@ class JitInLoop(Rule):
     `functools.partial(jax.jit, ...)(f)` and a `@jax.jit` decorator on a nested `def`) evaluated
     on every step: in the body of a step loop, or in an un-jitted function that the loop calls
     every step. That includes `jax.jit(f)(x)` called inline and jitting a lambda, a closure, a
-    `functools.partial` or a bound method built in the loop. Also `jax.lax.scan`, `fori_loop` and
+    `functools.partial` or a bound method built in the loop, and a jitted nested function (or a
+    jit of a closure) built in a method that a loop of the file calls on every iteration, even
+    an epoch loop (the message names that loop; quiet when the nested function reads what a
+    `for` loop walks: one program per item). Also `jax.lax.scan`, `fori_loop` and
     `while_loop` called outside jit in a loop with such a function: outside jit they trace and
     compile their body on each call, found in JAX's cache only when it is the same object.
 

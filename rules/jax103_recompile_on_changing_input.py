@@ -24,7 +24,13 @@ class RecompileOnChangingInput(Rule):
     Finds a jitted function called in a loop with an input whose shape the loop changes on every
     iteration, as far as the file shows it: a slice with one bound the loop rebinds and the other
     fixed (`x[:n]`, `x[n:]`, `tokens[:, :t]`), or an array made with a shape that reads such a
-    name (`np.random.randn(n, 4)`), passed directly or through a name the loop binds to it. `run`
+    name (`np.random.randn(n, 4)`; a random draw's shape is its shape argument, never its key),
+    passed directly or through a name the loop binds to it. Also a jitted step that returns a
+    value longer than it came in (`hist = jnp.append(hist, x)`) which the loop passes back in
+    (reported at the growth), and a Python list, or one array stacked from it, given to a jitted
+    function when the file shows its length changing between calls: refilled by a `while` loop,
+    grown and never emptied, emptied after a call that runs only when a run-time condition holds
+    (an episode's end), or an attribute list that other methods of the class grow. `run`
     reports the same code for every steady-state recompilation it sees, with the argument
     that changed.
 
@@ -47,7 +53,9 @@ class RecompileOnChangingInput(Rule):
     scalar one call, an array the next), a static argument's value, or a pytree's structure. The
     cost it reports is the compile time of those recompilations: what fixing them saves, at most.
 
-    The rule stays quiet on slices whose bounds move together (`x[i:i + bs]`: the same length
+    The rule stays quiet on lists filled to a fixed length before each call (a `for` loop over
+    `range(horizon)`, a call under `if len(buf) == batch_size:` or a periodic guard), on lists
+    filled once (in `__init__`), and on slices whose bounds move together (`x[i:i + bs]`: the same length
     every iteration, the last partial batch at most once more), on loops over a written-out list
     of sizes (`for n in [64, 128]`: one compilation per size is the point of such a sweep), on
     shapes changed under a periodic guard, and on functions that are not jitted (no compilation

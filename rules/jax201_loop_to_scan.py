@@ -81,7 +81,7 @@ class LoopToScan(Rule):
     (`for t in range(n): w = update(w, xs[t])`), a rollout splitting its key eagerly around a
     jitted environment step, and a shock drawn in the loop beside a tiny jitted step are still
     reported: such steps are tiny. So is a loop whose compiled steps are all jitted functions of
-    the file writing fewer than 20 array operations, with no derivative, no loop of their own and
+    the file (or of a scanned module it imports) writing fewer than 20 array operations, with no derivative, no loop of their own and
     no slice of a data set for input (an integrator, an environment's dynamics): the message gives
     each step's operation count, the evidence that dispatch is most of its cost.
 
