@@ -306,9 +306,8 @@ class LoopToScan(Rule):
                 if growth == "concatenated":
                     grown, jitted = concatenated(model, loop, set(carried))
                     grown_list = ", ".join(f"`{n}`" for n in grown)
-                    retraced = (f" and each call of the jitted {', '.join(f'`{j}`' for j in jitted)} it is given to "
-                                "re-traces for the new length") if jitted else \
-                        " and copies the whole array into a longer one"
+                    retraced = (f" and each call of the jitted {', '.join(jitted)} re-traces for the new length"
+                                if jitted else " and copies the whole array into a longer one")
                     yield Report(loop.node, f"this loop over `{header}` grows {grown_list} by concatenation on "
                                             "every iteration, so each iteration is a separate dispatch from Python"
                                             f"{retraced}; "

@@ -1497,10 +1497,21 @@ def control_scored(level, gains, n):
         hist = jnp.concatenate([hist, err[None]])
         inflow = gains[0] * summarise(hist)
     return hist
+
+def control_window(level, gains, n):
+    hist = jnp.zeros((1,))
+    inflow = 0.0
+    for t in range(n):
+        level, err = plant(level, inflow)
+        hist = jnp.concatenate([hist, err[None]])
+        recent = hist[-8:]
+        inflow = gains[0] * summarise(recent)
+    return hist
 """
     found = [f for f in scan_text(source, all_rules) if f.code == "JAX201"]
-    assert [f.line for f in found] == [16, 24]
+    assert [f.line for f in found] == [16, 24, 33]
     assert "grows `hist` by concatenation" in found[0].message
     assert "`inflow`" not in found[0].message and "`level`" not in found[0].message
     assert "re-traces" not in found[0].message and "copies the whole array" in found[0].message
-    assert "each call of the jitted `summarise` it is given to re-traces for the new length" in found[1].message
+    assert "each call of the jitted `summarise` (given `hist`) re-traces for the new length" in found[1].message
+    assert "`summarise` (given `recent`, a slice of `hist`, until the slice reaches its bound)" in found[2].message
