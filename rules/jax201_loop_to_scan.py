@@ -81,9 +81,10 @@ class LoopToScan(Rule):
     (`for t in range(n): w = update(w, xs[t])`), a rollout splitting its key eagerly around a
     jitted environment step, and a shock drawn in the loop beside a tiny jitted step are still
     reported: such steps are tiny. So is a loop whose compiled steps are all jitted functions of
-    the file (or of a scanned module it imports) writing fewer than 20 array operations, with no derivative, no loop of their own and
-    no slice of a data set for input (an integrator, an environment's dynamics): the message gives
-    each step's operation count, the evidence that dispatch is most of its cost.
+    the file (or of a scanned module it imports) writing fewer than 20 array operations, with no
+    derivative, no loop of their own and no slice of a data set for input (an integrator, an
+    environment's dynamics): the message gives each step's operation count, the evidence that
+    dispatch is most of its cost.
 
     A loop that carries state and fills a history array row by row (`hist = hist.at[t].set(state)`)
     is reported even where the file does not show whether a caller jits it: outside jit each write
