@@ -16,6 +16,7 @@ from jaxopt_audit.static import (
     ahead_of_time,
     apis,
     builds_functions,
+    called_per_iteration,
     callers_of,
     closes_over_configuration,
     describe,
@@ -44,7 +45,10 @@ class JitInLoop(Rule):
     `functools.partial(jax.jit, ...)(f)` and a `@jax.jit` decorator on a nested `def`) evaluated
     on every step: in the body of a step loop, or in an un-jitted function that the loop calls
     every step. That includes `jax.jit(f)(x)` called inline and jitting a lambda, a closure, a
-    `functools.partial` or a bound method built in the loop. Also `jax.lax.scan`, `fori_loop` and
+    `functools.partial` or a bound method built in the loop, and a jitted nested function (or a
+    jit of a closure) built in a method that a loop of the file calls on every iteration, even
+    an epoch loop (the message names that loop; quiet when the nested function reads what a
+    `for` loop walks: one program per item). Also `jax.lax.scan`, `fori_loop` and
     `while_loop` called outside jit in a loop with such a function: outside jit they trace and
     compile their body on each call, found in JAX's cache only when it is the same object.
 
@@ -233,8 +237,15 @@ class JitInLoop(Rule):
                 if target is None:
                     continue
                 context = why_every_step(model, site) or per_outer_pass(model, site)
-                if context is None or under_memo_guard(fn, site.node, site.loop) or ahead_of_time(fn, site.node) \
+                if under_memo_guard(fn, site.node, site.loop) or ahead_of_time(fn, site.node) \
                         or fn.binds_unread(site.node):  # a wrapper never called never compiles
+                    continue
+                if context is None:
+                    caller = called_per_iteration(model, site, model.function_ref(target, fn))
+                    if caller is not None and wrapper_reuse(fn, site.node, None) is None \
+                            and not builds_functions(model, site) and fresh_function(model, target, site):
+                        yield Report(site.node, f"`{describe(site.node)}` is evaluated {_via(model, fn, caller)}: "
+                                                f"{_target_consequence(model, target, site)}")
                     continue
                 reuse = wrapper_reuse(fn, site.node, site.loop)
                 if factory_of_varying_values(model, target, site) \
@@ -267,8 +278,15 @@ class JitInLoop(Rule):
             if def_site is None:
                 continue
             context = why_every_step(model, def_site) or per_outer_pass(model, def_site)
-            if context is None or under_memo_guard(parent, fn.node, def_site.loop) \
+            if under_memo_guard(parent, fn.node, def_site.loop) \
                     or closes_over_configuration(model, fn, def_site) or builds_functions(model, def_site):
+                continue
+            if context is None:
+                caller = called_per_iteration(model, def_site, fn)
+                if caller is not None and wrapper_reuse(parent, fn.node, None) is None:
+                    yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
+                                            f"{_via(model, parent, caller)}: each time a new function is defined, "
+                                            "so it is traced and compiled again on every iteration")
                 continue
             reuse = wrapper_reuse(parent, fn.node, def_site.loop)
             schedule = rebuilt_alike(model, fn.node.name, def_site) if reuse == "inner loop" else None
@@ -280,6 +298,13 @@ class JitInLoop(Rule):
             yield Report(decorator, f"`@{describe(decorator.decorator)}` on `def {fn.name}` is applied "
                                     f"{where(model, def_site, context)}: each time a new function is "
                                     "defined, so it is traced and compiled again on every iteration")
+
+
+def _via(model: SemanticModel, fn, caller: Site) -> str:
+    """Where a wrapper built on every call of `fn` is built again: the loop that calls `fn`."""
+    assert caller.loop is not None
+    return (f"each time `{fn.name}` runs, and `{fn.name}` is called on every iteration of the loop at line "
+            f"{model.line_of(caller.loop.node)}")
 
 
 def _target_consequence(model: SemanticModel, target: cst.BaseExpression, site: Site) -> str:

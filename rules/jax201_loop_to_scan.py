@@ -16,6 +16,7 @@ from jaxopt_audit.static import (
     UnrolledLoop,
     Valid,
     compiled_training_loop,
+    concatenated,
     describe,
     dispatch_loop,
     eager_baseline_loop,
@@ -83,9 +84,10 @@ class LoopToScan(Rule):
     (`for t in range(n): w = update(w, xs[t])`), a rollout splitting its key eagerly around a
     jitted environment step, and a shock drawn in the loop beside a tiny jitted step are still
     reported: such steps are tiny. So is a loop whose compiled steps are all jitted functions of
-    the file writing fewer than 20 array operations, with no derivative, no loop of their own and
-    no slice of a data set for input (an integrator, an environment's dynamics): the message gives
-    each step's operation count, the evidence that dispatch is most of its cost.
+    the file (or of a scanned module it imports) writing fewer than 20 array operations, with no
+    derivative, no loop of their own and no slice of a data set for input (an integrator, an
+    environment's dynamics): the message gives each step's operation count, the evidence that
+    dispatch is most of its cost.
 
     A loop that carries state and fills a history array row by row (`hist = hist.at[t].set(state)`)
     is reported even where the file does not show whether a caller jits it: outside jit each write
@@ -307,11 +309,16 @@ class LoopToScan(Rule):
                 names = ", ".join(f"`{n}`" for n in sorted(carried))
                 header = describe(loop.node.iter if isinstance(loop.node, cst.For) else loop.node.test)
                 if growth == "concatenated":
-                    yield Report(loop.node, f"this loop over `{header}` grows {names} by concatenation on every "
-                                            "iteration, so each iteration is a separate dispatch and every "
-                                            "jitted call on it re-traces for the new length; preallocate the "
-                                            "full-length buffer, fill it with `lax.dynamic_update_slice` and run "
-                                            "the iterations in `jax.lax.fori_loop`/`scan`")
+                    grown, jitted = concatenated(model, loop, set(carried))
+                    grown_list = ", ".join(f"`{n}`" for n in grown)
+                    retraced = (f" and each call of the jitted {', '.join(jitted)} re-traces for the new length"
+                                if jitted else " and copies the whole array into a longer one")
+                    yield Report(loop.node, f"this loop over `{header}` grows {grown_list} by concatenation on "
+                                            "every iteration, so each iteration is a separate dispatch from Python"
+                                            f"{retraced}; "
+                                            "preallocate the full-length buffer, fill it with "
+                                            "`lax.dynamic_update_slice` and run the iterations in "
+                                            "`jax.lax.fori_loop`/`scan`")
                     continue
                 yield Report(loop.node, _message(header, names, sorted(filled), small, exits_early(loop)))
 
@@ -347,7 +354,7 @@ def _message(header: str, names: str, filled: list[str], small: list[CompiledSte
                 "jit, the loop unrolls into one copy of its body per iteration); `jax.lax.scan` runs the "
                 "iterations as one compiled loop and returns the rows stacked")
     if small:
-        steps = ", ".join(f"`{s.function.name}` ({s.ops} array operation{'s' if s.ops != 1 else ''})"
+        steps = ", ".join(f"`{s.name}` ({s.ops} array operation{'s' if s.ops != 1 else ''})"
                           for s in small)
         return (f"{head} through the jitted {steps}: every iteration is a separate dispatch from Python, "
                 "several microseconds each, around a step of only that much work; `jax.lax.scan` runs all "

@@ -320,3 +320,44 @@ def test_a_method_of_an_object_a_jitted_lambda_in_another_module_calls_is_traced
     # only the method called: `denoise` is traced through it in the sampler's own model
     expected = frozenset({"Sampler.run"}) if wrapped else frozenset()
     assert project.view(str(tmp_path / "gen/sampler.py")).traced == expected
+
+
+STENCIL = """
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def relax(u, rate):
+        padded = jnp.pad(u, 1)
+        return u + rate * (padded[:-2, 1:-1] + padded[2:, 1:-1] + padded[1:-1, :-2] + padded[1:-1, 2:] - 4 * u)
+
+    @jax.jit
+    def relax_many(u, rate):
+        return jax.lax.fori_loop(0, 3000, lambda _, v: relax(v, rate), u)
+"""
+
+RELAX_LOOP = """import jax
+from stencil import relax, relax_many
+
+u = jax.random.uniform(jax.random.key(0), (64, 64))
+for i in range(3000):
+    u = relax(u, 0.2)
+u = relax_many(u, 0.2)
+"""
+
+
+def test_a_tiny_jitted_step_imported_into_a_script_or_a_notebook_is_reported_like_a_local_one(tmp_path):
+    import json
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": text}
+             for text in RELAX_LOOP.split("\n\n")]
+    _write(tmp_path, {"stencil.py": STENCIL, "run.py": RELAX_LOOP})
+    (tmp_path / "run.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                                    "nbformat_minor": 5}))
+    result = scan_paths([str(tmp_path)], select=["JAX201"], jobs=1)
+    assert _codes(result, "run.py") == [(5, "JAX201")]
+    assert [(f.cell, f.line) for f in result.findings if f.path.endswith("run.ipynb")] == [(2, 2)]
+    assert all("through the jitted `relax` (" in f.message for f in result.findings)
+    summary = summarise_file(str(tmp_path / "stencil.py"))
+    assert summary is not None and summary.functions["relax"].small_step_ops is not None
+    assert summary.functions["relax_many"].small_step_ops is None  # a compiled loop of its own

@@ -456,3 +456,92 @@ def test_a_wrapper_rebuilt_each_epoch_around_a_scheduled_number_says_to_pass_it_
     """)
     assert [f.line for f in found] == [10]
     assert "`lr` baked in as a constant" in found[0].message and "with `lr` as an argument" in found[0].message
+
+
+BUILT_PER_CALL = """
+import jax
+import jax.numpy as jnp
+
+def shift(x):
+    return x - 0.1 * jnp.tanh(x)
+
+class Agent:
+    def __init__(self, n_rounds):
+        self.n_rounds = n_rounds
+        self.hoisted = jax.jit(shift)
+
+    def improve(self, params, data):
+        @jax.jit
+        def inner(p, d):
+            return jax.lax.fori_loop(0, 10, lambda _, q: q - 0.01 * jnp.mean(d) * q, p)
+        return inner(params, data)
+
+    def refine(self, params, data):
+        return jax.jit(lambda p: p * jnp.mean(data))(params)
+
+    def improve_hoisted(self, params):
+        return self.hoisted(params)
+
+    def train(self, key, params, pool):
+        for r in range(self.n_rounds):
+            key, sub = jax.random.split(key)
+            data = jax.random.choice(sub, pool, (64,))
+            params = self.improve(params, data)
+            params = self.refine(params, data)
+            params = self.improve_hoisted(params)
+        return params
+"""
+
+
+def test_a_jit_built_in_a_method_that_a_loop_calls_is_reported_with_the_loop():
+    found = findings(BUILT_PER_CALL)
+    assert [f.line for f in found] == [13, 19]
+    assert "each time `improve` runs, and `improve` is called on every iteration of the loop at line 25" \
+        in found[0].message
+    assert "traced and compiled again on every iteration" in found[1].message
+
+
+def test_quiet_on_a_builder_per_configuration_and_a_builder_called_once():
+    assert lines("""
+import jax
+import jax.numpy as jnp
+
+def evaluate(params, width):
+    @jax.jit
+    def score(p):
+        return jnp.sum(jnp.tanh(p[:width]))
+    return score(params)
+
+def make_step(lr):
+    @jax.jit
+    def step(p):
+        return p - lr * p
+    return step
+
+def sweep(params, widths):
+    results = []
+    for width in widths:  # one program per width: compiling each is the point
+        results.append(evaluate(fit(params, 20), width))
+    return results
+
+def fit(params, n):
+    step = make_step(0.1)
+    for _ in range(n):
+        params = step(params)
+    return params
+""") == []
+
+
+@pytest.mark.slow
+def test_a_jit_built_per_call_compiles_on_every_call():
+    """The claim behind the message: a jitted def built inside a function compiles on each call."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def improve(p):
+        @jax.jit
+        def inner(q):
+            return q - 0.01 * jnp.mean(q) * q
+        return inner(p)
+
+    assert _compiles_during(lambda: improve(jnp.ones((8,)))) == 3

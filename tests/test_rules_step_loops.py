@@ -1465,3 +1465,53 @@ def test_an_eager_gradient_beside_a_small_jitted_update_is_the_steps_own_work(al
     findings = [f for f in scan_text(source, all_rules) if f.code == "JAX201"]
     assert [f.line for f in findings] == [20]
     assert "array operation" not in findings[0].message
+
+
+def test_a_loop_growing_a_history_names_only_what_grows_and_retraces_only_a_jitted_call(all_rules):
+    source = """
+import jax
+import jax.numpy as jnp
+
+def plant(level, inflow):
+    level = jnp.clip(level + inflow - 0.1 * jnp.sqrt(level), 0.0, 2.0)
+    return level, 1.0 - level
+
+@jax.jit
+def summarise(hist):
+    return jnp.mean(hist ** 2)
+
+gains = jnp.array([1.0, 0.1, 0.1])
+level = jnp.float32(0.5)
+hist = jnp.zeros((2,))
+inflow = 0.0
+for t in range(100):
+    level, err = plant(level, inflow)
+    hist = jnp.append(hist, err)
+    inflow = jnp.dot(gains, jnp.stack([err, jnp.sum(hist), hist[-1] - hist[-2]]))
+
+def control_scored(level, gains, n):
+    hist = jnp.zeros((1,))
+    inflow = 0.0
+    for t in range(n):
+        level, err = plant(level, inflow)
+        hist = jnp.concatenate([hist, err[None]])
+        inflow = gains[0] * summarise(hist)
+    return hist
+
+def control_window(level, gains, n):
+    hist = jnp.zeros((1,))
+    inflow = 0.0
+    for t in range(n):
+        level, err = plant(level, inflow)
+        hist = jnp.concatenate([hist, err[None]])
+        recent = hist[-8:]
+        inflow = gains[0] * summarise(recent)
+    return hist
+"""
+    found = [f for f in scan_text(source, all_rules) if f.code == "JAX201"]
+    assert [f.line for f in found] == [16, 24, 33]
+    assert "grows `hist` by concatenation" in found[0].message
+    assert "`inflow`" not in found[0].message and "`level`" not in found[0].message
+    assert "re-traces" not in found[0].message and "copies the whole array" in found[0].message
+    assert "each call of the jitted `summarise` (given `hist`) re-traces for the new length" in found[1].message
+    assert "`summarise` (given `recent`, a slice of `hist`, until the slice reaches its bound)" in found[2].message

@@ -37,6 +37,7 @@ from .knowledge.deprecations import (
     lookup,
 )
 from .model.configurations import (
+    called_per_iteration,
     closes_over_configuration,
     factory_of_varying_values,
     returned_per_configuration,
@@ -151,6 +152,7 @@ from .model.keys import (
 )
 from .model.loops import (
     carried_names,
+    concatenated,
     exits_early,
     filled_buffers,
     grown_names,
@@ -185,7 +187,10 @@ from .model.runs import (
     callers_of,
 )
 from .model.shapes import (
+    GrowingList,
     changing_shape,
+    growing_list,
+    grown_by_callee,
 )
 from .model.side_effects import (
     catches_type_error,
@@ -276,6 +281,7 @@ __all__ = [
     "bound_with_the_item",
     "builds_a_called_partial",
     "builds_functions",
+    "called_per_iteration",
     "callee_name",
     "callers_of",
     "calls_in_order",
@@ -291,6 +297,7 @@ __all__ = [
     "compiled_training_loop",
     "CompiledStep",
     "computes_gradients",
+    "concatenated",
     "condition_around",
     "container_annotation",
     "counted_steps",
@@ -331,6 +338,9 @@ __all__ = [
     "Function",
     "FunctionSummary",
     "gradient_names",
+    "growing_list",
+    "GrowingList",
+    "grown_by_callee",
     "grown_names",
     "grows_carry",
     "has_compiled_alternative",

@@ -89,6 +89,9 @@ class Report:
     message: str
     fix: str | None = None  # None: the rule's default FIX
     severity: str | None = None  # None: the rule's SEVERITY
+    # where the cost is paid, when the node pointed at is elsewhere (a growth inside a jitted
+    # function whose cost is a compilation per call of a loop): impact counts the runs there
+    runs_at: cst.CSTNode | None = None
 
 
 @dataclass(frozen=True)

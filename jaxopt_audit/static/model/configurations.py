@@ -15,6 +15,8 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 from ..syntax.walk import read_names, walk
 from .core import SemanticModel
 from .index import Function, Loop, Site
+from .loops import literal_trip_count
+from .runs import callers_of
 
 
 def varying_names(site: Site) -> set[str]:
@@ -126,3 +128,44 @@ def schedule_value(model: SemanticModel, fn: Function, loop: Loop, name: str) ->
                            cst.BaseBinaryOp, cst.BaseUnaryOp, cst.LeftParen, cst.RightParen))
             for n in walk(a.value))
         and read_names(a.value) <= counters for a in bindings)
+
+
+def called_per_iteration(model: SemanticModel, site: Site, built: Function | None) -> Site | None:
+    """The call, in a loop of the file, that runs `site`'s function (outside any loop of its own) on
+    every iteration of that loop, unguarded: what the function builds at `site` (a jitted wrapper
+    around `built`, a nested def) is built anew on every iteration. None when no such call is
+    found, when the loop is a sweep written out or runs once, or when `built` reads a parameter
+    that the call fills from what a `for` loop walks (`for width in widths:`): one program per
+    item, each compiled once, may be the point."""
+    fn = site.function
+    if site.loop is not None or site.guarded or fn.is_module:
+        return None
+    read = read_names(built.body) if built is not None and not built.is_module else set(fn.params)
+    for call in callers_of(model, fn):
+        loop = call.loop
+        if loop is None or call.guarded or call.function.traced or sweeps_written_out(loop):
+            continue
+        count = literal_trip_count(loop, model.resolve)
+        if count is not None and count <= 1:
+            continue
+        walked = {t for outer in loop.outward() if isinstance(outer.node, cst.For)
+                  and not _is_range(model, outer.node.iter) for t in outer.targets}
+        if any(read_names(value) & walked and param in read for param, value in _bound_params(fn, call)):
+            continue
+        return call
+    return None
+
+
+def _bound_params(fn: Function, call: Site[cst.Call]) -> list[tuple[str, cst.BaseExpression]]:
+    """The parameters of `fn` that `call` fills, with the value it gives each (`self` skipped)."""
+    params = [p for p in fn.params if p not in ("self", "cls")] if fn.cls is not None else list(fn.params)
+    bound: list[tuple[str, cst.BaseExpression]] = []
+    for i, arg in enumerate(a for a in call.node.args if a.keyword is None and not a.star):
+        if i < len(params):
+            bound.append((params[i], arg.value))
+    bound.extend((a.keyword.value, a.value) for a in call.node.args if a.keyword is not None)
+    return bound
+
+
+def _is_range(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and model.resolve(expr.func) == "builtins.range"

@@ -10,7 +10,7 @@ import libcst as cst
 
 import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package: the package imports the model
 
-from ..syntax.walk import callee_name, children, int_value, names_in, walk
+from ..syntax.walk import callee_name, children, describe, int_value, names_in, walk
 from .core import SemanticModel
 from .facts import fact
 from .index import Function, Loop
@@ -233,6 +233,31 @@ def _grows(model: SemanticModel, value: cst.BaseExpression | None, targets: tupl
     """`tokens = jnp.concatenate([tokens, nxt], axis=1)`: the value appends to what it rebinds."""
     return isinstance(value, cst.Call) and model.resolve(value.func) in GROWING_CALLS \
         and bool(set(names_in(value)) & set(targets))
+
+
+def concatenated(model: SemanticModel, loop: Loop, names: set[str]) -> tuple[list[str], list[str]]:
+    """Which of `names` the loop grows by concatenation (`hist = jnp.append(hist, x)`), sorted,
+    and the jitted functions the loop gives one of those to, each as a message names it: given
+    the grown name itself (each call re-traces for the new length), or a slice of it bound in the
+    loop (`ctx = tokens[:, -n:]`: a new length on each call until the slice reaches its bound)."""
+    fn = loop.function
+    inside = [a for a in fn.assignments if a.value is not None and loop.encloses(a.site.loop)]
+    grown = sorted({t for a in inside if _grows(model, a.value, a.targets) for t in a.targets} & names)
+    sliced = {a.targets[0]: a.value.value.value for a in inside if len(a.targets) == 1
+              and isinstance(a.value, cst.Subscript) and isinstance(a.value.value, cst.Name)
+              and a.value.value.value in grown and any(isinstance(e.slice, cst.Slice) for e in a.value.slice)}
+    jitted: set[str] = set()
+    for site in fn.calls:
+        if not loop.encloses(site.loop) or not model.callee(site.node, fn).jitted:
+            continue
+        given = [a.value.value for a in site.node.args if isinstance(a.value, cst.Name)]
+        callee = describe(site.node.func)
+        if any(g in grown for g in given):
+            jitted.add(f"`{callee}` (given `{next(g for g in given if g in grown)}`)")
+        elif any(g in sliced for g in given):
+            name = next(g for g in given if g in sliced)
+            jitted.add(f"`{callee}` (given `{name}`, a slice of `{sliced[name]}`, until the slice reaches its bound)")
+    return grown, sorted(jitted)
 
 
 def grown_names(model: SemanticModel, loop: Loop) -> set[str]:

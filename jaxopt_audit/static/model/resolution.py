@@ -180,7 +180,10 @@ class NameResolution(ModelIndex):
         wrapper = self.resolve(value.func)
         if wrapper in apis.JIT_WRAPPERS:
             target = self.function_ref(value.args[0].value, scope) if value.args else None
-            return Callee(wrapper, target, jitted=True)
+            # `jax.jit(step)` with `step` imported from another scanned module: its summary
+            imported = self.project.get(dotted(value.args[0].value)) \
+                if target is None and value.args and self.project is not None else None
+            return Callee(wrapper, target, jitted=True, imported=imported)
         if isinstance(value.func, cst.Call) and self.resolve(value.func.func) == "functools.partial" \
                 and value.func.args and self.resolve(value.func.args[0].value) in apis.JIT_WRAPPERS:
             target = self.function_ref(value.args[0].value, scope) if value.args else None

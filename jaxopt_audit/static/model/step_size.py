@@ -35,10 +35,21 @@ PREPARATION_OPS = 20
 
 @dataclass(frozen=True)
 class CompiledStep:
-    """A jitted function of this file called on every iteration of a loop, and its size."""
+    """A jitted function (of this file, or one it imports) called on every iteration of a loop,
+    and its size."""
 
-    function: Function
+    name: str
     ops: int  # array operations its body and its traced helpers write
+
+
+def small_step_ops(model: SemanticModel, fn: Function) -> int | None:
+    """The array operations `fn` writes, when it is a small compiled step: fewer than
+    `SMALL_STEP_OPS`, no loop, no scan, no derivative, nothing whose work the file does not show;
+    None otherwise."""
+    if fn.loops or fn.uses_scan or differentiates(model, fn) or _opaque(model, fn):
+        return None
+    ops = eager_ops(model, fn) + _negations(model, fn)
+    return ops if ops < SMALL_STEP_OPS else None
 
 
 def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep] | None:
@@ -49,7 +60,7 @@ def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep]
     compiled call is larger or not shown (a jitted function of another file, `model.apply`, an
     optimizer)."""
     fn = loop.function
-    steps: dict[Function, CompiledStep] = {}
+    steps: dict[str, CompiledStep] = {}
     for site in fn.calls:
         if not loop.encloses(site.loop) or site.guarded:
             continue
@@ -59,13 +70,17 @@ def small_compiled_steps(model: SemanticModel, loop: Loop) -> list[CompiledStep]
             continue
         callee = model.callee(site.node, fn)
         target = callee.function
-        if not callee.jitted or target is None or callee.transform is not None or _fed_data(model, site.node, loop) \
-                or target.loops or target.uses_scan or differentiates(model, target) or _opaque(model, target):
+        if not callee.jitted or callee.transform is not None or _fed_data(model, site.node, loop):
             return None
-        ops = eager_ops(model, target) + _negations(model, target)
-        if ops >= SMALL_STEP_OPS:
+        if target is not None:
+            ops, name = small_step_ops(model, target), target.name
+        elif callee.imported is not None:  # a jitted function of another scanned module
+            ops, name = callee.imported.small_step_ops, callee.imported.name
+        else:
             return None
-        steps[target] = CompiledStep(target, ops)
+        if ops is None:
+            return None
+        steps[name] = CompiledStep(name, ops)
     return list(steps.values()) or None
 
 
@@ -145,9 +160,22 @@ def _opaque(model: SemanticModel, fn: Function, depth: int = 0) -> bool:
             if callee.transform is not None or depth > 4 or _opaque(model, callee.function, depth + 1):
                 return True
             continue
+        if _relabels(site.node):
+            continue
         if not (callee.qualname or "").startswith(_ARRAY_NAMESPACES) or callee.transform is not None:
             return True
     return False
+
+
+# Methods that give an array a new shape or dtype: the step's own arithmetic, not hidden work.
+_SHAPE_METHODS = frozenset({"reshape", "astype", "transpose", "ravel", "flatten", "squeeze", "swapaxes"})
+
+
+def _relabels(call: cst.Call) -> bool:
+    """`u.flatten()`, `x.reshape((n, n))` on a name: an array method the count already covers."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+        and func.attr.value in _SHAPE_METHODS
 
 
 def _unshown_work(model: SemanticModel, call: cst.Call, fn: Function) -> bool:

@@ -17,6 +17,8 @@ class FunctionSummary(NamedTuple):
     eager_ops: int  # array operations one eager call dispatches (eager.eager_ops)
     host_work: bool  # its job is host work (eager.host_side): converts, prints, formats, syncs
     has_loop: bool
+    # a small compiled step (step_size.small_step_ops): its array operations; None when it is not one
+    small_step_ops: int | None = None
 
 
 class ImportedView(NamedTuple):

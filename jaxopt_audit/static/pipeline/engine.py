@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import hashlib
 import multiprocessing
@@ -147,7 +148,9 @@ def scan_file(path: str, rules: Iterable[Rule], ignored_codes: Iterable[str] = (
     except OSError as exc:
         return FileResult(path, [], ScanError(path, f"cannot read: {exc.strerror or exc}"), 0)
     if path.lower().endswith(NOTEBOOK_SUFFIXES + MYST_SUFFIXES):
-        return scan_notebook(data, path, rules, ignored_codes, scan_source)
+        # a notebook imports the modules beside it like a script does: the project pass serves both
+        return scan_notebook(data, path, rules, ignored_codes,
+                             functools.partial(scan_source, project=project, summaries=summaries))
     rules = list(rules)
     result = scan_source(data, path, rules, ignored_codes, project, summaries)
     if result.error is not None and result.error.message.startswith("syntax error"):

@@ -37,7 +37,7 @@ def impact_of(model: SemanticModel, rule: Rule, report: Report) -> Impact:
     if kind == "measurement":
         return Impact("medium", None, "the timing reports the wrong number; fixing it changes what is "
                                       "measured, not how long the program takes")
-    runs = runs_of(model, report.node)
+    runs = runs_of(model, report.runs_at or report.node)
     where = describe_runs(runs)
     if kind == "correctness":
         count = runs.count

@@ -24,6 +24,7 @@ import libcst as cst
 from ..knowledge import apis
 from ..model import Function, Loop, SemanticModel
 from ..model.eager import WORTH_JIT, eager_ops, host_side
+from ..model.step_size import small_step_ops
 from ..model.summaries import FunctionSummary, ImportedView
 from ..syntax.names import dotted
 from .discovery import package_of
@@ -98,8 +99,9 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
         # host_side costs a walk: asked only where imported_candidate would look at it
         ops = eager_ops(model, fn)
         host = not fn.direct_jit and ops >= WORTH_JIT and not loops and fn.cls is None and host_side(model, fn)
+        small = small_step_ops(model, fn)  # the size of a compiled step, jitted here or where it is imported
         functions[fn.qualname] = FunctionSummary(
-            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), ops, host, loops)
+            fn.qualname, params, fn.direct_jit, frozenset(fn.static_params), ops, host, loops, small)
     for a in top.assignments:  # `fast = jax.jit(step, static_argnums=...)`
         if len(a.targets) == 1 and a.value is not None and a.attribute_target is None:
             wrapped = model._jit_of(a.value, top)
@@ -137,6 +139,8 @@ def summarise_model(model: SemanticModel) -> ModuleSummary:
                     handed = imported(call.args[i].value)
                     if handed is not None:
                         traced.add(handed)
+                        if q in apis.JIT_WRAPPERS:  # `fast = jax.jit(step)`: its wrapper may be called in a loop
+                            calls.add(handed)
     return ModuleSummary(os.path.abspath(model.path), functions, tuple(imports), frozenset(calls),
                          frozenset(traced))
 
