@@ -204,7 +204,7 @@ def test_outputs_stacked_after_the_loop_are_part_of_what_vmapping_it_saves(instr
         w = jnp.linspace(-1.0, 1.0, 16)
         scores = []
         for scale in np.linspace(0.1, 2.0, 200):
-            scores.append(score(w, jnp.float32(scale)))
+            scores.append(score(w, float(scale)))
         few = jnp.stack(scores[:3])  # a handful stacked: not the loop's results
         return jnp.stack(scores), few
 
@@ -219,9 +219,12 @@ def test_outputs_stacked_after_the_loop_are_part_of_what_vmapping_it_saves(instr
     assert caller.line_compile_s.get(stack_line, 0.0) == pytest.approx(0.0, abs=1e-9)
     assert caller.line_compile_s.get(few_line, 0.0) > 0  # its own small stack compiled for it
     wall_s = record.call_s + record.stacked_s
-    (finding,) = [f for f in derive_findings(instrument, wall_s, measure=True) if f.code == "JAX202"]
+    found = derive_findings(instrument, wall_s, measure=True)
+    loops = [f for f in found if f.code == "JAX202"]
+    assert len(loops) == 1, [(f.code, f.message) for f in found]
+    finding = loops[0]
     assert finding.saving_s is not None and "stacking up to 200 of its outputs" in finding.saving_method
-    assert finding.saving_s >= record.stacked_s
+    assert finding.saving_s >= record.stacked_s - 1e-6  # rounded to the microsecond
     np.testing.assert_array_equal(np.asarray(stacked), np.asarray(program()[0]))
 
 
