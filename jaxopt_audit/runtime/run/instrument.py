@@ -68,6 +68,7 @@ import functools
 import inspect
 import itertools
 import logging
+import operator
 import os
 import statistics
 import sys
@@ -117,6 +118,7 @@ _EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromf
 
 _NOT_GIVEN = object()  # `jax.jit(...)` called without the function: a decorator factory
 _DEVICE_ONLY = frozenset({ArrayImpl})
+_DEVICE_OR_NUMPY = frozenset({ArrayImpl, np.ndarray})
 
 
 def _resolve_is_top_level() -> Callable[[], bool] | None:
@@ -347,6 +349,10 @@ class Instrument:
         # measured after the run (`copy_saving`)
         self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]] = {}
         self._alignments: dict[tuple[tuple[int, ...], str], bool] = {}  # (shape, dtype) -> last sampled
+        self._read_keys: dict[tuple[str, SourceLine, str], TransferKey] = {}
+        self._passing_sites: dict[tuple[Any, int], SourceLine | None] = {}  # (code, instruction) of the call
+        # a passing line -> its transfer key and copy counts (made once: the line recurs every step)
+        self._argument_sites: dict[SourceLine, tuple[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -533,15 +539,23 @@ class Instrument:
             if host_arrays:
                 record.host_array_args += host_arrays
                 record.calls_with_host_arrays += 1
-                site = self.user_files.passing_site(sys._getframe(2), host_values)
+                caller = sys._getframe(2)
+                where = (caller.f_code, caller.f_lasti)
+                # the passing line is looked for on sampled calls (a stack walk and the caller's
+                # arguments); the calls between from the same call instruction pass the same way
+                site = None if sampled else self._passing_sites.get(where)
+                if site is None:
+                    site = self._passing_sites[where] = self.user_files.passing_site(caller, host_values)
                 if site is not None:
                     record.call_sites_with_host_arrays[site] += 1
-                    key = TransferKey("h2d", site[0], site[1], "jit argument")
-                    self._count_transfer(key, record.name, host_arrays)
-                    specs = self.argument_copies.get(key)
-                    if specs is None:
-                        specs = self.argument_copies[key] = Counter()
-                    specs.update(host_specs)
+                    copies = self._argument_sites.get(site)
+                    if copies is None:
+                        key = TransferKey("h2d", site[0], site[1], "jit argument")
+                        copies = self._argument_sites[site] = (key, self.argument_copies.setdefault(key, Counter()))
+                    self._count_transfer(copies[0], record.name, host_arrays)
+                    specs = copies[1]
+                    for spec in host_specs:
+                        specs[spec] += 1
         leaves = jax.tree_util.tree_leaves(out)
         if not set(map(type, leaves)) <= _DEVICE_ONLY:
             leaves = [leaf for leaf in leaves if type(leaf) is ArrayImpl]
@@ -595,29 +609,24 @@ class Instrument:
         if names:
             kwargs = {k: v for k, v in kwargs.items() if k not in names}
         all_leaves = jax.tree_util.tree_leaves((args, kwargs))
-        if set(map(type, all_leaves)) <= _DEVICE_ONLY:  # the common case, checked in C
+        kinds = set(map(type, all_leaves))
+        if kinds <= _DEVICE_ONLY:  # the common case, checked in C
             return 0, 0, [], []
-        leaves = 0
-        arrays = 0
+        # the NumPy arrays picked out in C: a params tree's device leaves cost no bytecode
+        values = list(itertools.compress(all_leaves, map(operator.is_, map(type, all_leaves),
+                                                         itertools.repeat(np.ndarray))))
+        arrays = leaves = len(values)
+        if not kinds <= _DEVICE_OR_NUMPY:
+            leaves += sum(1 for leaf in all_leaves if isinstance(leaf, np.generic) or type(leaf) in _HOST_SCALARS)
         specs = []
-        values = []
         alignments = self._alignments
-        for leaf in all_leaves:
-            kind = type(leaf)
-            if kind is ArrayImpl:
-                continue
-            if kind is np.ndarray:
-                leaves += 1
-                arrays += 1
-                # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it
-                shape, dtype = leaf.shape, leaf.dtype.str
-                aligned = alignments.get((shape, dtype)) if not sampled else None
-                if aligned is None:
-                    aligned = alignments[shape, dtype] = leaf.__array_interface__["data"][0] % 64 == 0
-                specs.append((shape, dtype, aligned))
-                values.append(leaf)
-            elif isinstance(leaf, np.generic) or kind in _HOST_SCALARS:
-                leaves += 1
+        for leaf in values:
+            # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it
+            spec = (leaf.shape, leaf.dtype.str)
+            aligned = None if sampled else alignments.get(spec)
+            if aligned is None:
+                aligned = alignments[spec] = leaf.__array_interface__["data"][0] % 64 == 0
+            specs.append((*spec, aligned))
         return leaves, arrays, specs, values
 
     def _stack(self) -> list[_CallFrame]:
@@ -791,7 +800,9 @@ class Instrument:
             record.d2h_transfers += 1
         site = self.user_files.caller_site(3)
         if site is not None:
-            key = TransferKey(direction, site[0], site[1], via)
+            key = self._read_keys.get((direction, site, via))
+            if key is None:
+                key = self._read_keys[direction, site, via] = TransferKey(direction, site[0], site[1], via)
             self._count_transfer(key, record.name if record else None)
             self._local.pending_read = key
 

@@ -10,6 +10,8 @@ a lookup is a short walk over frame objects and dictionary hits.
 from __future__ import annotations
 
 import inspect
+import itertools
+import operator
 import os
 import sys
 import sysconfig
@@ -107,21 +109,35 @@ class UserFiles:
         return self.site(frame)
 
 
+_CONTAINERS = (dict, tuple, list)
+_ARGUMENT_COUNTS: dict[CodeType, int] = {}
+
+
+def _argument_count(code: CodeType) -> int:
+    count = _ARGUMENT_COUNTS.get(code)
+    if count is None:
+        count = code.co_argcount + code.co_kwonlyargcount
+        count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        _ARGUMENT_COUNTS[code] = count
+    return count
+
+
 def _all_arguments(frame: FrameType, values: list[Any]) -> bool:
     """Whether every value is an argument of the frame's call, or an item of one (by identity)."""
     code = frame.f_code
-    count = code.co_argcount + code.co_kwonlyargcount
-    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    count = _argument_count(code)
     if not count:
         return False
-    local = frame.f_locals
-    passed: set[int] = set()
-    for name in code.co_varnames[:count]:
-        value = local.get(name)
-        passed.add(id(value))
+    passed = list(map(frame.f_locals.get, code.co_varnames[:count]))
+    # the common answer (the data is made in this frame, not passed in) decided in C on the first value
+    if not any(map(operator.is_, passed, itertools.repeat(values[0]))) and not any(
+            map(isinstance, passed, itertools.repeat(_CONTAINERS))):
+        return False
+    ids: set[int] = set(map(id, passed))
+    for value in passed:
         items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
-        passed.update(id(item) for item in items)
-    return all(id(value) in passed for value in values)
+        ids.update(map(id, items))
+    return all(id(value) in ids for value in values)
 
 
 def display_path(path: str, cwd: str | None = None) -> str:
