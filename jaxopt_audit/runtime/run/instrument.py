@@ -898,7 +898,7 @@ class Instrument:
         """The jitted function whose outputs, many of them, an eager op is given as one list
         (`jnp.stack(outputs)` after a loop): the first and last both its outputs."""
         items = args[0] if args else None
-        if type(items) not in (list, tuple) or len(items) < STACKED_MIN:
+        if not isinstance(items, (list, tuple)) or len(items) < STACKED_MIN:
             return None
         first, last = self._producers.get(id(items[0])), self._producers.get(id(items[-1]))
         if first is None or last is None or first[1] is not last[1]:
