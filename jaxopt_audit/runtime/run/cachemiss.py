@@ -29,6 +29,9 @@ REDEFINED = "redefined"  # a new function object defined at the same line: jit/l
 SHAPE, DTYPE, WEAK_TYPE, SHARDING = "shape", "dtype", "weak-type", "sharding"
 STATIC = "static"  # a static argument's value changed
 PYTREE = "pytree"  # the structure of an argument changed (keys, list length, None vs array)
+# a static argument that is a function: the same code in a new object (a closure made per call);
+# JAX logs no explanation for it, the instrument tells it from the arguments
+NEW_FUNCTION_ARGUMENT = "new-function-argument"
 CONTEXT = "context"  # config or a context manager changed (e.g. jax.default_matmul_precision)
 UNKNOWN = "unknown"
 

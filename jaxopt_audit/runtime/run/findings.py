@@ -12,7 +12,13 @@ From the instruments' records:
   trace, each time).
 - JAX103 recompile-on-changing-input: a jitted function compiled again and again because an
   argument's shape, dtype, weak type, static value or structure changed (from JAX's cache-miss
-  explanations, which name the argument).
+  explanations, which name the argument), or because a static argument is a new function object
+  on every call (a closure made per call and handed to a jitted function that takes it static,
+  as `odeint` does: JAX explains nothing then, the instrument tells it from the arguments). It is
+  reported at the user's line that made the call, never where a library applied `jax.jit`.
+- JAX101 also for an un-jitted function with few ops whose own line compiled again on every call
+  an op that takes a function (`lax.scan`, `fori_loop`, `cond`): the function it passes is made
+  anew each call; the recompilations are the cost and the saving.
 - JAX201 loop-to-scan: a jitted function called again and again from one line of a Python loop,
   the calls a large part of the run; or such a loop in a function run once that issues eager ops
   around the jitted steps every iteration (`driven`): one finding for the loop, the whole body
@@ -27,7 +33,10 @@ warm-up) is not a per-step pattern, and neither is one burst of consecutive even
 with nothing else in between (a comprehension moving a dict of arrays to the device once), nor
 a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`); one
 every few steps is reported with its period. A `block_until_ready` followed by a timer read is
-a benchmark's measurement, which needs the wait, not a stall.
+a benchmark's measurement, which needs the wait, not a stall. A transfer in code a third-party
+library calls in its own loop (SciPy's optimizer evaluating the objective) happens as often as
+that loop iterates and the library gives and takes host values there: a line of the summary
+with its count (`report.driven_notes`), not a finding.
 Each finding has `cost_s`, the time it took in this run where it is measured, and `saving_s`,
 what fixing it saves where a counterfactual is measured, with `saving_method` saying how or why
 there is no estimate: JAX102 and JAX103 save the compile time of the compilations after the
@@ -58,11 +67,13 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from types import CodeType
 from typing import Any
 
 from ...units import seconds
 from . import jit_saving, loop_saving
-from .cachemiss import DTYPE, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
+from .arguments import NOT_FUNCTIONS
+from .cachemiss import DTYPE, NEW_FUNCTION_ARGUMENT, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
 from .copy_saving import copies_saving
 from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop
@@ -92,6 +103,9 @@ _FIX_BY_KIND = {
             "its values",
     PYTREE: "keep the argument's structure (keys, lengths, None entries) the same on every call",
     REDEFINED: "create the jitted function once, outside the loop, and call it in the loop",
+    NEW_FUNCTION_ARGUMENT: "pass the same function object on every call: define it once (at module level, "
+                           "what it closed over passed as arguments), or jit the function that makes it so the "
+                           "call is traced inside one compiled program",
 }
 
 
@@ -112,6 +126,10 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
+    reported = {(f.path, f.line) for f in findings if f.code == "JAX101"}
+    for eager_record in instrument.eager.values():
+        if (display_path(eager_record.path), eager_record.line) not in reported:
+            findings.extend(_eager_recompiling(eager_record, instrument))
     # a loop doing eager work around jitted steps in a function run once: one finding for all of it
     looped: set[int] = set()
     for loop in eager_loops(instrument, wall_s):
@@ -153,6 +171,50 @@ def _missing_jit(eager: EagerFunctionReport, saving: JitSaving | None) -> Runtim
         "cost_s, the time in its eager ops and their compilation")
 
 
+# primitives that take a function (traced into a jaxpr on each call that passes a new one)
+_TRACING_OPS = frozenset({"scan", "while", "cond", "pjit", "jit", "closed_call", "core_call", "custom_jvp_call",
+                          "custom_vjp_call", "custom_vjp_call_jaxpr", "checkpoint", "remat", "shard_map",
+                          "custom_lin", "xla_pmap", "map"})
+
+
+def _eager_recompiling(record: EagerRecord, instrument: Instrument) -> Iterable[RuntimeFinding]:
+    """An un-jitted function whose own line runs an op that takes a function (`lax.scan`,
+    `fori_loop`, `cond`) and compiled it again on every call: the function it passes is a new
+    object each call (a closure defined inside), so JAX traces and compiles the op again. Few
+    ops per call, so not JAX101's op-by-op cost: the recompilations are the cost and the saving."""
+    if record.calls < REPEATED or record.code.co_name in NOT_FUNCTIONS:
+        return
+    again = record.compile_s - record.first_call_compile_s
+    lines = [line for line, n in record.line_compiles.items()
+             if n >= record.calls and set(record.line_compiled_ops.get(line, {})) & _TRACING_OPS]
+    if not lines or again <= 0:
+        return
+    line = max(lines, key=lambda n: record.line_compile_s.get(n, 0.0))
+    ops = "/".join(sorted(set(record.line_compiled_ops[line]) & _TRACING_OPS))
+    nested = sorted((c.co_firstlineno, c.co_name) for c in record.code.co_consts
+                    if isinstance(c, CodeType) and c.co_name not in NOT_FUNCTIONS)
+    made = (f": the function it is given, {', '.join(f'{n} (line {first})' for first, n in nested[:3])} defined "
+            f"inside {record.name}, is a new object on every call, so JAX traces and compiles it again"
+            if nested else ": the function it is given is a new object on every call, so JAX traces and "
+                           "compiles it again")
+    static = record.function_parameters + record.int_parameters
+    static_text = f" with static_argnames={static!r}" if static else ""
+    last = max((n for _, _, n in record.code.co_lines() if n is not None), default=record.line)
+    reads = sorted({key.line for key in instrument.transfers if key.direction == "d2h"
+                    and key.path == record.path and record.line <= key.line <= last})
+    moved = f"; move its host reads (line {', '.join(map(str, reads))}) out of it first" if reads else ""
+    path = display_path(record.path)
+    yield RuntimeFinding(
+        "JAX101", RULE_NAMES["JAX101"], path, line,
+        f"{record.name} is not jitted and its {ops} here compiled again on each of its {record.calls} calls "
+        f"({record.compiles} eager compilations, {seconds(record.compile_s)}){made}",
+        f"jax.jit {record.name}{static_text} so the {ops} is traced and compiled once{moved}; or create the "
+        "function it is given once and pass the same object each call",
+        record.calls, round(record.op_s + record.compile_s, 6), function=record.name,
+        saving_s=round(again, 6),
+        saving_method="measured: the eager compile time after its first call, which compiling once removes")
+
+
 def _copied_by_eager_ops(eager: EagerFunctionReport) -> RuntimeFinding:
     path, _, line = eager.called_from[0].rpartition(":")
     lines = ", ".join(f"{os.path.basename(p)}:{n} x{c}" for p, n, c in eager.h2d_lines[:6])
@@ -192,7 +254,12 @@ def _recompiling(record: FunctionRecord) -> Iterable[RuntimeFinding]:
     every = f"{record.calls} calls" + (" (every call)" if record.compiles >= record.calls else "")
     changed = ", ".join(f"{arg}" for arg, _ in arguments.most_common()) or "its inputs"
     what = ", ".join(kind for kind, _ in kinds.most_common())
-    example = recompiles[-1].reason
+    top_kind = kinds.most_common(1)[0][0]
+    example = next(r.reason for r in reversed(recompiles) if top_kind in r.kinds)
+    # a function given a new function object from several lines: each line is a place to fix
+    if len(sites) > 1:
+        example += "; recompiled from " + ", ".join(f"{os.path.basename(p)}:{n} x{c}"
+                                                    for (p, n), c in sites.most_common(6))
     fix = "; ".join(_FIX_BY_KIND[k] for k, _ in kinds.most_common() if k in _FIX_BY_KIND) or \
         "keep the arguments' shapes, dtypes and static values the same from call to call"
     yield RuntimeFinding(
@@ -321,6 +388,8 @@ def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[Runtim
     for key, count in instrument.transfers.items():
         if instrument.transfer_occurrences[key] < REPEATED:
             continue
+        if key in instrument.transfer_drivers:
+            continue  # a library's loop runs it (SciPy's optimizer): a line of the summary (`driven_notes`)
         period = step_period(instrument, key)
         if period is not None and period >= PERIODIC_STEPS:
             continue  # already done every k steps: not a per-step stall or copy

@@ -67,6 +67,7 @@ import dataclasses
 import functools
 import inspect
 import itertools
+import linecache
 import logging
 import operator
 import os
@@ -93,7 +94,7 @@ from jax._src.numpy import array_methods as _array_methods
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
 from .arguments import NOT_FUNCTIONS, ArgumentSample, CallSample, call_sample, same_value, signature_of, worth_recording
-from .cachemiss import HEADER, CacheMiss, parse_cache_miss
+from .cachemiss import HEADER, NEW_FUNCTION_ARGUMENT, STATIC, CacheMiss, parse_cache_miss
 from .sites import SourceLine, UserFiles
 
 CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
@@ -168,6 +169,9 @@ class FunctionRecord:
     jit_sites: Counter[SourceLine] = field(default_factory=Counter)  # where wrappers were created
     call_sites_with_host_arrays: Counter[SourceLine] = field(default_factory=Counter)
     recompiles: list[Recompile] = field(default_factory=list)  # the first MAX_RECOMPILES_KEPT
+    # at the latest compilation: the static arguments that are functions, by name, as (code, id):
+    # the same code in a new object at the next one is a new function passed each call
+    static_functions: dict[str, tuple[Any, int]] = field(default_factory=dict)
     # on the timed (sampled) top-level calls: where they were made, and how many took an output of
     # a jitted call as an argument (a state carried from step to step: a loop to scan, else to vmap)
     sampled_sites: Counter[SourceLine] = field(default_factory=Counter)
@@ -223,6 +227,15 @@ class EagerRecord:
     op_s: float = 0.0  # time inside its eager ops (callees' included), compilation excluded
     compiles: int = 0  # eager compilations inside them
     compile_s: float = 0.0
+    first_call_compile_s: float = 0.0  # of which during its first call (the rest: compiled again)
+    # its own lines' eager compilations by line, and the ops that compiled there: an op compiled on
+    # every call (a `lax.scan` given a new closure each time) shows up as one line compiling per call
+    line_compiles: Counter[int] = field(default_factory=Counter)
+    line_compiled_ops: dict[int, Counter[str]] = field(default_factory=dict)
+    # at its first call: the parameters bound to functions and to Python ints (what a jit of it
+    # would take as static arguments: a function to trace, a length)
+    function_parameters: tuple[str, ...] = ()
+    int_parameters: tuple[str, ...] = ()
     h2d_transfers: int = 0  # NumPy inputs of its eager ops (each one copied to the device)
     h2d_sites: Counter[SourceLine] = field(default_factory=Counter)  # ... by the line of the op
     callers: Counter[SourceLine] = field(default_factory=Counter)  # where its calls came from
@@ -339,6 +352,9 @@ class Instrument:
         self.transfer_occurrences: Counter[TransferKey] = Counter()
         self._last_transfer: TransferKey | None = None
         self.transfer_functions: dict[TransferKey, Counter[str]] = {}
+        # lines run by a third-party library calling the user's code (an optimizer evaluating the
+        # objective): the package's name. Its loop, not the program's step, decides how often
+        self.transfer_drivers: dict[TransferKey, str] = {}
         # calls of the user's JAX work so far (top-level jitted calls, calls of functions running ops
         # eagerly), and its value at each occurrence of a transfer: how many steps lie between them
         self.clock = 0
@@ -453,8 +469,9 @@ class Instrument:
             found = self._user_code_named(getattr(fun, "__name__", None))
             if found is not None:
                 path, line = found.co_filename, found.co_firstlineno
-            elif site is not None:
+            elif site is not None and not _is_import(site):
                 path, line = site
+            # else jitted as the user's import ran the library's module: the library's own function
         name = str(name)
         transformation = _transformation(fun)
         if transformation is not None:  # jit(grad(f)) is another program than jit(f)
@@ -519,7 +536,7 @@ class Instrument:
             end = time.perf_counter()
             stack.pop()
             if frame.compiles or frame.compile_s:
-                self._account_compilation(frame, nested)
+                self._account_compilation(frame, nested, wrapper, args, kwargs)
         record.calls += 1
         if not nested:
             self.clock += 1
@@ -667,8 +684,17 @@ class Instrument:
                 for owner in owners:
                     owner.compile_s += duration
                     owner.compiles += event.kind == "compile"
-                line, times = self._local.eager_line, owners[0].line_compile_s
+                    if owner.calls == 1:
+                        owner.first_call_compile_s += duration
+                line, innermost = self._local.eager_line, owners[0]
+                times = innermost.line_compile_s
                 times[line] = times.get(line, 0.0) + duration
+                if event.kind == "compile":
+                    innermost.line_compiles[line] += 1
+                    ops = innermost.line_compiled_ops.get(line)
+                    if ops is None:
+                        ops = innermost.line_compiled_ops[line] = Counter()
+                    ops[getattr(self._local, "eager_op_name", "?")] += 1
                 self._local.eager_compile_s += duration
 
     def _compile_span(self, seconds: float) -> float:
@@ -695,25 +721,73 @@ class Instrument:
             del spans[: len(spans) - _COMPILE_SPANS_KEPT]
         return max(0.0, added)
 
-    def _account_compilation(self, frame: _CallFrame, nested: bool) -> None:
+    def _account_compilation(self, frame: _CallFrame, nested: bool, wrapper: RecordingJit,
+                             args: tuple, kwargs: dict) -> None:
         record = frame.record
         if nested:  # a top-level call inside another (a host callback): the outer frame has it
             return
         if record.compiles == 0 and frame.compiles:
             record.first_compile_s = frame.compile_s
         record.compile_s += frame.compile_s
+        functions = _static_functions(wrapper, args, kwargs) if frame.compiles else {}
         for _ in range(frame.compiles):
             record.compiles += 1
             if record.compiles == 1 or len(record.recompiles) >= MAX_RECOMPILES_KEPT:
                 continue
             miss = _own_miss(frame.misses, record)
             if miss is None:
-                record.recompiles.append(Recompile(
-                    "recompiled without a tracing cache miss (new device, sharding or jit options)",
-                    (), ("unknown",), None))
+                record.recompiles.append(self._unexplained_recompile(record, functions))
             else:
                 site = SourceLine(miss.call_path, miss.call_line) if miss.call_path and miss.call_line else None
                 record.recompiles.append(Recompile(miss.reason, miss.arguments, miss.kinds, site))
+        if functions:
+            record.static_functions = functions
+
+    def _unexplained_recompile(self, record: FunctionRecord, functions: dict[str, tuple[Any, int]]) -> Recompile:
+        """A compilation JAX did not explain: a static argument that is a new function object
+        with the code of the one before (a closure or lambda made anew for each call: JAX keys
+        its cache on the object), else unknown; at the user's line that made the call."""
+        site = self.user_files.caller_site(3)
+        renewed = [name for name, (code, ident) in functions.items()
+                   if name in record.static_functions and record.static_functions[name][0] is code
+                   and record.static_functions[name][1] != ident]
+        if not renewed:
+            return Recompile("recompiled without a tracing cache miss (new device, sharding or jit options)",
+                             (), ("unknown",), site)
+        made = self._closure_at(site)
+        user_code = any(self.user_files.is_user(functions[name][0].co_filename) for name in renewed)
+        if made is None and not user_code:
+            # a library's wrapper of the function passed (odeint's closure_convert): without a closure
+            # made at the calling line, it is another function, not the same one made again
+            return Recompile(f"{', '.join(renewed)}: another function than at the previous compilation",
+                             tuple(renewed), (STATIC,), site)
+        passed = f" ({made})" if made else ""
+        return Recompile(
+            f"{', '.join(renewed)}: a new function object on every call{passed}; JAX keys its cache on the "
+            "function object, so it traces and compiles again", tuple(renewed), (NEW_FUNCTION_ARGUMENT,), site)
+
+    def _closure_at(self, site: SourceLine | None) -> str | None:
+        """The function the user's frame at `site` defines anew on each call and passes on:
+        'ode_func, defined at prog.py:111 inside predict'; None when there is none."""
+        if site is None:
+            return None
+        frame: FrameType | None = sys._getframe(2)
+        while frame is not None and not (frame.f_code.co_filename == site.path and frame.f_lineno == site.line):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        nested = {c for c in frame.f_code.co_consts if isinstance(c, types.CodeType)}
+        # a local bound to a function defined in this frame (`def f` or `f = lambda`), else a lambda
+        # written on the calling line itself
+        found = [(name, value.__code__) for name, value in frame.f_locals.items()
+                 if isinstance(value, types.FunctionType) and value.__code__ in nested]
+        if not found:
+            found = [(c.co_name, c) for c in nested if c.co_name == "<lambda>" and c.co_firstlineno == site.line]
+        if len(found) != 1:
+            return None
+        name, code = found[0]
+        where = frame.f_code.co_qualname if frame.f_code.co_name != "<module>" else "the module"
+        return f"{name}, defined at {os.path.basename(code.co_filename)}:{code.co_firstlineno} inside {where}"
 
     def _install_cache_miss_capture(self) -> None:
         already = bool(jax.config.jax_explain_cache_misses)  # type: ignore[attr-defined]
@@ -814,6 +888,10 @@ class Instrument:
             self._local.pending_read = key
 
     def _count_transfer(self, key: TransferKey, function: str | None, count: int = 1) -> None:
+        if key not in self.transfers:  # once per line: does a library's loop (SciPy's optimizer) run it?
+            driver = self.user_files.third_party_caller(sys._getframe(1))
+            if driver is not None:
+                self.transfer_drivers[key] = driver
         with self._lock:
             self.transfers[key] += count
             if key != self._last_transfer:
@@ -858,6 +936,7 @@ class Instrument:
         """`original` counted as one eager op when it runs outside every trace and jitted call."""
         instrument = self
         local = self._local
+        name = getattr(original, "__name__", "?")
 
         def eager(*args: Any, **kwargs: Any) -> Any:
             if (not instrument.active or getattr(local, "eager_owner", None) is not None
@@ -869,6 +948,7 @@ class Instrument:
                 return original(*args, **kwargs)
             stacked = None if primitive else instrument._stacked_outputs_of(args)
             local.eager_owner, local.eager_compile_s = owners, 0.0
+            local.eager_op_name = getattr(args[1], "name", "?") if primitive else name
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
@@ -935,6 +1015,8 @@ class Instrument:
                         record.caller_codes.add(caller.f_code)
                     if code.co_name not in NOT_FUNCTIONS and worth_recording(record.calls):
                         _note_arguments(record, frame)
+                        if record.calls == 1:
+                            _note_static_parameters(record, frame)
                 if not chain:
                     record.own_ops += 1
                     record.line_ops[site.line] += 1
@@ -1088,6 +1170,14 @@ def _note_arguments(record: EagerRecord, frame: FrameType) -> None:
     kept.calls += 1
 
 
+def _note_static_parameters(record: EagerRecord, frame: FrameType) -> None:
+    code = frame.f_code
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    local = frame.f_locals
+    record.function_parameters = tuple(n for n in names if isinstance(local.get(n), types.FunctionType))
+    record.int_parameters = tuple(n for n in names if type(local.get(n)) is int)
+
+
 def _own_miss(misses: list[CacheMiss], record: FunctionRecord) -> CacheMiss | None:
     """The explanation about this function (nested jitted functions explain their own traces)."""
     for miss in misses:
@@ -1097,6 +1187,25 @@ def _own_miss(misses: list[CacheMiss], record: FunctionRecord) -> CacheMiss | No
         if miss.function == record.jax_name:
             return miss
     return None
+
+
+def _is_import(site: SourceLine) -> bool:
+    return linecache.getline(site.path, site.line).lstrip().startswith(("import ", "from "))
+
+
+def _static_functions(wrapper: RecordingJit, args: tuple, kwargs: dict) -> dict[str, tuple[Any, int]]:
+    """The static arguments that are functions (or partials of one): name -> (code, object id)."""
+    found: dict[str, tuple[Any, int]] = {}
+    names = wrapper._record.positional_names
+    given = [(names[i] if i < len(names) else f"argument {i}", args[i])
+             for i in sorted(wrapper._static_positions) if i < len(args)]
+    given += [(name, value) for name, value in kwargs.items() if name in wrapper._static_names]
+    for name, value in given:
+        target = value.func if isinstance(value, functools.partial) else value
+        code = getattr(target, "__code__", None)
+        if isinstance(code, types.CodeType):
+            found[name] = (code, id(value))
+    return found
 
 
 def _static_arguments(fun: Any, options: dict[str, Any]) -> tuple[frozenset[int], frozenset[str], tuple[str, ...]]:

@@ -236,6 +236,7 @@ def build_report(instrument: Instrument, argv: list[str], exit_status: int, erro
                      f"{seconds(instrument.other_threads_compile_s)} while the program's thread ran on; "
                      "not part of the split")
     notes.extend(_setup_notes(instrument, wall_s))
+    notes.extend(driven_notes(instrument))
     if trace is not None:
         notes.append(f"--trace: the profiler recorded every op and call while it was on, which slows the "
                      f"program's Python (host time) and dispatch; starting and stopping it took "
@@ -355,6 +356,26 @@ def _setup_notes(instrument: Instrument, wall_s: float) -> list[str]:
                      f"(setup, or every k steps): {record.ops} eager ops{compiled}, {seconds(spent)} "
                      f"({spent / wall_s:.0%} of the wall time); a per-step fix does not change it")
     return notes
+
+
+def driven_notes(instrument: Instrument) -> list[str]:
+    """One line per line of the user's code that a third-party library's loop runs (SciPy's
+    optimizer evaluating the objective) and that moves data between host and device: as many
+    times as that loop iterates, the library needing host values, so not a per-step problem of
+    the program's own loop and no finding."""
+    lines: dict[tuple[str, int, str], list[str]] = {}
+    for key, count in sorted(instrument.transfers.items()):
+        driver = instrument.transfer_drivers.get(key)
+        if driver is None:
+            continue
+        what = "read on the host" if key.direction == "d2h" else "waited for" if key.direction == "sync" \
+            else "copied to the device"
+        occurrences = instrument.transfer_occurrences[key]
+        lines.setdefault((key.path, key.line, driver), []).append(
+            f"{count} arrays {what} ({key.via}) in {occurrences} calls")
+    return [f"not per step: {display_path(path)}:{line} runs when {driver} calls the program's code (its own "
+            f"loop, not the program's): {'; '.join(parts)}; {driver} gives and takes host values there, so "
+            "there is no per-step fix" for (path, line, driver), parts in lines.items()]
 
 
 def _eager(record: EagerRecord, wall_s: float, role: str) -> EagerFunctionReport:

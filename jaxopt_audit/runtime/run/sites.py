@@ -94,11 +94,30 @@ class UserFiles:
         while values and _all_arguments(frame, values):
             caller = frame.f_back
             while caller is not None and not is_user(caller.f_code.co_filename):
+                if _third_party(caller.f_code.co_filename):  # a library's loop made them (an optimizer's x)
+                    return self.site(frame)
                 caller = caller.f_back
             if caller is None:
                 break
             frame = caller
         return self.site(frame)
+
+    def third_party_caller(self, frame: FrameType | None) -> str | None:
+        """The third-party package (SciPy, not JAX or NumPy) whose code called the user's code
+        running at or above `frame`, below the script's top level: the library drives that code
+        in its own loop (an optimizer evaluating the user's objective). None when there is none."""
+        is_user = self.is_user
+        while frame is not None and not is_user(frame.f_code.co_filename):  # what the user's code called
+            frame = frame.f_back
+        while frame is not None:
+            code = frame.f_code
+            if is_user(code.co_filename):
+                if code.co_name == "<module>":
+                    return None
+            elif (package := _third_party(code.co_filename)) is not None:
+                return package
+            frame = frame.f_back
+        return None
 
     def caller_site(self, depth: int = 2) -> SourceLine | None:
         """The user's line that led to the current call (skipping `depth` frames of ours)."""
@@ -120,6 +139,22 @@ def _argument_count(code: CodeType) -> int:
         count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
         _ARGUMENT_COUNTS[code] = count
     return count
+
+
+# packages that call the user's code as part of running it (traced functions, tree maps, array
+# protocols), not a loop of their own around it
+_NOT_DRIVERS = frozenset({"jax", "jaxlib", "numpy", "jaxopt_audit"})
+
+
+def _third_party(filename: str) -> str | None:
+    """The installed package a file belongs to unless it is JAX, NumPy or this tool; the
+    standard library and the user's files are None."""
+    parts = os.path.normpath(filename).split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            package = parts[parts.index(marker) + 1].removesuffix(".py")
+            return None if package in _NOT_DRIVERS else package
+    return None
 
 
 def _all_arguments(frame: FrameType, values: list[Any]) -> bool:
