@@ -19,6 +19,7 @@ from jaxopt_audit.static import (
     describe,
     first_waits,
     is_wait,
+    runs_eagerly,
     whole_history_read,
 )
 
@@ -64,7 +65,10 @@ class HostSyncInStep(Rule):
     after `float(loss)` from `w, loss, peak = step(w)`: ready by then, a transfer but no second
     stall), on reads right after a read with no new device work between them (`np.array(loss)`,
     then `np.array(aux)` from the same eager step: one stall, reported once at the first read,
-    whose message counts the rest), on reads after the loop, on plain Python numbers, in
+    whose message counts the rest), on reads in a loop nothing of which is compiled (no jitted
+    call, compiled loop or opaque method in it or in the functions of the file it calls: the
+    read waits only for the last eager op before it, and the missing jit, JAX101, is what that
+    loop costs), on reads after the loop, on plain Python numbers, in
     rollouts recorded for a renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
@@ -235,7 +239,7 @@ class HostSyncInStep(Rule):
             found += [(fstring.node, fstring, "an f-string of an array") for fstring in reads.fstring_reads()]
             found += [(operand, test_site, f"the condition `{describe(operand)}` (implicit bool())")
                       for operand, test_site in reads.condition_reads()]
-            found = [f for f in found if not reads.timed(f[0])]
+            found = [f for f in found if not reads.timed(f[0]) and not _eager_step(model, f[1])]
             for node, site, what, more in first_waits(model, found, waits):
                 yield Report(node, self._message(model, site, what, more))
 
@@ -264,6 +268,13 @@ class HostSyncInStep(Rule):
             then = f" (the {more} read{'s' if more > 1 else ''} right after it, with no new device work between, " \
                    f"wait{'' if more > 1 else 's'} no longer: move {'them' if more > 1 else 'it'} too)"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes{then}"
+
+
+def _eager_step(model: SemanticModel, site: Site) -> bool:
+    """The read is in a loop none of whose work is compiled: it waits only for the last eager op
+    before it, and the loop's real cost is the missing jit, which JAX101 reports."""
+    loop = model.step_loop_of(site)
+    return loop is not None and runs_eagerly(model, loop)
 
 
 # `what` of a read of a whole device history list: the marker, then the list's name.

@@ -982,3 +982,44 @@ class Trainer:
         return w
 """, [HostSyncInStep])
     assert [f.line for f in found] == [13]
+
+
+# Training written without jit: the gradient step and the loss run op by op from Python.
+EAGER_TRAINING = """
+import jax
+import jax.numpy as jnp
+EXTRA
+
+def loss_of(params, x):
+    return jnp.mean((x @ params["w"] + params["b"]) ** 2)
+
+DECORATOR
+def update(params, x):
+    grads = jax.grad(loss_of)(params, x)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+def train(params, batches):
+    losses = []
+    for x in batches:
+        loss = loss_of(params, x)
+        print(f"loss {loss}")
+        params = update(params, x)
+        losses.append(loss)
+    return params, losses
+"""
+
+
+def _eager_training(extra: str = "", decorator: str = "") -> str:
+    return EAGER_TRAINING.replace("EXTRA", extra).replace("DECORATOR", decorator)
+
+
+def test_a_read_in_a_loop_that_compiles_nothing_is_left_to_the_missing_jit():
+    # the print waits for the last eager op queued before it, not for a compiled step
+    assert lines(_eager_training()) == []
+    # with the step jitted, the print stalls the loop until the device finishes that step
+    assert lines(_eager_training(decorator="@jax.jit")) == [17]
+    # a step that calls a method the file cannot see into may run compiled code: still reported
+    opaque = _eager_training(extra="from mylib import Trainer\ntrainer = Trainer()").replace(
+        "return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)",
+        "return trainer.apply_gradients(params, grads)")
+    assert lines(opaque) == [18]

@@ -13,10 +13,10 @@ built from. Its parts, each importing only the ones listed before it:
 
 
 from .framework.fix import (
-    dotted_expression,
-    module_alias,
     SAFE,
     UNSAFE,
+    dotted_expression,
+    module_alias,
     wrap_call,
 )
 from .framework.rule import (
@@ -29,11 +29,11 @@ from .framework.rule import (
 )
 from .knowledge import apis
 from .knowledge.deprecations import (
+    DEPRECATIONS,
     Deprecation,
+    Keyword,
     deprecation_fix,
     deprecation_message,
-    DEPRECATIONS,
-    Keyword,
     lookup,
 )
 from .model.configurations import (
@@ -59,6 +59,7 @@ from .model.deprecated_uses import (
     unevaluated_nodes,
 )
 from .model.eager import (
+    WORTH_JIT,
     dispatch_loop,
     eager_ops,
     eager_tree_updates,
@@ -67,11 +68,11 @@ from .model.eager import (
     iterates_structure,
     prepares_compiled_input,
     rebound_globals,
-    WORTH_JIT,
+    runs_eagerly,
 )
 from .model.eager_steps import (
-    eager_gradients,
     EagerGradient,
+    eager_gradients,
 )
 from .model.enclosing import (
     condition_around,
@@ -84,17 +85,17 @@ from .model.gradients import (
     gradient_names,
 )
 from .model.host_loops import (
+    Statements,
     ends_episode,
     exits_on_device,
     fed_back,
     is_wait,
     over_structure,
-    Statements,
 )
 from .model.host_reads import (
+    StepReads,
     checks_every_result,
     first_waits,
-    StepReads,
     whole_history_read,
 )
 from .model.host_values import (
@@ -147,8 +148,8 @@ from .model.key_pairs import (
     result_unread,
 )
 from .model.keys import (
-    key_reuses,
     Reuse,
+    key_reuses,
 )
 from .model.loops import (
     carried_names,
@@ -187,9 +188,9 @@ from .model.runs import (
     callers_of,
 )
 from .model.shapes import (
+    GrowingList,
     changing_shape,
     growing_list,
-    GrowingList,
     grown_by_callee,
 )
 from .model.side_effects import (
@@ -201,8 +202,8 @@ from .model.side_effects import (
     top_level_call,
 )
 from .model.step_size import (
-    compiled_training_loop,
     CompiledStep,
+    compiled_training_loop,
     small_compiled_steps,
 )
 from .model.summaries import (
@@ -221,12 +222,12 @@ from .model.timed_work import (
     waited_next_iteration,
 )
 from .model.timing import (
+    TimedRegion,
     calls_in_order,
     eager_baseline,
     eager_baseline_loop,
     reads_timer,
     timed_regions,
-    TimedRegion,
     unsynchronized_work,
     work_results,
 )
@@ -245,8 +246,8 @@ from .model.tracers import (
     tracers,
 )
 from .model.unrolled import (
-    unrolled_loop,
     UnrolledLoop,
+    unrolled_loop,
 )
 from .pipeline.project import (
     counted_steps,
@@ -406,6 +407,7 @@ __all__ = [
     "Reuse",
     "Rule",
     "runs_a_step",
+    "runs_eagerly",
     "runs_once",
     "SAFE",
     "same_trace",
