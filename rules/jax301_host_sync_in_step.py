@@ -19,6 +19,7 @@ from jaxopt_audit.static import (
     describe,
     first_waits,
     is_wait,
+    runs_at_most_once,
     runs_eagerly,
     whole_history_read,
 )
@@ -68,7 +69,9 @@ class HostSyncInStep(Rule):
     whose message counts the rest), on reads in a loop nothing of which is compiled (no jitted
     call, compiled loop or opaque method in it or in the functions of the file it calls: the
     read waits only for the last eager op before it, and the missing jit, JAX101, is what that
-    loop costs), on reads after the loop, on plain Python numbers, in
+    loop costs), on reads in a loop whose body always leaves it (it ends in `return`, `break` or
+    `raise` that no `continue` skips: one pass per call), on reads after the loop, on plain
+    Python numbers, in
     rollouts recorded for a renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
@@ -239,7 +242,8 @@ class HostSyncInStep(Rule):
             found += [(fstring.node, fstring, "an f-string of an array") for fstring in reads.fstring_reads()]
             found += [(operand, test_site, f"the condition `{describe(operand)}` (implicit bool())")
                       for operand, test_site in reads.condition_reads()]
-            found = [f for f in found if not reads.timed(f[0]) and not _eager_step(model, f[1])]
+            found = [f for f in found if not reads.timed(f[0]) and not _eager_step(model, f[1])
+                     and not _single_pass(model, f[1])]
             for node, site, what, more in first_waits(model, found, waits):
                 yield Report(node, self._message(model, site, what, more))
 
@@ -275,6 +279,13 @@ def _eager_step(model: SemanticModel, site: Site) -> bool:
     before it, and the loop's real cost is the missing jit, which JAX101 reports."""
     loop = model.step_loop_of(site)
     return loop is not None and runs_eagerly(model, loop)
+
+
+def _single_pass(model: SemanticModel, site: Site) -> bool:
+    """The read is in a loop whose body always leaves it (`return` at its end): it runs once
+    per call, not on every iteration."""
+    loop = model.step_loop_of(site)
+    return loop is not None and runs_at_most_once(loop)
 
 
 # `what` of a read of a whole device history list: the marker, then the list's name.

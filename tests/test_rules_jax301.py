@@ -1023,3 +1023,37 @@ def test_a_read_in_a_loop_that_compiles_nothing_is_left_to_the_missing_jit():
         "return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)",
         "return trainer.apply_gradients(params, grads)")
     assert lines(opaque) == [18]
+
+
+# A device test inside a loop over the hits of a query, whose body ends in `return`.
+FIRST_HIT = """
+import jax.numpy as jnp
+
+from geometry import wrap_angle
+
+class Tracker:
+    def passed(self, pos, others):
+        dist = jnp.sqrt(jnp.sum((others[:, :2] - pos[:2]) ** 2, axis=-1))
+        hits = jnp.where(dist < 3.0)[0]
+        if hits.size == 0:
+            return False
+        for idx in hits:
+            heading = wrap_angle(jnp.arctan2(others[idx, 1] - pos[1], others[idx, 0] - pos[0]) - pos[2])
+            angle = jnp.rad2deg(heading)
+            done = False
+            if -90.0 <= angle <= 90.0:
+                self.ahead[idx] = 1
+            elif self.ahead[idx] and dist[idx] > 1.2:
+                self.ahead[idx] = 0
+                done = True
+            LEAVE
+"""
+
+
+def test_a_read_in_a_loop_whose_body_always_returns_runs_once_per_call():
+    assert lines(FIRST_HIT.replace("LEAVE", "return done")) == []
+    assert lines(FIRST_HIT.replace("LEAVE", "break")) == []
+    # a `continue` can skip the return, and a body that does not end by leaving runs per hit
+    skipped = "if idx == 0:\n                continue\n            return done"
+    assert lines(FIRST_HIT.replace("LEAVE", skipped)) == [15, 17, 20]
+    assert lines(FIRST_HIT.replace("LEAVE", "self.count += 1")) == [15, 17]

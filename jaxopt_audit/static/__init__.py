@@ -165,6 +165,7 @@ from .model.loops import (
     is_numpy_value,
     literal_trip_count,
     records_for_rendering,
+    runs_at_most_once,
     step_state,
     wraps_compiled_scan,
 )
@@ -407,6 +408,7 @@ __all__ = [
     "Reuse",
     "Rule",
     "runs_a_step",
+    "runs_at_most_once",
     "runs_eagerly",
     "runs_once",
     "SAFE",

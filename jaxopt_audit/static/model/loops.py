@@ -870,3 +870,27 @@ def wraps_compiled_scan(model: SemanticModel, loop: Loop) -> bool:
             if model.resolve(site.node.func) in apis.SCAN_LIKE:
                 return True
     return False
+
+
+def runs_at_most_once(loop: Loop) -> bool:
+    """The loop's body always leaves it: its last statement is a `return`, `break` or `raise`
+    and no `continue` of this loop skips it (`for idx in hits: ...; return found`), so the body
+    runs once or not at all, whatever the iterable."""
+    body = loop.node.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    if not statements:
+        return False
+    last = statements[-1]
+    small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    if not small or not isinstance(small[-1], (cst.Return, cst.Break, cst.Raise)):
+        return False
+    return not any(isinstance(node, cst.Continue) for node in _own_statements(body))
+
+
+def _own_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of a loop body outside nested loops, functions and classes (a `continue` there
+    belongs to another loop)."""
+    for child in children(node):
+        yield child
+        if not isinstance(child, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            yield from _own_statements(child)
