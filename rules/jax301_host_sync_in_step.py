@@ -15,12 +15,15 @@ from jaxopt_audit.static import (
     StepReads,
     Valid,
     checks_every_result,
+    compiled_training_loop,
     condition_around,
     describe,
     first_waits,
     is_wait,
+    prepares_compiled_input,
     runs_at_most_once,
     runs_eagerly,
+    small_compiled_steps,
     whole_history_read,
 )
 
@@ -92,6 +95,11 @@ class HostSyncInStep(Rule):
     `visualize` in it shows values to a person, and converting them is its job; a value passed
     to a method named `step`, `send`, `act`, `step_async` or `put` goes to a host environment (a
     Gym environment, a simulator, a socket), whose type the file rarely shows.
+
+    A read behind compiled steps that are not shown to be small (a gradient step, a step with a
+    loop of its own, a jitted function of another file), with no eager work in the loop but its
+    input's preparation, ranks `medium` at most however many times it runs: each step waits for
+    the one before anyway, so the read adds about one dispatch latency per step.
 
     ## Measured
     `training_loop` pipeline, stage "data on device": removing the per-step conversions is part
@@ -245,7 +253,7 @@ class HostSyncInStep(Rule):
             found = [f for f in found if not reads.timed(f[0]) and not _eager_step(model, f[1])
                      and not _single_pass(model, f[1])]
             for node, site, what, more in first_waits(model, found, waits):
-                yield Report(node, self._message(model, site, what, more))
+                yield Report(node, self._message(model, site, what, more), bounded=_behind_large_step(model, site))
 
     def _message(self, model: SemanticModel, site: Site, what: str, more: int = 0) -> str:
         loop = model.step_loop_of(site)
@@ -279,6 +287,24 @@ def _eager_step(model: SemanticModel, site: Site) -> bool:
     before it, and the loop's real cost is the missing jit, which JAX101 reports."""
     loop = model.step_loop_of(site)
     return loop is not None and runs_eagerly(model, loop)
+
+
+def _behind_large_step(model: SemanticModel, site: Site) -> str | None:
+    """Why the read costs little whatever the count: the loop's work is compiled steps that are
+    not small (a derivative, a loop, or work the file does not size), each fed the last one's
+    result, so the next step waits for this one anyway; the read adds the host's latency to
+    dispatch the next, a small share of a large step. None for a small step (the stall is much
+    of its time) or a loop doing eager work."""
+    loop = model.step_loop_of(site)
+    if loop is None or small_compiled_steps(model, loop) is not None:
+        return None
+    work = [(s, model.call_work(s.node, s.function)) for s in loop.function.calls
+            if loop.encloses(s.loop) and not s.guarded]
+    if not any(kind == "dispatch" for _, kind in work) or not compiled_training_loop(model, loop) and any(
+            kind == "array" and not prepares_compiled_input(model, s) for s, kind in work):
+        return None  # eager work each step besides preparing the step's input: that work stalls too
+    return ("the loop's work is a compiled step not shown to be small, and the next step waits for this one "
+            "anyway: the read adds about one dispatch latency per step, a small share unless the step is tiny")
 
 
 def _single_pass(model: SemanticModel, site: Site) -> bool:

@@ -1057,3 +1057,35 @@ def test_a_read_in_a_loop_whose_body_always_returns_runs_once_per_call():
     skipped = "if idx == 0:\n                continue\n            return done"
     assert lines(FIRST_HIT.replace("LEAVE", skipped)) == [15, 17, 20]
     assert lines(FIRST_HIT.replace("LEAVE", "self.count += 1")) == [15, 17]
+
+
+# A fit whose every epoch is one jitted gradient step over the whole point set, its loss printed.
+WHOLE_SET_EPOCHS = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(params, points):
+    loss, grads = jax.value_and_grad(lambda p: jnp.mean((points @ p["w"] - 1.0) ** 2))(params)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), loss
+
+@jax.jit
+def shrink(params, points):
+    return {"w": params["w"] * 0.5}, jnp.sum(params["w"])
+
+def fit(params, points):
+    for epoch in range(5000):
+        params, loss = CALLED(params, points)
+        print("epoch", epoch, "loss", loss)
+    return params
+"""
+
+
+def test_a_read_behind_one_large_compiled_step_ranks_medium_whatever_the_count():
+    found = [f for f in scan_text(WHOLE_SET_EPOCHS.replace("CALLED", "step"), [HostSyncInStep])]
+    assert [f.line for f in found] == [16]
+    assert found[0].impact.level == "medium" and found[0].impact.runs == 5000
+    assert "not shown to be small" in found[0].impact.why
+    # behind a step of a couple of array operations the stall is much of each iteration: high
+    small = [f for f in scan_text(WHOLE_SET_EPOCHS.replace("CALLED", "shrink"), [HostSyncInStep])]
+    assert [(f.line, f.impact.level) for f in small] == [(16, "high")]
