@@ -299,8 +299,10 @@ class LoopToScan(Rule):
                         or (exits_on_device(model, loop) and not ends_episode(model, loop, carried)):
                     continue
                 growth = grows_carry(model, loop, set(carried))
-                if growth == "starts as None":
-                    continue  # a cache filled on the first step: not a fixed-shape carry to scan
+                if growth in ("starts as None", "loses an axis"):
+                    # a cache filled on the first step, or a carry contracted by each step (a
+                    # tensor-product evaluation, one axis per pass): no fixed-shape carry to scan
+                    continue
                 small = None
                 if growth is None and compiled_training_loop(model, loop):
                     small = small_compiled_steps(model, loop)  # dispatch is most of a tiny step's cost

@@ -15,10 +15,15 @@ from jaxopt_audit.static import (
     StepReads,
     Valid,
     checks_every_result,
+    compiled_training_loop,
     condition_around,
     describe,
     first_waits,
     is_wait,
+    prepares_compiled_input,
+    runs_at_most_once,
+    runs_eagerly,
+    small_compiled_steps,
     whole_history_read,
 )
 
@@ -64,7 +69,12 @@ class HostSyncInStep(Rule):
     after `float(loss)` from `w, loss, peak = step(w)`: ready by then, a transfer but no second
     stall), on reads right after a read with no new device work between them (`np.array(loss)`,
     then `np.array(aux)` from the same eager step: one stall, reported once at the first read,
-    whose message counts the rest), on reads after the loop, on plain Python numbers, in
+    whose message counts the rest), on reads in a loop nothing of which is compiled (no jitted
+    call, compiled loop or opaque method in it or in the functions of the file it calls: the
+    read waits only for the last eager op before it, and the missing jit, JAX101, is what that
+    loop costs), on reads in a loop whose body always leaves it (it ends in `return`, `break` or
+    `raise` that no `continue` skips: one pass per call), on reads after the loop, on plain
+    Python numbers, in
     rollouts recorded for a renderer (`rollout.append(state)`, then `env.render(rollout)`),
     on messages of `raise`/`assert` (formatted only on failure), on a value the loop hands back to
     JAX as the next step's input (`tok = int(jnp.argmax(logits))`, then `jnp.array([[tok]])`: a
@@ -85,6 +95,11 @@ class HostSyncInStep(Rule):
     `visualize` in it shows values to a person, and converting them is its job; a value passed
     to a method named `step`, `send`, `act`, `step_async` or `put` goes to a host environment (a
     Gym environment, a simulator, a socket), whose type the file rarely shows.
+
+    A read behind compiled steps that are not shown to be small (a gradient step, a step with a
+    loop of its own, a jitted function of another file), with no eager work in the loop but its
+    input's preparation, ranks `medium` at most however many times it runs: each step waits for
+    the one before anyway, so the read adds about one dispatch latency per step.
 
     ## Measured
     `training_loop` pipeline, stage "data on device": removing the per-step conversions is part
@@ -235,9 +250,10 @@ class HostSyncInStep(Rule):
             found += [(fstring.node, fstring, "an f-string of an array") for fstring in reads.fstring_reads()]
             found += [(operand, test_site, f"the condition `{describe(operand)}` (implicit bool())")
                       for operand, test_site in reads.condition_reads()]
-            found = [f for f in found if not reads.timed(f[0])]
+            found = [f for f in found if not reads.timed(f[0]) and not _eager_step(model, f[1])
+                     and not _single_pass(model, f[1])]
             for node, site, what, more in first_waits(model, found, waits):
-                yield Report(node, self._message(model, site, what, more))
+                yield Report(node, self._message(model, site, what, more), bounded=_behind_large_step(model, site))
 
     def _message(self, model: SemanticModel, site: Site, what: str, more: int = 0) -> str:
         loop = model.step_loop_of(site)
@@ -264,6 +280,38 @@ class HostSyncInStep(Rule):
             then = f" (the {more} read{'s' if more > 1 else ''} right after it, with no new device work between, " \
                    f"wait{'' if more > 1 else 's'} no longer: move {'them' if more > 1 else 'it'} too)"
         return f"{what} copies a device value to the host {where}, stalling the loop until the device finishes{then}"
+
+
+def _eager_step(model: SemanticModel, site: Site) -> bool:
+    """The read is in a loop none of whose work is compiled: it waits only for the last eager op
+    before it, and the loop's real cost is the missing jit, which JAX101 reports."""
+    loop = model.step_loop_of(site)
+    return loop is not None and runs_eagerly(model, loop)
+
+
+def _behind_large_step(model: SemanticModel, site: Site) -> str | None:
+    """Why the read costs little whatever the count: the loop's work is compiled steps that are
+    not small (a derivative, a loop, or work the file does not size), each fed the last one's
+    result, so the next step waits for this one anyway; the read adds the host's latency to
+    dispatch the next, a small share of a large step. None for a small step (the stall is much
+    of its time) or a loop doing eager work."""
+    loop = model.step_loop_of(site)
+    if loop is None or small_compiled_steps(model, loop) is not None:
+        return None
+    work = [(s, model.call_work(s.node, s.function)) for s in loop.function.calls
+            if loop.encloses(s.loop) and not s.guarded]
+    if not any(kind == "dispatch" for _, kind in work) or not compiled_training_loop(model, loop) and any(
+            kind == "array" and not prepares_compiled_input(model, s) for s, kind in work):
+        return None  # eager work each step besides preparing the step's input: that work stalls too
+    return ("the loop's work is a compiled step not shown to be small, and the next step waits for this one "
+            "anyway: the read adds about one dispatch latency per step, a small share unless the step is tiny")
+
+
+def _single_pass(model: SemanticModel, site: Site) -> bool:
+    """The read is in a loop whose body always leaves it (`return` at its end): it runs once
+    per call, not on every iteration."""
+    loop = model.step_loop_of(site)
+    return loop is not None and runs_at_most_once(loop)
 
 
 # `what` of a read of a whole device history list: the marker, then the list's name.

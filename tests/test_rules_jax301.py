@@ -982,3 +982,110 @@ class Trainer:
         return w
 """, [HostSyncInStep])
     assert [f.line for f in found] == [13]
+
+
+# Training written without jit: the gradient step and the loss run op by op from Python.
+EAGER_TRAINING = """
+import jax
+import jax.numpy as jnp
+EXTRA
+
+def loss_of(params, x):
+    return jnp.mean((x @ params["w"] + params["b"]) ** 2)
+
+DECORATOR
+def update(params, x):
+    grads = jax.grad(loss_of)(params, x)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+def train(params, batches):
+    losses = []
+    for x in batches:
+        loss = loss_of(params, x)
+        print(f"loss {loss}")
+        params = update(params, x)
+        losses.append(loss)
+    return params, losses
+"""
+
+
+def _eager_training(extra: str = "", decorator: str = "") -> str:
+    return EAGER_TRAINING.replace("EXTRA", extra).replace("DECORATOR", decorator)
+
+
+def test_a_read_in_a_loop_that_compiles_nothing_is_left_to_the_missing_jit():
+    # the print waits for the last eager op queued before it, not for a compiled step
+    assert lines(_eager_training()) == []
+    # with the step jitted, the print stalls the loop until the device finishes that step
+    assert lines(_eager_training(decorator="@jax.jit")) == [17]
+    # a step that calls a method the file cannot see into may run compiled code: still reported
+    opaque = _eager_training(extra="from mylib import Trainer\ntrainer = Trainer()").replace(
+        "return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)",
+        "return trainer.apply_gradients(params, grads)")
+    assert lines(opaque) == [18]
+
+
+# A device test inside a loop over the hits of a query, whose body ends in `return`.
+FIRST_HIT = """
+import jax.numpy as jnp
+
+from geometry import wrap_angle
+
+class Tracker:
+    def passed(self, pos, others):
+        dist = jnp.sqrt(jnp.sum((others[:, :2] - pos[:2]) ** 2, axis=-1))
+        hits = jnp.where(dist < 3.0)[0]
+        if hits.size == 0:
+            return False
+        for idx in hits:
+            heading = wrap_angle(jnp.arctan2(others[idx, 1] - pos[1], others[idx, 0] - pos[0]) - pos[2])
+            angle = jnp.rad2deg(heading)
+            done = False
+            if -90.0 <= angle <= 90.0:
+                self.ahead[idx] = 1
+            elif self.ahead[idx] and dist[idx] > 1.2:
+                self.ahead[idx] = 0
+                done = True
+            LEAVE
+"""
+
+
+def test_a_read_in_a_loop_whose_body_always_returns_runs_once_per_call():
+    assert lines(FIRST_HIT.replace("LEAVE", "return done")) == []
+    assert lines(FIRST_HIT.replace("LEAVE", "break")) == []
+    # a `continue` can skip the return, and a body that does not end by leaving runs per hit
+    skipped = "if idx == 0:\n                continue\n            return done"
+    assert lines(FIRST_HIT.replace("LEAVE", skipped)) == [15, 17, 20]
+    assert lines(FIRST_HIT.replace("LEAVE", "self.count += 1")) == [15, 17]
+
+
+# A fit whose every epoch is one jitted gradient step over the whole point set, its loss printed.
+WHOLE_SET_EPOCHS = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(params, points):
+    loss, grads = jax.value_and_grad(lambda p: jnp.mean((points @ p["w"] - 1.0) ** 2))(params)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), loss
+
+@jax.jit
+def shrink(params, points):
+    return {"w": params["w"] * 0.5}, jnp.sum(params["w"])
+
+def fit(params, points):
+    for epoch in range(5000):
+        params, loss = CALLED(params, points)
+        print("epoch", epoch, "loss", loss)
+    return params
+"""
+
+
+def test_a_read_behind_one_large_compiled_step_ranks_medium_whatever_the_count():
+    found = [f for f in scan_text(WHOLE_SET_EPOCHS.replace("CALLED", "step"), [HostSyncInStep])]
+    assert [f.line for f in found] == [16]
+    assert found[0].impact.level == "medium" and found[0].impact.runs == 5000
+    assert "not shown to be small" in found[0].impact.why
+    # behind a step of a couple of array operations the stall is much of each iteration: high
+    small = [f for f in scan_text(WHOLE_SET_EPOCHS.replace("CALLED", "shrink"), [HostSyncInStep])]
+    assert [(f.line, f.impact.level) for f in small] == [(16, "high")]

@@ -1194,3 +1194,50 @@ def test_a_training_scan_reporting_progress_through_jax_tqdm_is_timed_to_its_end
     assert lines(source) == []
     quiet = "\n".join(line for line in source.splitlines() if "@scan_tqdm" not in line)
     assert lines(quiet) == [19]
+
+
+# A script run after another in one namespace (`exec(open(...).read())`): it uses `jax` and
+# `optax` without importing them, and times each stage of a step.
+FRAGMENT_STEP = """
+    import time
+    import optax
+
+    opt = optax.sgd(0.1)
+
+    {decorator}
+    def update(params, state, batch):
+        t = time.perf_counter()
+        grads = jax.grad(lambda p: jnp.sum((batch @ p) ** 2))(params)
+        print("grad", time.perf_counter() - t)
+        t = time.perf_counter()
+        updates, state = opt.update(grads, state)
+        print("opt", time.perf_counter() - t)
+        return optax.apply_updates(params, updates), state
+"""
+
+
+def test_timers_inside_a_jitted_step_of_a_file_that_never_imports_jax_are_quiet():
+    # under jit the timers run once, while tracing: there is no dispatched work to wait for
+    assert lines(FRAGMENT_STEP.replace("{decorator}", "@jax.jit")) == []
+    # the same step run eagerly does dispatch `opt.update` and returns before it finishes
+    assert lines(FRAGMENT_STEP.replace("{decorator}", "")) != []
+
+
+def test_timers_in_a_helper_only_a_scanned_body_calls_are_quiet():
+    assert lines("""
+        import time
+        import jax
+        import jax.numpy as jnp
+
+        def stage(x):
+            t = time.time()
+            y = jnp.tanh(x @ x)
+            print("stage", time.time() - t)
+            return y
+
+        @jax.jit
+        def run(x):
+            def body(c, _):
+                return stage(c), None
+            return jax.lax.scan(body, x, None, length=3)[0]
+    """) == []

@@ -68,6 +68,7 @@ from .model.eager import (
     iterates_structure,
     prepares_compiled_input,
     rebound_globals,
+    runs_eagerly,
 )
 from .model.eager_steps import (
     EagerGradient,
@@ -164,6 +165,7 @@ from .model.loops import (
     is_numpy_value,
     literal_trip_count,
     records_for_rendering,
+    runs_at_most_once,
     step_state,
     wraps_compiled_scan,
 )
@@ -406,6 +408,8 @@ __all__ = [
     "Reuse",
     "Rule",
     "runs_a_step",
+    "runs_at_most_once",
+    "runs_eagerly",
     "runs_once",
     "SAFE",
     "same_trace",

@@ -1,7 +1,8 @@
 """Original: eager selu, the Gram matrix brought back to the host, boolean-mask indexing.
 
 As a user first writes it: every function runs op by op (JAX101), `np.array` copies each 3000x3000
-result to the host and waits for it (JAX301), and `x[x < 0]` has a value-dependent shape, which works
+result to the host and waits for it (JAX301 once the functions are jitted: in this eager loop it
+waits only for the matmul just queued), and `x[x < 0]` has a value-dependent shape, which works
 eagerly but cannot be jitted (JAX401 once jitted).
 """
 

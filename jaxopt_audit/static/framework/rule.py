@@ -44,6 +44,12 @@ class Impact(NamedTuple):
     def as_dict(self) -> dict:
         return {"level": self.level, "runs": self.runs, "why": self.why}
 
+    def at_most_medium(self, why: str | None) -> Impact:
+        """`high` lowered to `medium` when the finding's cost has a ceiling (`why`)."""
+        if why is None or self.level != "high":
+            return self
+        return Impact("medium", self.runs, f"{self.why}; {why}")
+
     def rank(self) -> int:
         return IMPACT_LEVELS.index(self.level)
 
@@ -92,6 +98,9 @@ class Report:
     # where the cost is paid, when the node pointed at is elsewhere (a growth inside a jitted
     # function whose cost is a compilation per call of a loop): impact counts the runs there
     runs_at: cst.CSTNode | None = None
+    # why the cost has a ceiling whatever the run count (a read behind a large compiled step
+    # waits for work the next step would wait for anyway): impact says `medium` at most
+    bounded: str | None = None
 
 
 @dataclass(frozen=True)

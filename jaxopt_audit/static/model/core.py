@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from ..syntax.names import ImportTable
+from ..syntax.names import ImportTable, conventional_names
 from ..syntax.positions import Positions
 
 if TYPE_CHECKING:
@@ -65,9 +65,19 @@ class SemanticModel(StepLoops):
         builder = Builder(self)
         self.module_function = builder.function(module, "<module>", None, None)
         builder.walk_body(self.module_function, module, None, False)
+        self.imports.unbound = conventional_names() - self._bound_names()
         self.analysed = analyse
         if analyse:
             self._analyse()
+
+    def _bound_names(self) -> set[str]:
+        """Every name the file binds in any scope: imports, assignments, defs, parameters."""
+        bound = set(self.imports.bound) | self.imports.defined | self.imports.ambiguous
+        for fn in self.functions:
+            bound.update(fn.params)
+            for a in fn.assignments:
+                bound.update(a.targets)
+        return bound
 
     def _analyse(self) -> None:
         self._mark_jit_and_transforms()

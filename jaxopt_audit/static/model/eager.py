@@ -726,3 +726,93 @@ def host_fed(model: SemanticModel, loop: Loop) -> bool:
                     and any(model.is_array(a.value, fn) for a in site.node.args):
                 return True  # a device value printed every step: a host round trip per iteration
     return False
+
+
+
+# Transforms whose result runs op by op when called outside jit: a gradient or a batched call
+# is still a sequence of eager dispatches.
+_EAGER_TRANSFORMS = _DIFFERENTIATING | {"jax.vmap"}
+
+
+def runs_eagerly(model: SemanticModel, loop: Loop) -> bool:
+    """Nothing the loop runs is compiled: no call in its body, or in the functions of this file
+    it calls (transitively), is jitted, is a compiled loop (`lax.scan`), or reaches code the file
+    cannot see (another module's function, a method of an object). A host read there waits
+    only for the last eager op queued before it; the loop's cost is the missing jit (JAX101),
+    not the read."""
+    seen: set[int] = set()
+    work: list[tuple[Function, Loop | None]] = [(loop.function, loop)]
+    while work:
+        fn, within = work.pop()
+        for site in fn.calls:
+            if within is not None and not within.encloses(site.loop):
+                continue
+            callee = model.callee(site.node, fn)
+            target = callee.function
+            q = callee.qualname or ""
+            if callee.transform is not None or q in _EAGER_TRANSFORMS:
+                target = target or _transformed_function(model, site.node, fn)
+                if (callee.transform or q) not in _EAGER_TRANSFORMS:
+                    return False
+            elif target is None:
+                target = _transformed_function(model, site.node, fn)
+                if target is None and not _eager_library_call(q) and not _eager_method(model, site.node, fn) \
+                        and not _made_by_eager_library(model, site.node, fn):
+                    return False  # compiled code (`lax.scan`), or a call the file cannot see into
+            if callee.jitted or callee.imported is not None or (target is not None and target.jitted):
+                return False
+            if target is not None and id(target) not in seen:
+                seen.add(id(target))
+                work.append((target, None))
+    return True
+
+
+# Libraries whose calls run as they are called: host code, or (for JAX) one op each.
+_EAGER_LIBRARIES = ("jax.", "builtins.", "numpy.", "time.", "math.", "random.")
+
+
+def _eager_library_call(q: str) -> bool:
+    """A library call that compiles nothing: not a jit wrapper, nor a transform or control-flow
+    primitive that traces and compiles a function (`lax.scan`, `lax.cond`; a gradient or vmap
+    called outside jit runs op by op)."""
+    return q.startswith(_EAGER_LIBRARIES) and q not in apis.JIT_WRAPPERS \
+        and (q not in apis.TRACING_TRANSFORMS or q in _EAGER_TRANSFORMS)
+# Methods of host containers and arrays a loop calls around its work.
+_HOST_CONTAINER_METHODS = frozenset({"append", "extend", "insert", "pop", "item", "tolist", "format", "copy",
+                                     "keys", "values", "items", "block_until_ready"})
+
+
+def _eager_method(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """A method of an array (`x.sum()`, one op) or of a host container (`losses.append(l)`)."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    kind = model.receiver_kind(call, fn)
+    return kind == "array" or (kind is None and call.func.attr.value in _HOST_CONTAINER_METHODS)
+
+
+def _made_by_eager_library(model: SemanticModel, call: cst.Call, fn: Function) -> bool:
+    """`get_params(state)` where `opt_init, opt_update, get_params = optimizers.adam(lr)`: a
+    function a JAX library call made that is not a jit wrapper (its functions run op by op)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    for scope in fn.scopes():
+        bindings = scope.bindings(call.func.value)
+        if bindings:
+            value = bindings[-1].value
+            return isinstance(value, cst.Call) and _eager_library_call(model.resolve(value.func) or "") \
+                and model.resolve(value.func) not in _EAGER_TRANSFORMS  # those are followed into `f`
+    return False
+
+
+def _transformed_function(model: SemanticModel, call: cst.Call, fn: Function) -> Function | None:
+    """`batched(x)` where `batched = jax.vmap(f, ...)`: `f`, when the wrapper is an eager one."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    for scope in fn.scopes():
+        bindings = scope.bindings(call.func.value)
+        if bindings:
+            value = bindings[-1].value
+            if isinstance(value, cst.Call) and value.args and model.resolve(value.func) in _EAGER_TRANSFORMS:
+                return model.function_ref(value.args[0].value, scope)
+            return None
+    return None

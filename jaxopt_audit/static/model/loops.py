@@ -216,7 +216,9 @@ def grows_carry(model: SemanticModel, loop: Loop, carried: set[str]) -> str | No
     """How the carry changes shape from step to step, or None: "concatenated" for `tokens =
     jnp.concatenate([tokens, next_token], axis=1)` (a decode loop: each step also re-traces
     the jitted step for the new length), "starts as None" for a cache filled on the first step
-    (the loop's state is not one pytree of fixed shape at all)."""
+    (the loop's state is not one pytree of fixed shape at all), "loses an axis" for a carry
+    contracted each step (`acc = jnp.einsum('im,mi...->m...', b[i], acc)`, `x = x.sum(0)`,
+    `x = x[0]`): its rank changes, which no `scan` or `fori_loop` carry may do."""
     fn = loop.function
     for a in fn.assignments:
         if not set(a.targets) & carried or a.value is None:
@@ -226,7 +228,60 @@ def grows_carry(model: SemanticModel, loop: Loop, carried: set[str]) -> str | No
     for a in fn.assignments:
         if set(a.targets) & carried and loop.encloses(a.site.loop) and _grows(model, a.value, a.targets):
             return "concatenated"
+    for a in fn.assignments:
+        if len(a.targets) == 1 and a.targets[0] in carried and loop.encloses(a.site.loop) \
+                and _drops_axis(model, a.value, a.targets[0]):
+            return "loses an axis"
     return None
+
+
+# reductions that drop the axes they are given (unless `keepdims=True`)
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "any", "all", "argmax", "argmin", "std", "var"})
+
+
+def _drops_axis(model: SemanticModel, value: cst.BaseExpression | None, name: str) -> bool:
+    """`value` has fewer axes than `name`, which it is computed from: an einsum whose output
+    lists fewer indices than `name`'s operand, a reduction of `name` over given axes, or an
+    integer index into `name`."""
+    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and value.value.value == name:
+        return any(isinstance(e.slice, cst.Index) and int_value(e.slice.value) is not None for e in value.slice)
+    if not isinstance(value, cst.Call):
+        return False
+    q = model.resolve(value.func) or ""
+    if q in ("jax.numpy.einsum", "numpy.einsum"):
+        return _einsum_drops(value, name)
+    keywords = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
+    if isinstance(keywords.get("keepdims"), cst.Name) and cast(cst.Name, keywords["keepdims"]).value == "True":
+        return False
+    positional = [a.value for a in value.args if a.keyword is None and not a.star]
+    if isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) \
+            and value.func.value.value == name and value.func.attr.value in _REDUCTIONS:
+        axes = positional[:1]  # `x.sum(0)`
+    elif q.split(".")[0] in ("jax", "numpy") and q.rsplit(".", 1)[-1] in _REDUCTIONS and positional \
+            and isinstance(positional[0], cst.Name) and positional[0].value == name:
+        axes = positional[1:2]  # `jnp.sum(x, 0)`
+    else:
+        return False
+    axis = keywords.get("axis", axes[0] if axes else None)
+    return axis is not None and not (isinstance(axis, cst.Name) and axis.value == "None")
+
+
+def _einsum_drops(call: cst.Call, name: str) -> bool:
+    """`jnp.einsum('im,mi...->m...', b, acc)`: the output has fewer explicit indices than the
+    operand `name` (each `...` stands for the same axes in both)."""
+    spec = call.args[0].value if call.args else None
+    if not isinstance(spec, cst.SimpleString):
+        return False
+    text = spec.evaluated_value if isinstance(spec.evaluated_value, str) else ""
+    inputs, arrow, output = text.replace(" ", "").partition("->")
+    operands = inputs.split(",")
+    given = [a.value for a in call.args[1:] if a.keyword is None]
+    index = next((i for i, g in enumerate(given) if isinstance(g, cst.Name) and g.value == name), None)
+    if index is None or index >= len(operands) or not arrow:
+        return False
+    mine = operands[index]
+    return ("..." in mine) == ("..." in output) and \
+        len(mine.replace("...", "")) > len(output.replace("...", ""))
 
 
 def _grows(model: SemanticModel, value: cst.BaseExpression | None, targets: tuple[str, ...]) -> bool:
@@ -815,3 +870,27 @@ def wraps_compiled_scan(model: SemanticModel, loop: Loop) -> bool:
             if model.resolve(site.node.func) in apis.SCAN_LIKE:
                 return True
     return False
+
+
+def runs_at_most_once(loop: Loop) -> bool:
+    """The loop's body always leaves it: its last statement is a `return`, `break` or `raise`
+    and no `continue` of this loop skips it (`for idx in hits: ...; return found`), so the body
+    runs once or not at all, whatever the iterable."""
+    body = loop.node.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    if not statements:
+        return False
+    last = statements[-1]
+    small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    if not small or not isinstance(small[-1], (cst.Return, cst.Break, cst.Raise)):
+        return False
+    return not any(isinstance(node, cst.Continue) for node in _own_statements(body))
+
+
+def _own_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of a loop body outside nested loops, functions and classes (a `continue` there
+    belongs to another loop)."""
+    for child in children(node):
+        yield child
+        if not isinstance(child, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            yield from _own_statements(child)

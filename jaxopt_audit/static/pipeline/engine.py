@@ -136,7 +136,7 @@ def _checked(model: SemanticModel, path: str, lines: list[str], rules: list[Rule
                              span.end_column + 1, rule.NAME, report.severity or rule.SEVERITY,
                              report.message, report.fix or rule.FIX,
                              fix_applicability=applicability(rule, model, report),
-                             impact=impact_of(model, rule, report)))
+                             impact=impact_of(model, rule, report).at_most_medium(report.bounded)))
     return FileResult(path, sorted(findings), internal, len(lines), internal is not None)
 
 

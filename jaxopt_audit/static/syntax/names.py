@@ -81,6 +81,10 @@ class ImportTable:
         # np`): which one a function sees depends on when it runs, so they resolve to nothing
         self.ambiguous: set[str] = set()
         self.star = False  # a `from m import *` may bind any name
+        # conventional names (`jax`, `jnp`) the file reads but binds nowhere: it is a fragment run
+        # in a namespace that imported them (a script `exec`'d after another, cells saved one per
+        # file), so they name what they name everywhere else
+        self.unbound: frozenset[str] = frozenset()
 
     def add_import(self, node: cst.Import | cst.ImportFrom, package: str = "", alternative: bool = False) -> None:
         """Bind the names `node` imports. An `alternative` (an import under an `if` or an
@@ -118,7 +122,7 @@ class ImportTable:
                 return canonical(self.bound[name])
             if name in _BUILTINS and name not in self.defined:
                 return f"builtins.{name}"
-            if self.star and name in _STAR_CONVENTIONS and name not in self.defined:
+            if (self.star or name in self.unbound) and name in _STAR_CONVENTIONS and name not in self.defined:
                 return _STAR_CONVENTIONS[name]
             return None
         if isinstance(expr, cst.Attribute):
@@ -135,7 +139,8 @@ _ALIAS_ROOTS = frozenset({
 
 
 # Under `from project.common import *` a module uses `jax`, `jnp` or `partial` that the star
-# import binds: these spellings name one library each by universal convention. (`np`, `random`,
+# import binds (or a fragment uses them unbound): these spellings name one library each by
+# universal convention. (`np`, `random`,
 # `nn`, `jit` do not: older JAX code writes `import jax.numpy as np`; Python's or JAX's random,
 # flax's or torch's nn, JAX's or numba's jit.)
 _STAR_CONVENTIONS = {
@@ -149,3 +154,8 @@ def canonical(name: str) -> str:
         if name.startswith(prefix):
             return replacement + name[len(prefix):]
     return name
+
+
+def conventional_names() -> frozenset[str]:
+    """The spellings a file may use without binding them (see `_STAR_CONVENTIONS`)."""
+    return frozenset(_STAR_CONVENTIONS)
