@@ -377,3 +377,6 @@ def test_an_unknown_count_names_what_it_depends_on_without_saying_the_file_is_si
     unpassed = one(LOOP_IN_FIT, "JAX301")
     assert unpassed.why.endswith("the file does not say how many times: that depends on the argument `rounds` "
                                  "of `fit`, which no call in this file passes")
+    passed_on = one(LOOP_IN_FIT + "\ndef main(w, budget):\n    return fit(w, budget)\n", "JAX301")
+    assert passed_on.why.endswith("the file does not say how many times: that depends on the argument `budget` "
+                                  "of `main`, which no call in this file passes")

@@ -23,7 +23,7 @@ import libcst as cst
 from ..syntax.walk import describe, int_value, string_value, walk
 from .core import SemanticModel
 from .enclosing import condition_around
-from .facts import fact
+from .facts import answers, fact
 from .index import Function, Loop, Site
 from .loops import exits_early, literal_trip_count
 
@@ -339,6 +339,16 @@ def _evaluated(model: SemanticModel, expr: cst.BaseExpression, fn: Function, dep
         return _Value(literal)
     if depth > _VALUE_DEPTH:
         return _Value(None, depends=f"`{describe(expr)}`")
+    # a parameter's value is asked of each call site, and theirs of their callers': each question
+    # answered once keeps a file of many calls passing names to many calls linear
+    known = answers(model, _evaluated)
+    key = (id(expr), id(fn), depth)
+    if key not in known:
+        known[key] = _evaluated_once(model, expr, fn, depth)
+    return known[key]
+
+
+def _evaluated_once(model: SemanticModel, expr: cst.BaseExpression, fn: Function, depth: int) -> _Value:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         inner = _evaluated(model, expr.expression, fn, depth + 1)
         if inner.number is None or inner.upper:  # a negated bound bounds nothing
@@ -444,6 +454,8 @@ def _argument_value(model: SemanticModel, fn: Function, param: str, depth: int) 
                       unset=True)
     unknown = next((v for v, _ in values if v.number is None), None)
     if unknown is not None:
+        if unknown.depends.startswith("the argument "):  # passed on from a caller's parameter: name that one
+            return unknown
         return _Value(None, depends=f"the argument `{param}` of `{fn.name}` ({unknown.depends} at a call)"
                       if unknown.depends else f"the argument `{param}` of `{fn.name}`")
     numbers = {v.number for v, _ in values}
