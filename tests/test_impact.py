@@ -380,3 +380,36 @@ def test_an_unknown_count_names_what_it_depends_on_without_saying_the_file_is_si
     passed_on = one(LOOP_IN_FIT + "\ndef main(w, budget):\n    return fit(w, budget)\n", "JAX301")
     assert passed_on.why.endswith("the file does not say how many times: that depends on the argument `budget` "
                                   "of `main`, which no call in this file passes")
+
+
+def test_a_named_iterable_is_followed_to_what_it_holds():
+    source = """\
+    import jax
+    import numpy as np
+    from tqdm import tqdm
+
+    step = jax.jit(lambda w, s: w * s)
+    SCALES = np.linspace(0.5, 2.0, 64)
+
+    def sweep(w, batches):
+        for s in SCALES:
+            w = step(w, s)
+            print(float(w.sum()))
+        bar = tqdm(batches)
+        for b in bar:
+            w = step(w, b)
+            print(float(w.sum()))
+        return w
+    """
+    first, second = impacts(source, "JAX301")
+    assert first[:2] == ("medium", 64)
+    assert second.runs is None and second.why.endswith("how many times depends on the length of `batches`")
+
+
+def test_a_default_no_call_overrides_is_said_to_be_the_default():
+    source = LOOP_IN_FIT.replace("def fit(w, rounds):", "def fit(w, rounds=400):") + "\nresult = fit(1.0)\n"
+    impact = one(source, "JAX301")
+    assert impact[:2] == ("medium", 400)
+    assert "(the default of parameter `rounds`)" in impact.why and "from the call" not in impact.why
+    unpacked = one(LOOP_IN_FIT + "\nsettings = dict(rounds=9)\nresult = fit(1.0, **settings)\n", "JAX301")
+    assert unpacked.runs is None and "unpacked into the call at line 12" in unpacked.why

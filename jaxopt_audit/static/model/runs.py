@@ -282,6 +282,14 @@ def _iterated(model: SemanticModel, it: cst.BaseExpression, fn: Function, depth:
     unknown = _Value(None, depends=f"the length of `{describe(it)}`")
     if isinstance(it, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in it.elements):
         return _Value(len(it.elements))
+    if isinstance(it, cst.Name) and depth < 2:
+        # `bar = tqdm(range(n))`, `grid = np.linspace(0, 1, 24)`: what the name holds; a written-out
+        # list is the literal count's to judge (it may be grown after)
+        scope = fn.binding_scope(it.value)
+        bound = _sole_value(model, scope, it.value) if scope is not None else None
+        if bound is not None and scope is not None and not isinstance(bound, (cst.List, cst.Tuple)):
+            return _iterated(model, bound, scope, depth + 1)
+        return unknown
     if not isinstance(it, cst.Call) or any(a.star for a in it.args):
         return unknown
     q = model.resolve(it.func) or ""
@@ -289,6 +297,11 @@ def _iterated(model: SemanticModel, it: cst.BaseExpression, fn: Function, depth:
     positional = [a.value for a in it.args if a.keyword is None]
     if q == "builtins.range" or short == "trange" and not q.startswith("builtins."):
         return _range(model, positional, fn, depth) if positional else unknown
+    if q in _SPACED and len(positional) >= 2 and all(_is_number(a) for a in positional[:2]):
+        # `np.linspace(0.1, 2.0, 24)`: `num` points (50 unless given) along one axis
+        num = positional[2] if len(positional) > 2 else next(
+            (a.value for a in it.args if a.keyword is not None and a.keyword.value == "num"), None)
+        return _evaluated(model, num, fn, depth) if num is not None else _Value(50, f"`{short}`'s default of 50 points")
     if (q in ("builtins.enumerate", "builtins.reversed") or short in _PROGRESS_BARS
             and not q.startswith("builtins.")) and positional:
         return _iterated(model, positional[0], fn, depth)
@@ -299,6 +312,29 @@ def _iterated(model: SemanticModel, it: cst.BaseExpression, fn: Function, depth:
             return min(known, key=lambda c: c.number or 0)
         return counts[0]
     return unknown
+
+
+# evenly spaced points: iterating over them takes `num` items
+_SPACED = frozenset(f"{lib}.{name}" for lib in ("numpy", "jax.numpy") for name in ("linspace", "geomspace", "logspace"))
+
+
+def _is_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+def _sole_value(model: SemanticModel, scope: Function, name: str) -> cst.BaseExpression | None:
+    """The value of `name`'s one binding in `scope`: not a parameter, not augmented, not rebound
+    through `global` by a function of the file."""
+    if name in scope.params:
+        return None
+    bindings = scope.bindings(name)
+    if len(bindings) != 1 or bindings[0].augmented:
+        return None
+    if scope.is_module and any(name in other.global_names and other.bindings(name) for other in model.functions):
+        return None
+    return bindings[0].value
 
 
 def _range(model: SemanticModel, args: list[cst.BaseExpression], fn: Function, depth: int) -> _Value:
@@ -407,9 +443,7 @@ def _name_value(model: SemanticModel, name: cst.Name, fn: Function, depth: int) 
     if name.value in scope.params:
         return _argument_value(model, scope, name.value, depth)
     bindings = scope.bindings(name.value)
-    rebound = any(name.value in other.global_names and other.bindings(name.value) for other in model.functions) \
-        if scope.is_module else False
-    bound = bindings[0].value if len(bindings) == 1 and not bindings[0].augmented and not rebound else None
+    bound = _sole_value(model, scope, name.value)
     if bound is not None:
         binding = bindings[0]
         value = _evaluated(model, bound, scope, depth + 1)
@@ -418,7 +452,9 @@ def _name_value(model: SemanticModel, name: cst.Name, fn: Function, depth: int) 
             return value  # `n = 10` above `range(n)`: as plain as the literal
         if value.number is not None:
             line = model.line_of(binding.site.node)
-            here = f"`{name.value}` is {value.number:,} at line {line}"
+            # `N = 4 * 500`: the number; `n = cfg.steps`: where the number comes from, after
+            here = f"`{name.value}` from line {line}" if value.source \
+                else f"`{name.value}` is {value.number:,} at line {line}"
             return _Value(value.number, _joined((here, value.source)), value.upper)
         return value
     configured = configured_int(model, name, fn)
@@ -434,17 +470,21 @@ def _argument_value(model: SemanticModel, fn: Function, param: str, depth: int) 
     (an upper bound) when they differ; the default when no call passes it."""
     default = _parameter_default(fn, param)
     sites = callers_of(model, fn) if not fn.is_module else []
-    values = []
+    values: list[tuple[_Value, Site[cst.Call]]] = []
+    passed = False
     for site in sites:
-        bound_method = isinstance(site.node.func, cst.Attribute)
-        arg = passed_argument(site, fn, param, bound_method)
-        if arg is None:
-            if default is None:
-                return _Value(None, depends=f"the argument `{param}` of `{fn.name}`")
+        arg = passed_argument(site, fn, param, isinstance(site.node.func, cst.Attribute))
+        if arg is not None:
+            values.append((_evaluated(model, arg, site.function, depth + 1), site))
+            passed = True
+        elif any(a.star for a in site.node.args):  # `train(**cfg)` may pass it
+            return _Value(None, depends=f"the argument `{param}` of `{fn.name}` (unpacked into the call at line "
+                                        f"{model.line_of(site.node)})")
+        elif default is None:
+            return _Value(None, depends=f"the argument `{param}` of `{fn.name}`")
+        else:
             values.append((_Value(default, f"the default of parameter `{param}`"), site))
-            continue
-        values.append((_evaluated(model, arg, site.function, depth + 1), site))
-    if not values:
+    if not passed:
         if default is not None:
             return _Value(default, f"the default of parameter `{param}`")
         configured = configured_int(model, cst.Name(param), fn)
@@ -459,10 +499,10 @@ def _argument_value(model: SemanticModel, fn: Function, param: str, depth: int) 
         return _Value(None, depends=f"the argument `{param}` of `{fn.name}` ({unknown.depends} at a call)"
                       if unknown.depends else f"the argument `{param}` of `{fn.name}`")
     numbers = {v.number for v, _ in values}
-    largest, site = max(values, key=lambda pair: pair[0].number or 0)
+    largest = max((v for v, _ in values), key=lambda v: v.number or 0)
     lines = ", ".join(str(model.line_of(s.node)) for _, s in values[:3]) + (", ..." if len(values) > 3 else "")
     calls = f"the call at line {lines}" if len(values) == 1 else f"the {len(values)} calls at lines {lines}"
-    if len(numbers) == 1 and len(values) == 1 and largest.source:  # passed on from further up
+    if len(values) == 1 and largest.source:  # passed on from further up
         here = f"`{param}` from the call at line {lines}"
         return _Value(largest.number, _joined((here, largest.source)), largest.upper)
     if len(numbers) == 1:
