@@ -7,7 +7,8 @@ those (`N_STEPS = 10 * 500` at module level), what the file's calls pass for a p
 default (`def train(steps=5000)`), or a configuration value the file sets in exactly one way
 (`parser.add_argument("--steps", default=5000)`, a dataclass field `steps: int = 5000`,
 `config.steps = 5000`, `dict(steps=5000)`); a progress bar around the iterable
-(`tqdm(range(n))`) leaves the count as it is. Anything else (a data loader, `while True`, a count
+(`tqdm(range(n))`, also bound to a name first) leaves the count as it is, and evenly spaced points
+(`np.linspace(0, 1, 24)`) count as many items. Anything else (a data loader, `while True`, a count
 read from the command line without a default) is unknown, and the answer names what it depends on
 rather than guessing. `Runs.count` is an upper bound when the code sits under a condition inside
 the loop, or when the calls pass different counts.
