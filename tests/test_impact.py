@@ -265,3 +265,151 @@ def test_a_helper_called_from_several_places_runs_once_per_call():
     impact = one(source, "JAX501")
     assert impact.runs == 2
     assert "once per call of `init`, which this file calls from 2 places (the first at line 8)" in impact.why
+
+
+def test_a_module_constant_behind_a_progress_bar_gives_the_count():
+    source = """\
+    import jax
+    from tqdm import tqdm
+
+    TOTAL_STEPS = 4 * 500
+    step = jax.jit(lambda w: w * 0.9)
+
+    def train(w):
+        for i in tqdm(range(TOTAL_STEPS)):
+            w = step(w)
+            print(float(w.sum()))
+        return w
+    """
+    impact = one(source, "JAX301")
+    assert impact[:2] == ("high", 2000)
+    assert "the 2,000-iteration loop at line 8 (`TOTAL_STEPS` is 2,000 at line 4)" in impact.why
+    rebound = source.replace("def train(w):", "def shorten():\n        global TOTAL_STEPS\n        TOTAL_STEPS = 7\n\n"
+                                              "    def train(w):")
+    assert one(rebound, "JAX301")[:2] == ("unknown", None)
+
+
+def test_a_range_from_a_moving_start_counts_the_span_a_main_block_sets():
+    source = """\
+    import jax
+
+    step = jax.jit(lambda w: w * 0.9)
+
+    if __name__ == "__main__":
+        epochs = 75
+        offset = 0
+        history = []
+        w = 1.0
+        if history:
+            offset = history[-1]
+        for i in range(offset, offset + epochs):
+            w = step(w)
+            print(float(w))
+    """
+    impact = one(source, "JAX301")
+    assert impact == ("medium", 75, "runs 75 times: once per iteration of the 75-iteration loop at line 12")
+
+
+LOOP_IN_FIT = """\
+import jax
+
+step = jax.jit(lambda w: w * 0.9)
+
+def fit(w, rounds):
+    for i in range(rounds):
+        w = step(w)
+        print(float(w))
+    return w
+"""
+
+
+def test_a_literal_argument_passed_down_through_calls_gives_the_count():
+    source = LOOP_IN_FIT + """\
+
+def experiment(w, budget):
+    return fit(w, budget)
+
+result = experiment(1.0, 1500)
+"""
+    impact = one(source, "JAX301")
+    assert impact[:2] == ("high", 1500)
+    assert "`rounds` from the call at line 12; `budget` is 1,500 in the call at line 14" in impact.why
+
+
+def test_calls_passing_different_counts_bound_it_by_the_largest():
+    source = LOOP_IN_FIT + """\
+
+small = fit(1.0, 20)
+large = fit(2.0, rounds=3000)
+"""
+    impact = one(source, "JAX301")
+    assert impact[:2] == ("high", 6000)  # the largest count, in each of the two calls: a bound
+    assert impact.why.startswith("runs at most 6,000 times: once per iteration of the loop of up to 3,000 "
+                                 "iterations at line 6 (`rounds` is up to 3,000 in the 2 calls at lines 11, 12)")
+    agreeing = one(LOOP_IN_FIT + "\na = fit(1.0, 60)\nb = fit(2.0, 60)\n", "JAX301")
+    assert agreeing[:2] == ("medium", 120) and "`rounds` is 60 in the 2 calls at lines 11, 12" in agreeing.why
+    assert not agreeing.why.startswith("runs at most")
+
+
+def test_an_unknown_count_names_what_it_depends_on_without_saying_the_file_is_silent():
+    attribute = """\
+    import jax
+
+    step = jax.jit(lambda w: w * 0.9)
+
+    class Trainer:
+        def __init__(self, n_steps):
+            self.n_steps = n_steps
+
+        def run(self, w):
+            for i in range(self.n_steps):
+                w = step(w)
+                print(float(w))
+            return w
+    """
+    impact = one(attribute, "JAX301")
+    assert impact.level == "unknown" and impact.runs is None
+    assert impact.why.endswith("how many times depends on `self.n_steps`")
+    passed_from_a_loader = LOOP_IN_FIT + "\ndef main(loader):\n    return fit(1.0, len(loader))\n"
+    impact = one(passed_from_a_loader, "JAX301")
+    assert impact.level == "unknown" and "does not say" not in impact.why
+    assert "depends on the argument `rounds` of `fit` (the length of `loader` at a call)" in impact.why
+    unpassed = one(LOOP_IN_FIT, "JAX301")
+    assert unpassed.why.endswith("the file does not say how many times: that depends on the argument `rounds` "
+                                 "of `fit`, which no call in this file passes")
+    passed_on = one(LOOP_IN_FIT + "\ndef main(w, budget):\n    return fit(w, budget)\n", "JAX301")
+    assert passed_on.why.endswith("the file does not say how many times: that depends on the argument `budget` "
+                                  "of `main`, which no call in this file passes")
+
+
+def test_a_named_iterable_is_followed_to_what_it_holds():
+    source = """\
+    import jax
+    import numpy as np
+    from tqdm import tqdm
+
+    step = jax.jit(lambda w, s: w * s)
+    SCALES = np.linspace(0.5, 2.0, 64)
+
+    def sweep(w, batches):
+        for s in SCALES:
+            w = step(w, s)
+            print(float(w.sum()))
+        bar = tqdm(batches)
+        for b in bar:
+            w = step(w, b)
+            print(float(w.sum()))
+        return w
+    """
+    first, second = impacts(source, "JAX301")
+    assert first[:2] == ("medium", 64)
+    assert second.runs is None and second.why.endswith("how many times depends on the length of `batches`")
+
+
+def test_a_default_no_call_overrides_is_said_to_be_the_default():
+    source = LOOP_IN_FIT.replace("def fit(w, rounds):", "def fit(w, rounds=400):") + "\nresult = fit(1.0)\n"
+    impact = one(source, "JAX301")
+    assert impact[:2] == ("medium", 400)
+    assert "(the default of parameter `rounds`)" in impact.why and "from the call" not in impact.why
+    unpacked = one(LOOP_IN_FIT + "\nsettings = dict(rounds=9)\nresult = fit(1.0, **settings)\n", "JAX301")
+    assert unpacked.runs is None and "unpacked into the call at line 12" in unpacked.why

@@ -220,11 +220,16 @@ from at line M. Whether fixing it pays in your program is what `jaxopt-audit run
 
 Every finding carries `impact`: a level, the number of times its code runs when the file shows
 it, and the evidence in words. Runs come from literal trip counts (`range(5000)`, a name bound
-once to a number), a parameter's default, or a setting the file writes down in one way
-(`--steps` with `default=5000`, a config field), multiplied over nested loops and over the loops
-around a function's callers. For rules whose cost is paid on every run (JAX1xx, JAX2xx, JAX3xx):
-`high` from 1,000 runs, `medium` from 50, `low` below that or when the code runs once, `unknown`
-when a loop's length is not in the file (a data loader, `while True`); a level lower for code
+once to a number or to arithmetic of numbers, such as a module constant `N_STEPS = 10 * 500`,
+also through a progress bar: `tqdm(range(N_STEPS))`), what the file's calls pass for a parameter
+(`train(params, 200)`; the largest, as an upper bound, when its calls pass different numbers), a
+parameter's default, or a setting the file writes down in one way (`--steps` with
+`default=5000`, a config field), multiplied over nested loops and over the loops around a
+function's callers; `range(start, start + n)` runs `n` times whatever `start` is. For rules whose
+cost is paid on every run (JAX1xx, JAX2xx, JAX3xx): `high` from 1,000 runs, `medium` from 50,
+`low` below that or when the code runs once, `unknown` when a loop's length is not worked out
+from the file (a data loader, `while True`, `self.n_steps`), and the evidence then names what it
+depends on; a level lower for code
 under a condition inside the loop, or for an un-jitted function of a single array operation.
 Correctness rules (JAX4xx, JAX5xx) are `medium` whatever the count, `high` for a key reused on
 every run of a loop of 1,000 runs or more; a removed API is `medium`, a deprecated one `low`; a

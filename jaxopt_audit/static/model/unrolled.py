@@ -35,7 +35,7 @@ from .facts import fact
 from .index import Function, Loop, Site
 from .loops import grown_list, has_fixed_trip_count, literal_trip_count
 from .per_step import SHORT_LOOP
-from .runs import callers_of, configured_int, configured_trip_count
+from .runs import callers_of, configured_int, configured_trip_count, passed_argument
 
 # Transforms that compile the function they are given (besides jit): its body is staged into one
 # XLA loop or branch, even outside jit.
@@ -183,7 +183,8 @@ def _trip_count(model: SemanticModel, loop: Loop) -> tuple[int, str] | None:
         return None
     fn = loop.function
     if isinstance(bound, cst.Name) and bound.value in fn.params and not fn.bindings(bound.value) \
-            and any(_argument(site, fn, bound.value, method) is not None for site, method in _calls_of(model, fn)):
+            and any(passed_argument(site, fn, bound.value, method) is not None
+                    for site, method in _calls_of(model, fn)):
         return _passed_count(model, fn, bound.value)  # a call passes it: the default is not the count
     return configured_trip_count(model, loop)
 
@@ -203,7 +204,7 @@ def _passed_count(model: SemanticModel, fn: Function, param: str) -> tuple[int, 
     if len(sites) != 1:
         return None
     site, bound_method = sites[0]
-    arg = _argument(site, fn, param, bound_method)
+    arg = passed_argument(site, fn, param, bound_method)
     if arg is None:
         return None
     line = model.line_of(site.node)
@@ -214,17 +215,6 @@ def _passed_count(model: SemanticModel, fn: Function, param: str) -> tuple[int, 
     if configured is None or not isinstance(arg, cst.Name):
         return None
     return configured[0], f"`{param}` is `{arg.value}` in the call at line {line}, {configured[1]}"
-
-
-def _argument(site: Site[cst.Call], fn: Function, param: str, bound_method: bool) -> cst.BaseExpression | None:
-    """The expression the call passes for `param` of `fn`, by keyword or position."""
-    params = fn.params[1:] if bound_method and fn.params[:1] == ["self"] else fn.params
-    arg = next((a.value for a in site.node.args if a.keyword is not None and a.keyword.value == param), None)
-    positional = [a for a in site.node.args if a.keyword is None]
-    if arg is None and param in params and params.index(param) < len(positional) \
-            and not any(a.star for a in positional[:params.index(param) + 1]):
-        arg = positional[params.index(param)].value
-    return arg
 
 
 def _calls_of(model: SemanticModel, fn: Function) -> list[tuple[Site[cst.Call], bool]]:

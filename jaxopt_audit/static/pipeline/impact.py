@@ -1,12 +1,13 @@
 """Each finding's impact: how much the code shows it matters, for ranking and `--min-impact`.
 
 A static finding states a fact; whether fixing it pays in a given program is what `run` measures.
-What the file does show is how often the code runs (model/runs.py: literal and configured trip
-counts, nested loops, the loops around a function's callers) and, for a function run eagerly, how
-much array work each call dispatches. The level ranks by that evidence alone:
+What the file does show is how often the code runs (model/runs.py: literal, passed and
+configured trip counts, nested loops, the loops around a function's callers) and, for a function
+run eagerly, how much array work each call dispatches. The level ranks by that evidence alone:
 
 - per-run rules (a cost paid each time the code runs): `high` from 1,000 runs, `medium` from 50,
-  `low` below, or when the code runs once; `unknown` when a loop's length is not in the file. A
+  `low` below, or when the code runs once; `unknown` when a loop's length is not worked out from
+  the file, and the evidence names what it depends on. A
   finding under a condition inside the loop (it runs on some iterations only) drops a level, and
   so does an un-jitted function of a single array operation.
 - correctness rules (wrong numbers or a failure under jit): `medium` whatever the count, `high`
@@ -97,7 +98,12 @@ def describe_runs(runs: Runs) -> str:
             parts.append((f"once per call of {where}", f"in each call of {where}"))
             continue
         noun = "comprehension" if loop.kind == "comprehension" else "loop"
-        size = f"{loop.count:,}-iteration {noun}" if loop.count is not None else f"{noun} of unknown length"
+        if loop.count is None:
+            size = f"{noun} of unknown length"
+        elif loop.upper:
+            size = f"{noun} of up to {loop.count:,} iteration{'s' if loop.count != 1 else ''}"
+        else:
+            size = f"{loop.count:,}-iteration {noun}"
         text = f"the {size} at line {loop.line}"
         if loop.source:
             text += f" ({loop.source})"
@@ -109,6 +115,20 @@ def describe_runs(runs: Runs) -> str:
     chain = "; ".join([parts[0][0]] + [outer for _, outer in parts[1:]])
     count = runs.count
     if count is None:
-        return f"runs {chain}; the file does not say how many times"
-    bound = "at most " if runs.conditional else ""
+        return f"runs {chain}; {_unknown_count(runs)}"
+    bound = "at most " if runs.upper else ""
     return f"runs {bound}{count:,} time{'s' if count != 1 else ''}: {chain}"
+
+
+def _unknown_count(runs: Runs) -> str:
+    """What an unknown count depends on. The file does not say it only when what it depends on
+    is left unset there (a parameter no call passes); a name bound several times, an attribute or
+    a data loader's length may well be in the file without this analysis working it out."""
+    unknown = [loop for loop in runs.loops if loop.count is None]
+    depends = list(dict.fromkeys(loop.depends for loop in unknown if loop.depends))
+    if not depends:
+        return "this analysis cannot tell how many times"
+    said = " and ".join(depends)
+    if all(loop.unset for loop in unknown):
+        return f"the file does not say how many times: that depends on {said}"
+    return f"how many times depends on {said}"
