@@ -1515,3 +1515,55 @@ def control_window(level, gains, n):
     assert "re-traces" not in found[0].message and "copies the whole array" in found[0].message
     assert "each call of the jitted `summarise` (given `hist`) re-traces for the new length" in found[1].message
     assert "`summarise` (given `recent`, a slice of `hist`, until the slice reaches its bound)" in found[2].message
+
+
+MCMC = """
+    import jax
+    import jax.numpy as jnp
+    from tqdm import tqdm, trange
+
+    def density(x):
+        return jnp.exp(-0.5 * jnp.sum(x ** 2)) + 0.5 * jnp.exp(-0.5 * jnp.sum((x - 3.0) ** 2))
+
+    @jax.jit
+    def mh_step(key, x):
+        k_prop, k_acc = jax.random.split(key)
+        proposal = x + jax.random.normal(k_prop, x.shape)
+        accept = jax.random.uniform(k_acc) < density(proposal) / density(x)
+        return jnp.where(accept, proposal, x)
+
+    def sample(key, x, n):
+        chain = [x]
+        for _ in BARS:
+            key, sub = jax.random.split(key)
+            x = mh_step(sub, x)
+            chain.append(x)
+        return jnp.stack(chain)
+"""
+
+
+def test_a_progress_bar_around_the_steps_counts_them_like_the_range_inside(all_rules):
+    """`tqdm(range(n))` and `trange(n)` yield the steps `range(n)` yields: the Markov chain driven
+    one small jitted step per iteration is the same loop behind a progress bar."""
+    for bar in ("range(n)", "tqdm(range(n))", "trange(n)", "tqdm(range(n), desc='sampling')"):
+        findings = [f for f in scan_text(MCMC.replace("BARS", bar), all_rules) if f.code == "JAX201"]
+        assert [f.line for f in findings] == [17], bar
+        assert findings[0].message.startswith(f"this loop over `{bar}` carries `x`"), bar
+
+
+def test_a_scanned_chain_and_a_progress_bar_over_batches_are_quiet(all_rules):
+    fixed = MCMC.replace("""        chain = [x]
+        for _ in BARS:
+            key, sub = jax.random.split(key)
+            x = mh_step(sub, x)
+            chain.append(x)
+        return jnp.stack(chain)""", """        def one(x, sub):
+            x = mh_step(sub, x)
+            return x, x
+        _, chain = jax.lax.scan(one, x, jax.random.split(key, n))
+        return chain""")
+    assert "BARS" not in fixed
+    assert [f for f in scan_text(fixed, all_rules) if f.code == "JAX201"] == []
+    # a progress bar around a loader yields its batches, not counted steps
+    loader = MCMC.replace("BARS", "tqdm(batches)").replace("def sample(key, x, n):", "def sample(key, x, batches):")
+    assert [f for f in scan_text(loader, all_rules) if f.code == "JAX201"] == []

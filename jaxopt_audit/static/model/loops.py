@@ -343,7 +343,20 @@ def literal_trip_count(loop: Loop, resolve) -> int | None:
     node = loop.node
     if not isinstance(node, cst.For):
         return None
-    return _count(node.iter, loop, resolve)
+    return _count(unwrapped_progress(node.iter, resolve), loop, resolve)
+
+
+def unwrapped_progress(it: cst.BaseExpression, resolve) -> cst.BaseExpression:
+    """The iterable inside a progress bar (`tqdm(range(n))`, `rich.progress.track(xs)`), which
+    yields the same items as it; `trange(a, b)` is `range(a, b)`. Anything else as it is."""
+    if not isinstance(it, cst.Call):
+        return it
+    q = resolve(it.func) or ""
+    if q.split(".", 1)[0] == "tqdm" and q.rsplit(".", 1)[-1] == "trange":
+        return it.with_changes(func=cst.Name("range"))
+    if (q.split(".", 1)[0] == "tqdm" or q == "rich.progress.track") and it.args and it.args[0].keyword is None:
+        return it.args[0].value
+    return it
 
 
 def _count(it: cst.BaseExpression, loop: Loop, resolve, depth: int = 0) -> int | None:
@@ -463,7 +476,7 @@ def has_fixed_trip_count(model: SemanticModel, loop: Loop) -> bool:
         return (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
                 and isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
                 and isinstance(test.left, cst.Name) and test.left.value in loop.counters)
-    it = node.iter
+    it = unwrapped_progress(node.iter, model.resolve)
     if not isinstance(it, cst.Call):
         return False
     q = model.resolve(it.func)
