@@ -46,7 +46,8 @@ class LoopToScan(Rule):
     Finds Python `for`/`while` loops over a fixed number of steps whose body carries JAX state
     from one iteration to the next (`state = step(state, x)`,
     `params, opt_state = update(params, opt_state, batch)`, `state = result.state` after a JAX
-    call that took `state`).
+    call that took `state`). A progress bar around the steps (`tqdm(range(n))`, `trange(n)`,
+    `rich.progress.track(range(n))`) yields the same steps and counts the same.
 
     ## Why is this bad?
     Each iteration is a separate dispatch from Python: the host pays call overhead, argument
@@ -64,7 +65,8 @@ class LoopToScan(Rule):
     state inside the object: `obs, r, done, info = envs.step(action)`, a value read to the host and
     handed back as the next step's input: `tok = int(jnp.argmax(logits))`, then
     `jnp.array([[tok]])`), loops over a pytree's structure (`range(len(layers))`, dict items), loops
-    whose body already runs a compiled scan (epochs around a scanned epoch), loops of 8 or fewer
+    whose body already runs a compiled scan (epochs around a scanned epoch; a scan inside a
+    differentiated loss is one step's rollout, not an epoch), loops of 8 or fewer
     literal iterations (`range(8)`, or `range(n)` with `n = 8` bound once: so few steps are
     better written out than scanned),
     rollouts recorded for a renderer (`rollout.append(state)` every step, then

@@ -32,6 +32,7 @@ class StepLoops(JaxWork):
                                             for loop in fn.loops) or any(
                     (c := self.callee(s.node, fn).function) is not None and c is not fn and c.contains_step_loop
                     for s in fn.calls)
+        scanning = self._scans_steps()
         for fn in self.functions:
             for loop in fn.loops:
                 if not loop.is_step:
@@ -40,7 +41,7 @@ class StepLoops(JaxWork):
                 loop.is_epoch = any(child.is_step and not self.walks_structure(child)
                                     for child in self._descendants(loop)) or any(
                     ((c := self.callee(s.node, fn).function) is not None
-                     and (c.contains_step_loop or (c.uses_scan and c is not fn)))
+                     and (c.contains_step_loop or (c in scanning and c is not fn)))
                     or self.resolve(s.node.func) in apis.SCAN_LIKE
                     for s in fn.calls if loop.encloses(s.loop))
         # per-step functions: called unguarded from a leaf step loop, transitively, untraced
@@ -66,6 +67,33 @@ class StepLoops(JaxWork):
                     target.per_step = True
                     target.step_call_sites.extend(fn.step_call_sites[:1])
                     work.append(target)
+
+    def _scans_steps(self) -> set[Function]:
+        """The functions whose call runs a compiled loop over steps: those that scan, and their
+        callers, but not through a function that is differentiated (`jax.grad(loss)`): a scan in
+        a loss is the rollout its forward and backward passes run, part of one training step,
+        and a loop calling that gradient every iteration still steps once per iteration."""
+        differentiated = {ref for fn in self.functions for s in fn.calls
+                          if self.resolve(s.node.func) in apis.GRADIENT_TRANSFORMS and s.node.args
+                          and (ref := self.function_ref(s.node.args[0].value, fn)) is not None}
+        scanning = {fn for fn in self.functions if fn.uses_scan and fn not in differentiated and any(
+            self.callee(s.node, fn).qualname in apis.SCAN_LIKE or self._library_scan(s.node, fn)
+            for s in fn.calls)}
+        changed = True
+        while changed:
+            changed = False
+            for fn in self.functions:
+                if fn in scanning or not fn.uses_scan or fn in differentiated:
+                    continue
+                for s in fn.calls:
+                    callee = self.callee(s.node, fn)
+                    if callee.transform in apis.GRADIENT_TRANSFORMS:
+                        continue
+                    if (callee.function or self._transformed(s.node, fn)) in scanning:
+                        scanning.add(fn)
+                        changed = True
+                        break
+        return scanning
 
     def walks_structure(self, loop: Loop) -> bool:
         """A loop over a container's entries, not over steps: `for k in params: params[k] ...`,
