@@ -52,7 +52,8 @@ class MissingJit(Rule):
     `grads = grad_fn(params, batch)`: every operation of the update is dispatched for every
     leaf on every iteration, beside a compiled call it could be part of; reported at the map.
     Also an optimizer update (`optimizer.update` then `optax.apply_updates`) run outside jit in
-    the loop beside a compiled gradient, reported at `optimizer.update`.
+    the loop, or in a function the loop calls on every iteration (a `step` left undecorated),
+    reported at `optimizer.update`.
 
     And a gradient step with no step function to decorate: a derivative evaluated eagerly in the
     body of a loop over steps (`loss, grads = jax.value_and_grad(loss_fn)(params, x, y)`, or
@@ -583,23 +584,25 @@ def _eager_optax_updates(model: SemanticModel, with_gradient: set[int]) -> Itera
         if fn.traced:
             continue
         for site in fn.calls:
-            if site.loop is None or model.resolve(site.node.func) != "optax.apply_updates" \
-                    or id(site.node) in with_gradient:
+            if model.resolve(site.node.func) != "optax.apply_updates" or id(site.node) in with_gradient:
                 continue
-            loop = model.step_loop_of(site) or site.loop
-            if not loop.is_step or not dispatch_loop(model, loop):
+            # in a loop of its own, or in a function that a step loop calls every iteration
+            # (`def step(params, state)`, no jit, called once per iteration)
+            loop = model.step_loop_of(site) if site.loop is not None or model.dispatched_per_step(site) else None
+            if loop is None or not loop.is_step or not dispatch_loop(model, loop):
                 continue
-            update = next((other for other in fn.calls if loop.encloses(other.loop)
+            update = next((other for other in fn.calls if (site.loop is None or loop.encloses(other.loop))
                            and isinstance(other.node.func, cst.Attribute) and other.node.func.attr.value == "update"
                            and model.line_of(other.node) <= model.line_of(site.node)), None)
             what = f"`{describe(site.node)}`" if update is None else \
                 f"`{describe(update.node)}` and `{describe(site.node)}` (line {model.line_of(site.node)})"
             verb = "run" if update is not None else "runs"
-            condition = condition_around(fn, site.node, site.loop)
+            condition = condition_around(fn, site.node, site.loop) if site.loop is not None else None
             when = f", {condition}" if condition is not None else ""
+            place = f"on every iteration of the loop at line {model.line_of(loop.node)}" if site.loop is not None \
+                else f"in `{fn.qualname}`, which the loop at line {model.line_of(loop.node)} calls on every iteration"
             yield Report(site.node if update is None else update.node,
-                         f"{what} {verb} outside jit on every iteration of the loop at line "
-                         f"{model.line_of(loop.node)}{when}: each operation of the update is "
+                         f"{what} {verb} outside jit {place}{when}: each operation of the update is "
                          "dispatched on its own, for every parameter leaf",
                          fix="Move the optimizer step into the jitted function: compute the gradient, call "
                              "`optimizer.update` and `optax.apply_updates` inside one `jax.jit` step.")

@@ -230,3 +230,85 @@ def run(f, x, opt, state):
         x = x + u
     return x
 """) == []
+
+
+ROLLOUT = """
+import jax
+import jax.numpy as jnp
+from jax.example_libraries import optimizers
+
+@jax.jit
+def rollout(w, dW):
+    def body(x, dw):
+        x = x + jnp.tanh(x @ w) * 0.02 + dw
+        return x, x
+    _, xs = jax.lax.scan(body, jnp.zeros(w.shape[0]), dW)
+    return xs
+
+batched = jax.vmap(rollout, in_axes=(None, 0))
+
+def loss(w, dW):
+    return jnp.mean(jnp.sum(batched(w, dW) ** 2, axis=-1))
+
+opt_init, opt_update, get_params = optimizers.adam(1e-3)
+
+def update(i, opt_state, dW):
+    w = get_params(opt_state)
+    return opt_update(i, jax.grad(loss)(w, dW), opt_state)
+
+def train(w, noise):
+    opt_state = opt_init(w)
+    for i in range(2000):
+        opt_state = update(i, opt_state, noise[i])
+    return get_params(opt_state)
+"""
+
+
+def test_a_gradient_step_through_a_scanned_rollout_is_a_step_not_an_epoch():
+    # the scan is the loss's rollout inside one training step: the loop around the un-jitted
+    # update still runs one step per iteration
+    found = findings(ROLLOUT)
+    assert [f.line for f in found] == [20]
+    assert found[0].message.startswith("`update` does JAX array work and is called on every iteration of the loop "
+                                       "at line 26 without jit")
+    assert lines(ROLLOUT.replace("def update(i,", "@jax.jit\ndef update(i,")) == []
+
+
+def test_a_jitted_epoch_that_scans_its_steps_is_still_an_epoch():
+    source = ROLLOUT.replace("""def train(w, noise):""", """@jax.jit
+def epoch(opt_state, noise):
+    def one(state, dW):
+        return update(0, state, dW), None
+    return jax.lax.scan(one, opt_state, noise)[0]
+
+def summarise(opt_state):
+    w = get_params(opt_state)
+    return jnp.mean(jnp.abs(w)) + jnp.std(w) + jnp.max(w) - jnp.min(w) + jnp.sum(w ** 2)
+
+def train(w, noise):""").replace("opt_state = update(i, opt_state, noise[i])",
+                                  "opt_state = epoch(opt_state, noise[i])\n        summarise(opt_state)")
+    assert lines(source) == []
+
+
+def test_an_optimizer_update_in_a_step_function_the_loop_calls_is_reported_there():
+    source = LOSS + """
+grad_fn = jax.jit(jax.grad(loss))
+optimizer = optax.adam(1e-3)
+
+def step(params, state, x, y):
+    grads = grad_fn(params, x, y)
+    updates, state = optimizer.update(grads, state)
+    return optax.apply_updates(params, updates), state
+
+def fit(params, xs, ys):
+    state = optimizer.init(params)
+    for i in range(500):
+        params, state = step(params, state, xs[i], ys[i])
+    return params
+"""
+    found = findings(source)
+    assert [f.line for f in found] == [14]
+    assert found[0].message.startswith("`optimizer.update(grads, state)` and `optax.apply_updates(params, "
+                                       "updates)` (line 15) run outside jit in `step`, which the loop at line 19 "
+                                       "calls on every iteration")
+    assert lines(source.replace("def step(", "@jax.jit\ndef step(")) == []
