@@ -45,6 +45,12 @@ class HostToDeviceInStep(Rule):
     the data is float64 (`np.random.randn`, `np.zeros` without a dtype, `.astype(np.float64)`):
     JAX also converts it to float32 on every copy unless x64 is enabled.
 
+    Also random numbers drawn with NumPy on every step and handed to an eager JAX operation
+    (`dW = jnp.sqrt(dt) * np.random.normal(size=(m, n, d))` in a helper the loop calls each
+    iteration): drawn on one CPU core and copied to the device every step, where `jax.random`
+    would draw them on the device inside the compiled step. A NumPy draw of a single number is a
+    few bytes and is left alone.
+
     ## Why is this bad?
     Every step pays a host-to-device copy, and the NumPy work before it runs on one CPU core
     while the accelerator waits. A published training-loop case study spent 65% of its run time
@@ -182,6 +188,7 @@ class HostToDeviceInStep(Rule):
     ]
 
     def check(self, model: SemanticModel) -> Iterator[Report]:
+        yield from _host_random_uploads(model)
         for fn in model.functions:
             if fn.traced:
                 continue
@@ -255,4 +262,51 @@ def _each_iteration(model: SemanticModel, site: Site) -> str:
     loop = model.step_loop_of(site)
     return f"on every iteration of the loop at line {model.line_of(loop.node)}" if loop is not None \
         else "on every step"
+
+
+# NumPy's samplers: each call draws a fresh host array (`np.random.normal(size=(m, n))`); the
+# shape is given as `size=`, or as the positional dimensions of `randn(m, n)` and `rand(m, n)`.
+_HOST_SAMPLERS = frozenset(f"numpy.random.{name}" for name in (
+    "normal", "uniform", "standard_normal", "random", "random_sample", "randint", "choice", "binomial",
+    "poisson", "exponential", "gamma", "beta", "laplace", "multivariate_normal"))
+_DIMENSION_SAMPLERS = frozenset({"numpy.random.randn", "numpy.random.rand"})
+
+
+def _host_random_uploads(model: SemanticModel) -> Iterator[Report]:
+    """`jnp.sqrt(dt) * np.random.normal(size=(m, n, d))` in a function run every step: the
+    numbers are drawn on the host each step and the eager JAX operation that takes them copies
+    them to the device; `jax.random` would draw them on the device, inside the compiled step.
+    A draw handed whole to a compiled step (`update(w, np.random.rand(16, 8))`) is an input
+    pipeline, left to the data-set checks above."""
+    for fn in model.functions:
+        if fn.traced:
+            continue
+        uses: list[tuple[Site, cst.BaseExpression]] = []
+        for op in fn.operations:
+            if isinstance(op.node, cst.BinaryOperation):
+                sides = (op.node.left, op.node.right)
+                uses.extend((op, drawn) for drawn, other in (sides, sides[::-1])
+                            if _host_draw(model, drawn) and model.is_array(other, fn))
+        for site in fn.calls:
+            if model.call_work(site.node, fn) == "array":
+                uses.extend((site, arg.value) for arg in site.node.args if _host_draw(model, arg.value))
+        for site, drawn in uses:
+            if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve):
+                continue
+            consumer = describe(site.node.func) if isinstance(site.node, cst.Call) else describe(site.node, 30)
+            yield Report(drawn, f"`{describe(drawn)}` draws random numbers on the host "
+                                f"{_each_iteration(model, site)} and `{consumer}` copies them to the device "
+                                "each time; draw them with `jax.random` on the device (inside the jitted step, "
+                                "with a key split each step)")
+
+
+def _host_draw(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """A NumPy sampler asked for an array: a single number (`np.random.uniform()`) is a few bytes
+    a step, not worth a finding."""
+    if not isinstance(expr, cst.Call):
+        return False
+    q = model.resolve(expr.func)
+    if q in _DIMENSION_SAMPLERS:
+        return any(arg.keyword is None for arg in expr.args)
+    return q in _HOST_SAMPLERS and any(arg.keyword is not None and arg.keyword.value == "size" for arg in expr.args)
 

@@ -188,3 +188,44 @@ def test_a_data_set_returned_by_a_host_helper_of_the_file_is_followed():
     """, [HostToDeviceInStep])
     assert [f.line for f in found] == [19]
     assert "`x[:2048]`, `y[:2048]`" in found[0].message and "(float64:" in found[0].message
+
+
+BROWNIAN = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+@jax.jit
+def rollout_loss(w, dW):
+    return jnp.mean((jnp.cumsum(dW, axis=1) @ w) ** 2)
+
+grad_loss = jax.jit(jax.grad(rollout_loss))
+
+def increments(key, m, n, d, dt):
+    return jnp.sqrt(dt) * np.random.normal(size=(m, n, d))
+
+def train(w, key, steps):
+    for _ in range(steps):
+        key, sub = jax.random.split(key)
+        dW = increments(sub, 64, 50, 8, 0.02)
+        w = w - 1e-3 * grad_loss(w, dW)
+    return w
+"""
+
+
+def test_noise_drawn_with_numpy_in_a_helper_run_every_step_is_reported():
+    found = scan_text(BROWNIAN, [HostToDeviceInStep])
+    assert [f.line for f in found] == [12]
+    assert found[0].message.startswith("`np.random.normal(size=(m, n, d))` draws random numbers on the host on "
+                                       "every iteration of the loop at line 15")
+    assert "`jax.random`" in found[0].message
+
+
+def test_noise_drawn_with_jax_random_a_single_number_or_a_batch_for_the_step_are_quiet():
+    on_device = BROWNIAN.replace("np.random.normal(size=(m, n, d))", "jax.random.normal(key, (m, n, d))")
+    assert lines(on_device) == []
+    one_number = BROWNIAN.replace("np.random.normal(size=(m, n, d))", "np.random.normal()")
+    assert lines(one_number) == []
+    # a draw handed whole to the compiled step is an input pipeline (the data-set checks' business)
+    handed = BROWNIAN.replace("dW = increments(sub, 64, 50, 8, 0.02)", "dW = np.random.normal(size=(64, 50, 8))")
+    assert lines(handed) == []
