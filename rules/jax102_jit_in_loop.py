@@ -371,5 +371,5 @@ def _repeated_at(model: SemanticModel, site: Site) -> str | None:
     for call in callers_of(model, fn):
         if call.loop is not None and not call.guarded and not sweeps_written_out(call.loop):
             return (f"each time `{fn.name}` runs, and the loop at line {model.line_of(call.loop.node)} "
-                    "calls it on every iteration")
+                    f"calls it on every iteration (line {model.line_of(call.node)})")
     return None

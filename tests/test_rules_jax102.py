@@ -545,3 +545,34 @@ def test_a_jit_built_per_call_compiles_on_every_call():
         return inner(p)
 
     assert _compiles_during(lambda: improve(jnp.ones((8,)))) == 3
+
+
+def test_a_solver_of_closures_called_by_the_time_loop_names_the_call():
+    # the fresh closures are built where the solver is defined, and the loop's call is where they
+    # are built again every step: the finding sits at the first and names the second
+    source = """
+import jax
+import jax.numpy as jnp
+
+def simulate(p, u, steps):
+    def relax(p, u):
+        def keep_going(state):
+            return jnp.abs(state[0] - state[1]).max() > 1e-4
+
+        def sweep(state):
+            q = 0.25 * (jnp.roll(state[0], 1) + jnp.roll(state[0], -1)) - u
+            return q, state[0]
+
+        return jax.lax.while_loop(keep_going, sweep, (p, p + 1.0))[0]
+
+    p = relax(p, u)
+    for _ in range(steps):
+        u = u - 0.1 * jnp.gradient(p)
+        p = relax(p, u)
+    return p, u
+"""
+    found = findings(source)
+    assert [f.line for f in found] == [13]
+    assert "the loop at line 16 calls it on every iteration (line 18)" in found[0].message
+    fixed = source.replace("    def relax(p, u):\n", "    @jax.jit\n    def relax(p, u):\n")
+    assert lines(fixed) == []
