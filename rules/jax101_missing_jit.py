@@ -37,6 +37,7 @@ from jaxopt_audit.static import (
     prepares_compiled_input,
     read_names,
     rebound_globals,
+    rebound_kind,
     walk,
 )
 
@@ -482,7 +483,7 @@ class MissingJit(Rule):
             yield Report(node.name if isinstance(node, cst.FunctionDef) else node,
                          f"`{target.qualname}` does JAX array work and is called on every iteration of the "
                          f"loop at line {loop_line} without jit, so each of its operations is dispatched "
-                         f"one by one from Python{_frozen_note(frozen)}",
+                         f"one by one from Python{_frozen_note(frozen, target)}",
                          fix=_frozen_fix(frozen))
         for summary, site in imported.values():  # reported at the call: the def is in another file
             loop_line = model.line_of(site.loop.node) if site.loop is not None else 0
@@ -545,12 +546,13 @@ def _frozen_fix(frozen: list[str]) -> str | None:
             "is, it would keep computing with the values it saw when traced.")
 
 
-def _frozen_note(frozen: list[str]) -> str:
-    """What the message adds when jit would freeze module-level arrays the function reads."""
+def _frozen_note(frozen: list[str], target: Function) -> str:
+    """What the message adds when jit would freeze module-level arrays (or functions) the
+    function reads."""
     if not frozen:
         return ""
-    names = ", ".join(f"`{n}`" for n in frozen)
-    what = "module-level arrays" if len(frozen) > 1 else "a module-level array"
+    names, kind = ", ".join(f"`{n}`" for n in frozen), rebound_kind(target, frozen)
+    what = f"module-level {kind}s" if len(frozen) > 1 else f"a module-level {kind}"
     return f"; it reads {names}, {what} that the program rebinds, which jit would freeze at the value seen " \
            "when it traces"
 
@@ -586,9 +588,12 @@ def _eager_optax_updates(model: SemanticModel, with_gradient: set[int]) -> Itera
         for site in fn.calls:
             if model.resolve(site.node.func) != "optax.apply_updates" or id(site.node) in with_gradient:
                 continue
-            # in a loop of its own, or in a function that a step loop calls every iteration
-            # (`def step(params, state)`, no jit, called once per iteration)
-            loop = model.step_loop_of(site) if site.loop is not None or model.dispatched_per_step(site) else None
+            # in a loop of its own, or in an undecorated function that a step loop calls every
+            # iteration (a decorator the file cannot resolve, `@jax.jit` without `import jax`,
+            # may well be jit)
+            per_step = model.dispatched_per_step(site) and isinstance(fn.node, cst.FunctionDef) \
+                and not fn.node.decorators
+            loop = model.step_loop_of(site) if site.loop is not None or per_step else None
             if loop is None or not loop.is_step or not dispatch_loop(model, loop):
                 continue
             update = next((other for other in fn.calls if (site.loop is None or loop.encloses(other.loop))

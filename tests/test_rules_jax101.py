@@ -312,3 +312,24 @@ def fit(params, xs, ys):
                                        "updates)` (line 15) run outside jit in `step`, which the loop at line 19 "
                                        "calls on every iteration")
     assert lines(source.replace("def step(", "@jax.jit\ndef step(")) == []
+    # a decorator the file does not resolve (a fragment using `@jax.jit` without importing jax,
+    # a library's compiler) may be jit: silence when unsure
+    assert lines(source.replace("def step(", "@accelerated\ndef step(")) == []
+
+
+def test_optimizer_functions_rebound_per_learning_rate_are_named_as_functions():
+    # `opt_update` and `get_params` are made again for each learning rate: jit would freeze the
+    # first ones, and the message calls them what they are
+    source = ROLLOUT.replace("""opt_init, opt_update, get_params = optimizers.adam(1e-3)
+""", "").replace("""def train(w, noise):
+    opt_state = opt_init(w)
+    for i in range(2000):
+        opt_state = update(i, opt_state, noise[i])
+    return get_params(opt_state)""", """for lr in (1e-3, 1e-4):
+    opt_init, opt_update, get_params = optimizers.adam(lr)
+    opt_state = opt_init(jnp.zeros((8, 8)))
+    for i in range(2000):
+        opt_state = update(i, opt_state, jnp.ones((16, 50, 8)))""")
+    found = findings(source)
+    assert [f.line for f in found] == [19]
+    assert "it reads `get_params`, `opt_update`, module-level functions that the program rebinds" in found[0].message

@@ -68,6 +68,7 @@ from .model.eager import (
     iterates_structure,
     prepares_compiled_input,
     rebound_globals,
+    rebound_kind,
     runs_eagerly,
 )
 from .model.eager_steps import (
@@ -400,6 +401,7 @@ __all__ = [
     "reads_timer",
     "really_traced",
     "rebound_globals",
+    "rebound_kind",
     "rebuilt_alike",
     "records_for_rendering",
     "Report",

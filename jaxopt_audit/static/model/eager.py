@@ -181,6 +181,14 @@ def rebound_globals(model: SemanticModel, fn: Function) -> list[str]:
     return found
 
 
+def rebound_kind(fn: Function, names: list[str]) -> str:
+    """What the rebound globals `fn` reads are, for a message: "function" when `fn` calls each
+    of them (`opt_update`, `get_params` of an optimizer made per learning rate), "array" when it
+    calls none, "value" for a mix."""
+    called = {s.node.func.value for s in fn.calls if isinstance(s.node.func, cst.Name)}
+    return "function" if called >= set(names) else "value" if called & set(names) else "array"
+
+
 def _within(inner: Function, outer: Function) -> bool:
     """`inner` is `outer` or defined (at any depth) inside it."""
     current: Function | None = inner
