@@ -291,8 +291,9 @@ def _host_random_uploads(model: SemanticModel) -> Iterator[Report]:
             if model.call_work(site.node, fn) == "array":
                 uses.extend((site, arg.value) for arg in site.node.args if _host_draw(model, arg.value))
         for site, drawn in uses:
-            if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve):
-                continue
+            if not model.dispatched_per_step(site) or over_structure(site.loop, model.resolve) \
+                    or not loop_runs_steps(model, site):
+                continue  # a loop that only converts what it draws (a test over shapes) runs no step
             consumer = describe(site.node.func) if isinstance(site.node, cst.Call) else describe(site.node, 30)
             yield Report(drawn, f"`{describe(drawn)}` draws random numbers on the host "
                                 f"{_each_iteration(model, site)} and `{consumer}` copies them to the device "

@@ -229,3 +229,15 @@ def test_noise_drawn_with_jax_random_a_single_number_or_a_batch_for_the_step_are
     # a draw handed whole to the compiled step is an input pipeline (the data-set checks' business)
     handed = BROWNIAN.replace("dW = increments(sub, 64, 50, 8, 0.02)", "dW = np.random.normal(size=(64, 50, 8))")
     assert lines(handed) == []
+
+
+def test_a_test_loop_over_shapes_converting_what_it_draws_runs_no_step():
+    assert lines("""
+import jax.numpy as jnp
+import numpy as np
+
+def check_round_trip(save, load):
+    for shape in [(), (5,), (10, 10), (1, 20, 30, 1)]:
+        arr = jnp.array(np.random.uniform(-100, 100, size=shape))
+        np.testing.assert_array_equal(load(save(arr)), arr)
+""") == []
