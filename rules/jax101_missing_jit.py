@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -38,7 +39,7 @@ from jaxopt_audit.static import (
     read_names,
     rebound_globals,
     rebound_kind,
-    walk,
+    scalar_inputs,
 )
 
 
@@ -53,8 +54,8 @@ class MissingJit(Rule):
     `grads = grad_fn(params, batch)`: every operation of the update is dispatched for every
     leaf on every iteration, beside a compiled call it could be part of; reported at the map.
     Also an optimizer update (`optimizer.update` then `optax.apply_updates`) run outside jit in
-    the loop, or in a function the loop calls on every iteration (a `step` left undecorated),
-    reported at `optimizer.update`.
+    the loop, reported at `optimizer.update`, or in an undecorated function the loop calls on
+    every iteration (a `step` whose `@jax.jit` was commented out), reported at its `def`.
 
     And a gradient step with no step function to decorate: a derivative evaluated eagerly in the
     body of a loop over steps (`loss, grads = jax.value_and_grad(loss_fn)(params, x, y)`, or
@@ -471,7 +472,7 @@ class MissingJit(Rule):
                 if callee.jitted or target is None or id(target) in called_from or not _candidate(model, target):
                     continue
                 # a loop over steps shown by the model, calling a function whose job is device work
-                if not dispatch_loop(model, site.loop) or host_side(model, target) or _scalar_inputs(model, site) \
+                if not dispatch_loop(model, site.loop) or host_side(model, target) or scalar_inputs(site) \
                         or prepares_compiled_input(model, site) or _takes_a_growing_input(model, site) \
                         or eager_baseline(model, fn, target):
                     continue
@@ -495,7 +496,7 @@ class MissingJit(Rule):
             if not (gradient.whole_step and id(gradient.site.function) in called_from):
                 yield _eager_gradient_report(model, gradient)
         yield from _inline_tree_updates(model)
-        yield from _eager_optax_updates(model, {id(u.node) for g in gradients for u in g.updates})
+        yield from _eager_optax_updates(model, {id(u.node) for g in gradients for u in g.updates} | set(called_from))
 
 
 def _eager_gradient_report(model: SemanticModel, gradient: EagerGradient) -> Report:
@@ -576,17 +577,19 @@ def _inline_tree_updates(model: SemanticModel) -> Iterator[Report]:
                                  "gradient and applies it.")
 
 
-def _eager_optax_updates(model: SemanticModel, with_gradient: set[int]) -> Iterator[Report]:
+def _eager_optax_updates(model: SemanticModel, reported: set[int]) -> Iterator[Report]:
     """`updates, state = optimizer.update(grads, state)` then `optax.apply_updates(params,
     updates)` in a step loop, outside jit: the optimizer's arithmetic runs op by op on every leaf,
     every iteration (Adam: about a dozen operations per leaf). Reported at `optimizer.update`
-    (at `apply_updates` alone without it); one fed by an eager derivative is part of that
-    derivative's finding (`with_gradient`)."""
+    (at `apply_updates` alone without it), or at the def of the step function that runs it; one
+    fed by an eager derivative, or in a function already reported at its def, is part of that
+    finding (`reported`: ids of those calls and functions)."""
     for fn in model.functions:
         if fn.traced:
             continue
         for site in fn.calls:
-            if model.resolve(site.node.func) != "optax.apply_updates" or id(site.node) in with_gradient:
+            if model.resolve(site.node.func) != "optax.apply_updates" or id(site.node) in reported \
+                    or (site.loop is None and id(fn) in reported):
                 continue
             # in a loop of its own, or in an undecorated function that a step loop calls every
             # iteration (a decorator the file cannot resolve, `@jax.jit` without `import jax`,
@@ -599,18 +602,25 @@ def _eager_optax_updates(model: SemanticModel, with_gradient: set[int]) -> Itera
             update = next((other for other in fn.calls if (site.loop is None or loop.encloses(other.loop))
                            and isinstance(other.node.func, cst.Attribute) and other.node.func.attr.value == "update"
                            and model.line_of(other.node) <= model.line_of(site.node)), None)
+            line, first = model.line_of, site if update is None else update
             what = f"`{describe(site.node)}`" if update is None else \
-                f"`{describe(update.node)}` and `{describe(site.node)}` (line {model.line_of(site.node)})"
+                f"`{describe(update.node)}` and `{describe(site.node)}` (line {line(site.node)})"
             verb = "run" if update is not None else "runs"
             condition = condition_around(fn, site.node, site.loop) if site.loop is not None else None
             when = f", {condition}" if condition is not None else ""
-            place = f"on every iteration of the loop at line {model.line_of(loop.node)}" if site.loop is not None \
-                else f"in `{fn.qualname}`, which the loop at line {model.line_of(loop.node)} calls on every iteration"
-            yield Report(site.node if update is None else update.node,
-                         f"{what} {verb} outside jit {place}{when}: each operation of the update is "
-                         "dispatched on its own, for every parameter leaf",
-                         fix="Move the optimizer step into the jitted function: compute the gradient, call "
-                             "`optimizer.update` and `optax.apply_updates` inside one `jax.jit` step.")
+            how = "dispatched on its own, for every parameter leaf"
+            fix = ("Move the optimizer step into the jitted function: compute the gradient, call "
+                   "`optimizer.update` and `optax.apply_updates` inside one `jax.jit` step.")
+            if site.loop is not None:
+                yield Report(first.node, f"{what} {verb} outside jit on every iteration of the loop at line "
+                                         f"{line(loop.node)}{when}: each operation of the update is {how}", fix=fix)
+            else:  # at the def, as a function called every step without jit is (the fix goes there)
+                what = what.replace("` and", f"` (line {line(first.node)}) and", 1) if update is not None else what
+                yield Report(cast(cst.FunctionDef, fn.node).name,
+                             f"`{fn.qualname}` runs {what} outside jit, and the loop at line {line(loop.node)} "
+                             f"calls it on every iteration: each operation of the update is {how}",
+                             fix=f"Decorate `{fn.name}` with `@jax.jit` (or wrap it once before the loop) so the "
+                                 "update runs compiled with the rest of the step.")
 
 
 def _candidate(model: SemanticModel, fn: Function) -> bool:
@@ -633,21 +643,3 @@ def _takes_a_growing_input(model: SemanticModel, site: Site) -> bool:
         return False
     grown = grown_names(model, site.loop)
     return bool(grown) and any(read_names(arg.value) & grown for arg in site.node.args)
-
-
-def _scalar_inputs(model: SemanticModel, site: Site) -> bool:
-    """Every argument is the step count or a number (`lr = schedule(step)`, `schedule(step + 1,
-    1e-3)`): the function computes on scalars, so each of its eager ops costs a dispatch of a few
-    microseconds and jitting it saves tens of microseconds a step (a warmup-cosine schedule
-    called each step to log the rate is not worth a finding)."""
-    call: cst.Call = site.node
-    counters = site.loop.counters_in_scope() if site.loop is not None else set()
-    if not call.args or not counters:
-        return False
-    for arg in call.args:
-        for node in walk(arg.value):
-            if isinstance(node, cst.Name) and node.value not in counters:
-                return False
-            if isinstance(node, (cst.Call, cst.Subscript, cst.Attribute)):
-                return False
-    return True

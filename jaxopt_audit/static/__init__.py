@@ -70,6 +70,7 @@ from .model.eager import (
     rebound_globals,
     rebound_kind,
     runs_eagerly,
+    scalar_inputs,
 )
 from .model.eager_steps import (
     EagerGradient,
@@ -415,6 +416,7 @@ __all__ = [
     "runs_once",
     "SAFE",
     "same_trace",
+    "scalar_inputs",
     "SemanticModel",
     "SHORT_LOOP",
     "shows_async_dispatch",

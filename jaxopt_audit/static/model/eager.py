@@ -824,3 +824,20 @@ def _transformed_function(model: SemanticModel, call: cst.Call, fn: Function) ->
                 return model.function_ref(value.args[0].value, scope)
             return None
     return None
+
+def scalar_inputs(site: Site) -> bool:
+    """Every argument is the step count or a number (`lr = schedule(step)`, `schedule(step + 1,
+    1e-3)`): the function computes on scalars, so each of its eager ops costs a dispatch of a few
+    microseconds and jitting it saves tens of microseconds a step (a warmup-cosine schedule
+    called each step to log the rate is not worth a finding)."""
+    call: cst.Call = site.node
+    counters = site.loop.counters_in_scope() if site.loop is not None else set()
+    if not call.args or not counters:
+        return False
+    for arg in call.args:
+        for node in walk(arg.value):
+            if isinstance(node, cst.Name) and node.value not in counters:
+                return False
+            if isinstance(node, (cst.Call, cst.Subscript, cst.Attribute)):
+                return False
+    return True
