@@ -346,15 +346,23 @@ def literal_trip_count(loop: Loop, resolve) -> int | None:
     return _count(unwrapped_progress(node.iter, resolve), loop, resolve)
 
 
+# progress bars that yield the items of the iterable they wrap (`tqdm(range(n))`,
+# `rich.progress.track(xs)`); `trange(n)` is `tqdm(range(n))`
+PROGRESS_BARS = frozenset({"tqdm", "track"})
+
+
 def unwrapped_progress(it: cst.BaseExpression, resolve) -> cst.BaseExpression:
-    """The iterable inside a progress bar (`tqdm(range(n))`, `rich.progress.track(xs)`), which
-    yields the same items as it; `trange(a, b)` is `range(a, b)`. Anything else as it is."""
+    """The iterable inside a progress bar (`tqdm(range(n))`), which yields the same items as it;
+    `trange(a, b)` as `range(a, b)`. Anything else as it is."""
     if not isinstance(it, cst.Call):
         return it
     q = resolve(it.func) or ""
-    if q.split(".", 1)[0] == "tqdm" and q.rsplit(".", 1)[-1] == "trange":
+    short = q.rsplit(".", 1)[-1]
+    if q.startswith("builtins."):
+        return it
+    if short == "trange":
         return it.with_changes(func=cst.Name("range"))
-    if (q.split(".", 1)[0] == "tqdm" or q == "rich.progress.track") and it.args and it.args[0].keyword is None:
+    if short in PROGRESS_BARS and it.args and it.args[0].keyword is None:
         return it.args[0].value
     return it
 

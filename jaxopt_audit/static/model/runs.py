@@ -26,7 +26,7 @@ from .core import SemanticModel
 from .enclosing import condition_around
 from .facts import answers, fact
 from .index import Function, Loop, Site
-from .loops import exits_early, literal_trip_count
+from .loops import PROGRESS_BARS, exits_early, literal_trip_count
 
 # how far up the chain of callers a count is followed (a step called by a train function called
 # by a sweep): further than this the file rarely says more
@@ -272,11 +272,6 @@ class _Value:
     unset: bool = False  # a parameter without a default that no call of the file passes
 
 
-# progress bars that yield the items of the iterable they wrap (`tqdm(range(n))`); `trange(n)`
-# is `tqdm(range(n))`
-_PROGRESS_BARS = frozenset({"tqdm", "track"})
-
-
 def _iterated(model: SemanticModel, it: cst.BaseExpression, fn: Function, depth: int) -> _Value:
     """How many items a loop over `it` takes: a `range` whose bounds the file shows, through
     `enumerate`, `zip` (its shortest argument) and progress bars."""
@@ -303,7 +298,7 @@ def _iterated(model: SemanticModel, it: cst.BaseExpression, fn: Function, depth:
         num = positional[2] if len(positional) > 2 else next(
             (a.value for a in it.args if a.keyword is not None and a.keyword.value == "num"), None)
         return _evaluated(model, num, fn, depth) if num is not None else _Value(50, f"`{short}`'s default of 50 points")
-    if (q in ("builtins.enumerate", "builtins.reversed") or short in _PROGRESS_BARS
+    if (q in ("builtins.enumerate", "builtins.reversed") or short in PROGRESS_BARS
             and not q.startswith("builtins.")) and positional:
         return _iterated(model, positional[0], fn, depth)
     if q == "builtins.zip" and positional:
