@@ -86,15 +86,16 @@ def _updates_fed_by(model: SemanticModel, site: Site[cst.Call], loop: Loop | Non
     for other in fn.calls:
         if other.loop is not loop and not (loop is not None and loop.encloses(other.loop)):
             continue
-        if model.line_of(other.node) < model.line_of(site.node):
-            continue
         func = other.node.func
-        if not found and isinstance(func, cst.Attribute) and func.attr.value == "update" \
-                and any(read_names(arg.value) & fed for arg in other.node.args):
+        update = not found and isinstance(func, cst.Attribute) and func.attr.value == "update"
+        apply = bool(found) and model.resolve(func) == "optax.apply_updates"
+        # a line costs a rendering of its statement: asked only of the two calls that can match
+        if not (update or apply) or model.line_of(other.node) < model.line_of(site.node):
+            continue
+        if update and any(read_names(arg.value) & fed for arg in other.node.args):
             found.append(other)
             fed = {t for a in fn.assignments if a.value is other.node for t in a.targets}
-        elif found and model.resolve(func) == "optax.apply_updates" \
-                and any(read_names(arg.value) & fed for arg in other.node.args):
+        elif apply and any(read_names(arg.value) & fed for arg in other.node.args):
             found.append(other)
             break
     return tuple(found)
@@ -139,11 +140,23 @@ def _step_function_loop(model: SemanticModel, fn: Function, reads_back: bool) ->
 def _referenced(model: SemanticModel, fn: Function) -> bool:
     """The file names the function other than at its `def` (handed to a trainer, stored): what
     receives it may jit it."""
-    node = fn.node
-    own = node.name if isinstance(node, cst.FunctionDef) else None
-    return any((isinstance(n, cst.Name) and n.value == fn.name and n is not own)
-               or (isinstance(n, cst.Attribute) and n.attr.value == fn.name)
-               for n in walk(model.module))
+    names, attributes = named_in_file(model)
+    own = isinstance(fn.node, cst.FunctionDef)  # its `def`'s name is one of the Name nodes counted
+    return names.get(fn.name, 0) > own or fn.name in attributes
+
+
+@fact
+def named_in_file(model: SemanticModel) -> tuple[dict[str, int], frozenset[str]]:
+    """How many `Name` nodes of the file carry each name (the names of `def`s included), and the
+    names read as attributes (`.name`): one walk for every function's question."""
+    names: dict[str, int] = {}
+    attributes = set()
+    for n in walk(model.module):
+        if isinstance(n, cst.Name):
+            names[n.value] = names.get(n.value, 0) + 1
+        elif isinstance(n, cst.Attribute):
+            attributes.add(n.attr.value)
+    return names, frozenset(attributes)
 
 
 def _benchmark_baseline(model: SemanticModel, fn: Function, transform: cst.Call) -> bool:

@@ -20,6 +20,7 @@ import jaxopt_audit.static.knowledge.apis as apis  # the module, not the package
 from ..syntax.walk import describe, names_in, walk
 from .core import SemanticModel
 from .enclosing import condition_around, enclosing_statements
+from .facts import fact
 from .index import Function, Loop, Site
 from .loops import GROWING_CALLS, element_bound, has_fixed_trip_count
 from .memoisation import runs_once
@@ -180,8 +181,7 @@ def growing_list(model: SemanticModel, site: Site[cst.Call], expr: cst.BaseExpre
     root = _list_root(expr)
     if root is None:
         return None
-    growths = [s for f in model.functions for s in f.calls if _grows_list(s.node, root)
-               and (f is fn or root.startswith("self."))]
+    growths = [s for s in list_growths(model).get(root, ()) if s.function is fn or root.startswith("self.")]
     if not growths:
         return None
     if root.startswith("self."):
@@ -202,10 +202,19 @@ def _list_root(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _grows_list(call: cst.Call, root: str) -> bool:
-    func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value in apis.LIST_GROWING_METHODS \
-        and _list_root(func.value) == root
+@fact
+def list_growths(model: SemanticModel) -> dict[str, list[Site]]:
+    """The calls that grow a list (`xs.append(...)`, `self.buf.extend(...)`), by the list's name
+    (`xs`, `self.buf`), over every function of the file."""
+    found: dict[str, list[Site]] = {}
+    for f in model.functions:
+        for s in f.calls:
+            func = s.node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in apis.LIST_GROWING_METHODS:
+                root = _list_root(func.value)
+                if root is not None:
+                    found.setdefault(root, []).append(s)
+    return found
 
 
 def _emptied(node: cst.CSTNode, root: str) -> list[cst.Assign]:

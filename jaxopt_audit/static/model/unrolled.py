@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -57,36 +58,56 @@ class UnrolledLoop:
     varying: str = ""  # for a per-call length: the list, who refills it and where the call is
 
 
+class Compiled(NamedTuple):
+    """Why JAX compiles a function, kept as the node whose line a message names: a line costs a
+    rendering of its statement, and only a reported loop's message needs it."""
+
+    head: str  # "jitted at line", "compiled by the `scan` at line"
+    node: cst.CSTNode  # the jit or transform call
+    tail: str = ""  # ", when ..." (the condition around it)
+    via: str = ""  # "reached from `f`": compiled because a compiled function calls it
+
+    def text(self, model: SemanticModel) -> str:
+        """As a message says it: "reached from `f`, jitted at line 161"."""
+        return (f"{self.via}, " if self.via else "") + f"{self.head} {model.line_of(self.node)}{self.tail}"
+
+
 @fact
-def compiled_functions(model: SemanticModel) -> dict[Function, str]:
-    """Each function of the file that JAX compiles, with the reason as a message says it (see
+def compiled_functions(model: SemanticModel) -> dict[Function, Compiled]:
+    """Each function of the file that JAX compiles, with the reason a message gives for it (see
     the module docstring). Host callbacks run on NumPy values and are left out."""
-    found: dict[Function, str] = {}
+    found: dict[Function, Compiled] = {}
     work: list[Function] = []
     callbacks = model.host_callback_functions
 
-    def add(fn: Function | None, why: str) -> None:
+    def add(fn: Function | None, why: Compiled) -> None:
         if fn is not None and fn not in found and not fn.is_module and id(fn) not in callbacks:
             found[fn] = why
             work.append(fn)
 
+    def condition(text: str | None) -> str:
+        return f", {text}" if text else ""
+
     for root in model.trace_roots:
-        line = model.line_of(root.site)
         if root.wrapper in apis.JIT_WRAPPERS and root.via != "inner":
-            condition = condition_around(root.scope, root.site, None) if root.via == "call" else None
-            add(root.function, f"jitted at line {line}" + (f", {condition}" if condition else ""))
+            around = condition_around(root.scope, root.site, None) if root.via == "call" else None
+            add(root.function, Compiled("jitted at line", root.site, condition(around)))
         elif root.wrapper in STAGING_TRANSFORMS:
-            add(root.function, f"compiled by the `{root.wrapper.rsplit('.', 1)[-1]}` at line {line}")
+            add(root.function, Compiled(f"compiled by the `{root.wrapper.rsplit('.', 1)[-1]}` at line", root.site))
     for scope in model.functions:  # `g = jax.value_and_grad(f)`, then `g = jax.jit(g)`
         for site in scope.calls:
             target = _jit_of_transformed(model, site.node, scope)
             if target is not None:
-                condition = condition_around(scope, site.node, None)
-                add(target, f"jitted at line {model.line_of(site.node)}" + (f", {condition}" if condition else ""))
+                add(target, Compiled("jitted at line", site.node, condition(condition_around(scope, site.node, None))))
+    lambdas: dict[Function, list[Function]] = {}
+    for inner in model.functions:
+        if inner.name == "<lambda>" and inner.parent is not None:
+            lambdas.setdefault(inner.parent, []).append(inner)
     while work:
         fn = work.pop()
-        why = found[fn] if fn.name == "<lambda>" or found[fn].startswith("reached") \
-            else f"reached from `{fn.name}`, {found[fn]}"
+        why = found[fn]
+        if fn.name != "<lambda>" and not why.via:
+            why = why._replace(via=f"reached from `{fn.name}`")
         for site in fn.calls:
             add(model.callee(site.node, fn).function, why)
             if model.resolve(site.node.func) in apis.TRACING_TRANSFORMS:  # jax.grad(loss_fn) inside
@@ -95,9 +116,8 @@ def compiled_functions(model: SemanticModel) -> dict[Function, str]:
         for inner in fn.nested.values():
             if inner.transform_roots or inner.jitted:
                 add(inner, why)
-        for inner in model.functions:
-            if inner.parent is fn and inner.name == "<lambda>":
-                add(inner, why)
+        for inner in lambdas.get(fn, ()):
+            add(inner, why)
     return found
 
 
@@ -128,20 +148,20 @@ def unrolled_loop(model: SemanticModel, loop: Loop) -> UnrolledLoop | None:
 
 def _unrolled(model: SemanticModel, loop: Loop) -> UnrolledLoop | None:
     fn = loop.function
-    why = compiled_functions(model).get(fn)
-    if why is None or not isinstance(loop.node, cst.For) or iterates_structure(model, loop) \
+    compiled = compiled_functions(model).get(fn)
+    if compiled is None or not isinstance(loop.node, cst.For) or iterates_structure(model, loop) \
             or model.walks_structure(loop) or _indexes_structure(loop):
         return None
     count = _trip_count(model, loop)
     if count is not None:
         if count[0] <= SHORT_LOOP or not _does_array_work(model, loop):
             return None
-        return UnrolledLoop(loop, why, count[0], count[1])
+        return UnrolledLoop(loop, compiled.text(model), count[0], count[1])
     # the items of a list handed to jit are traced leaves: any use of them is traced work
     varying = _refilled_list(model, loop)
     body = loop.node.body
     if varying and any(isinstance(n, cst.Name) and n.value in loop.targets for n in walk(body)):
-        return UnrolledLoop(loop, why, None, "", varying)
+        return UnrolledLoop(loop, compiled.text(model), None, "", varying)
     return None
 
 
