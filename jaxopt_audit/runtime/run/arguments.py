@@ -12,6 +12,7 @@ numbers are ignored (`traced_numbers_key`) the number with them traced.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -74,6 +75,22 @@ def call_sample(args: tuple, kwargs: dict, static_positions: frozenset[int],
     specs = [ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, np.ndarray))
              if isinstance(leaf, (jax.Array, np.ndarray)) else leaf for leaf in leaves]
     return leaves, CallSample(treedef, specs, static)
+
+
+def with_leaves(function: Callable[..., Any], treedef: Any, leaves: list[Any],
+                positions: list[int]) -> Callable[..., Any]:
+    """`function` as a function of the leaves at `positions` of its flattened arguments, the
+    other leaves as given: what a measurement jits, vmaps or calls on its own inputs."""
+    fixed = list(leaves)
+
+    def call(*values: Any) -> Any:
+        full = list(fixed)
+        for i, value in zip(positions, values, strict=True):
+            full[i] = value
+        args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
+        return function(*args, **kwargs)
+
+    return call
 
 
 def same_value(leaf: Any, other: Any) -> bool:

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...units import seconds
-from .arguments import ArgumentSample, ArraySpec, is_number, traced_numbers_key
+from .arguments import ArgumentSample, ArraySpec, is_number, traced_numbers_key, with_leaves
 
 REPEATS = 5
 BUDGET_S = 2.0  # timed calls stop after this long (a slow compiled call needs fewer samples)
@@ -101,15 +101,7 @@ def _time_jitted(function: Callable[..., Any], sample: ArgumentSample,
     """(compile seconds, median jitted call, median eager call, printed only while tracing)."""
     positions = [i for i, leaf in enumerate(sample.leaves)
                  if isinstance(leaf, ArraySpec) or (traced_numbers and is_number(leaf))]
-    fixed = list(sample.leaves)
-
-    def call(*arrays: Any) -> Any:
-        leaves = list(fixed)
-        for i, array in zip(positions, arrays, strict=True):
-            leaves[i] = array
-        args, kwargs = jax.tree_util.tree_unflatten(sample.treedef, leaves)
-        return function(*args, **kwargs)
-
+    call = with_leaves(function, sample.treedef, sample.leaves, positions)
     inputs = [filled(sample.leaves[i]) if isinstance(sample.leaves[i], ArraySpec) else sample.leaves[i]
               for i in positions]
     jitted = jax.jit(call)

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...units import seconds
-from .arguments import ArraySpec, CallSample
+from .arguments import ArraySpec, CallSample, with_leaves
 from .instrument import FunctionRecord
 from .jit_saving import filled
 
@@ -201,14 +201,7 @@ def _vmap(function: Callable[..., Any], sample: CallSample, varying: list[bool],
         return LoopSaving(None, "no estimate: a static or non-array argument changes between calls, which "
                                 "vmap cannot batch")
     leaves = _inputs(sample)
-
-    def call(*values: Any) -> Any:
-        full = list(leaves)
-        for i, value in zip(batched, values, strict=True):
-            full[i] = value
-        args, kwargs = jax.tree_util.tree_unflatten(sample.treedef, full)
-        return function(*args, **kwargs)
-
+    call = with_leaves(function, sample.treedef, leaves, batched)
     one = [jnp.asarray(leaves[i]) for i in batched]
     # the fix's own batch (all the calls) where it fits: a vmap's cost per value falls with its size
     per_call = statistics.median(record.exec_samples) if record.exec_samples else math.inf
