@@ -44,10 +44,8 @@ def outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function
     or `self.log` set only to containers by the class's methods; None otherwise."""
     if isinstance(expr, cst.Name):
         name = expr.value
-        if name in fn.params or fn.bindings(name):
-            return None
-        scope = fn.binding_scope(name)
-        if scope is None or scope is fn or same_trace(model, fn, scope):
+        scope = _outer_scope(model, fn, name)
+        if scope is None:
             return None
         values = [a.value for a in scope.bindings(name)]
         return name if values and all(_is_container(model, v) for v in values) else None
@@ -57,6 +55,17 @@ def outer_container(model: SemanticModel, expr: cst.BaseExpression, fn: Function
         if owned and all(_is_container(model, v) for v, _owner in owned):
             return f"self.{expr.attr.value}"
     return None
+
+
+def _outer_scope(model: SemanticModel, fn: Function, name: str) -> Function | None:
+    """The enclosing function or module that binds `name` when `fn` neither takes nor binds it
+    and that scope is outside `fn`'s trace; None otherwise."""
+    if name in fn.params or fn.bindings(name):
+        return None
+    scope = fn.binding_scope(name)
+    if scope is None or scope is fn or same_trace(model, fn, scope):
+        return None
+    return scope
 
 
 def _is_container(model: SemanticModel, value: cst.BaseExpression | None) -> bool:
@@ -75,10 +84,8 @@ def outer_iterator(model: SemanticModel, call: cst.Call, fn: Function) -> str | 
     if not call.args or not isinstance(call.args[0].value, cst.Name):
         return None
     name = call.args[0].value.value
-    if name in fn.params or fn.bindings(name):
-        return None
-    scope = fn.binding_scope(name)
-    if scope is None or scope is fn or same_trace(model, fn, scope):
+    scope = _outer_scope(model, fn, name)
+    if scope is None:
         return None
     values = [a.value for a in scope.bindings(name)]
     if name not in scope.params and (not values or not all(isinstance(v, cst.Call) for v in values)):
