@@ -158,3 +158,41 @@ def test_a_function_run_once_with_no_eager_work_in_its_loop_stays_setup(tmp_path
     assert roles == {"main": "setup", "init_params": "setup"}
     # main's note covers init_params's ops: the outermost setup function is the one named
     assert any(n.startswith("not per step: main (") and "ran once" in n for n in report["notes"])
+
+
+PER_EXAMPLE = SCRIPTS / "per_example_loop.py"
+
+
+@pytest.mark.slow
+def test_a_loop_over_examples_inside_the_step_is_one_finding_with_its_helper(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(PER_EXAMPLE))
+    assert status == 0
+    call = _line_of(PER_EXAMPLE, "        g = per_example_grad(w, xs[i], ys[i])")
+    first = _line_of(PER_EXAMPLE, "    for i in range(BATCH):")
+    # the per-example gradient takes no jitted output: the examples are mapped, not scanned
+    assert [(f["code"], f["line"], f["count"]) for f in report["findings"]] == [("JAX202", call, 60 * 32)]
+    loop = report["findings"][0]
+    assert loop["message"].startswith(f"private_step's loop (lines {first}-{first + 2}) calls grad(loss) 1920 times")
+    assert "(with clip)" in loop["message"]
+    assert "jax.vmap the whole loop body" in loop["fix"]
+    assert "from vmapping grad(loss)'s calls" in loop["saving_method"]
+    # the clip is the loop body's work, not a JAX101 of its own
+    assert _jax101(report) == {}
+
+
+PER_ITEM = SCRIPTS / "per_item_solver.py"
+
+
+@pytest.mark.slow
+def test_short_solver_loops_per_item_point_at_the_loop_over_items(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(PER_ITEM))
+    assert status == 0
+    loops = [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+    outer = _line_of(PER_ITEM, "        roots.append(square_root(targets[i]))")
+    assert [(f["code"], f["line"], f["function"]) for f in loops] == [("JAX202", outer, "newton")]
+    assert "in square_root (lines" in loops[0]["message"] and "short chains" in loops[0]["message"]
+    assert loops[0]["fix"].startswith("jax.vmap square_root over the items of this loop")
+    assert "lax.while_loop" in loops[0]["fix"]
+    # the host test stays where it is read
+    reads = [f["line"] for f in report["findings"] if f["code"] == "JAX301"]
+    assert reads == [_line_of(PER_ITEM, "        if abs(float(step)) < 1e-4:")]

@@ -1,5 +1,5 @@
 """Loops that call a jitted step and do eager JAX work around it every iteration, in a
-function that itself runs once (or every k steps).
+function that itself runs once (or every k steps), or inside a per-step function.
 
 A function called once is setup by its call count (`report.eager_roles`), but when its code is
 where a jitted function is called `LOOP_CALLS` or more times from one line, that line is in a
@@ -15,18 +15,23 @@ the step (a log every 100 steps) is not per iteration, and a callee with its own
 finding (an un-jitted step, JAX101) or a loop of its own keeps its work. The loop is reported
 when it issues at least one eager op per call of the step and its eager ops and the step's
 calls together take `LOOP_SHARE` of the wall time, as a loop of jitted calls alone is (JAX201).
+
+A loop inside a function that is itself called per step (a driver called `REPEATED` times or
+more: `dp_step` looping over the examples of its batch, calling a jitted per-example gradient
+and an un-jitted clip) runs its body per item of the step: the fix is the body vmapped (or
+scanned) inside one jitted step, which takes in the callees called only from the loop, so
+their work is the loop's even where it would be a finding of its own (`DrivenLoop.absorbed`).
 """
 
 from __future__ import annotations
 
-import ast
-import linecache
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .instrument import EagerRecord, FunctionRecord, Instrument
-from .roles import DRIVER, PERIODIC, SETUP
+from .roles import DRIVER, PERIODIC, REPEATED, SETUP
 from .sites import SourceLine
+from .source_loops import enclosing
 
 LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
 LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time in the loop's dispatch
@@ -55,6 +60,7 @@ class DrivenLoop:
     compile_s: float  # their eager compilations
     callees: tuple[str, ...]  # the functions called in the loop whose eager ops are counted
     lines: frozenset[int]  # the driver's own lines whose eager ops are counted
+    absorbed: frozenset[Any] = frozenset()  # codes of callees with a finding of their own, counted here
 
     @property
     def call_s(self) -> float:
@@ -63,13 +69,15 @@ class DrivenLoop:
 
 def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
                  worth_a_finding: set[Any]) -> list[DrivenLoop]:
-    """The loops of functions whose role is setup that do eager work around jitted steps.
+    """The loops of functions whose role is setup, or of drivers called per step, that do eager
+    work around jitted steps.
 
     `roles` are `report.eager_roles` by code; `worth_a_finding` the codes of callees whose eager
-    work is reported on its own (an un-jitted step, JAX101), left out of the loop's."""
+    work is reported on its own (an un-jitted step, JAX101), left out of a setup function's loop."""
     if wall_s <= 0:
         return []
-    setup = {code: instrument.eager[code] for code, role in roles.items() if role == SETUP}
+    setup = {code: instrument.eager[code] for code, role in roles.items()
+             if role == SETUP or (role == DRIVER and instrument.eager[code].calls >= REPEATED)}
     if not setup:
         return []
     loops: dict[tuple[Any, int, int], list[LoopedStep]] = {}
@@ -81,7 +89,7 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
         driver = next((code for code in setup if _issues_line(code, site)), None)
         if calls < LOOP_CALLS or driver is None:
             continue
-        span = _loop_around(site, driver)
+        span = enclosing(site).loop
         if span is not None:
             looped = LoopedStep(step, site, calls, step.call_s * calls / step.calls)
             loops.setdefault((driver, *span), []).append(looped)
@@ -92,8 +100,10 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
     found = []
     for (driver, first, last), steps in loops.items():
         steps.sort(key=lambda s: (-s.calls, s.site.line))
+        # a loop in a per-step function runs per item: its callees' work is the loop body's
+        nested = roles[driver] == DRIVER
         loop = _eager_work(setup[driver], tuple(steps), (first, last), callees.get(driver, []), roles,
-                           worth_a_finding)
+                           set() if nested else worth_a_finding)
         if loop.ops >= loop.iterations and loop.op_s + loop.call_s >= LOOP_SHARE * wall_s:
             found.append(loop)
     return found
@@ -108,7 +118,7 @@ def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[
     ops = sum(driver.line_ops[line] for line in per_iteration)
     op_s = sum(driver.line_op_s.get(line, 0.0) for line in per_iteration)
     compile_s = sum(driver.line_compile_s.get(line, 0.0) for line in per_iteration)
-    names = []
+    names, absorbed = [], set()
     for callee in callees:
         sites = [s for s in callee.callers if s.path == driver.path]
         if (callee.caller_codes != {driver.code} or callee.code in worth_a_finding
@@ -119,8 +129,9 @@ def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[
         op_s += callee.op_s
         compile_s += callee.compile_s
         names.append(callee.name)
+        absorbed.add(callee.code)
     return DrivenLoop(driver, steps, first, last, iterations, ops, op_s, compile_s, tuple(names),
-                      frozenset(per_iteration))
+                      frozenset(per_iteration), frozenset(absorbed))
 
 
 def _issues_line(code: Any, site: SourceLine) -> bool:
@@ -130,22 +141,3 @@ def _issues_line(code: Any, site: SourceLine) -> bool:
 def _lines_of(code: Any) -> set[int]:
     """The lines of the function's own code (not those of functions defined inside it)."""
     return {line for _, _, line in code.co_lines() if line is not None}
-
-
-def _loop_around(site: SourceLine, code: Any) -> tuple[int, int] | None:
-    """(first, last) line of the innermost `for` or `while` statement of the function that
-    contains the call at `site`, or None (the call is not in a loop of that function)."""
-    source = "".join(linecache.getlines(site.path))
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    best: tuple[int, int] | None = None
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or node.end_lineno is None:
-            continue
-        if node.lineno < code.co_firstlineno or not node.lineno <= site.line <= node.end_lineno:
-            continue
-        if best is None or node.end_lineno - node.lineno < best[1] - best[0]:
-            best = (node.lineno, node.end_lineno)
-    return best

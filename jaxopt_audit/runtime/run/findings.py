@@ -19,10 +19,15 @@ From the instruments' records:
 - JAX101 also for an un-jitted function with few ops whose own line compiled again on every call
   an op that takes a function (`lax.scan`, `fori_loop`, `cond`): the function it passes is made
   anew each call; the recompilations are the cost and the saving.
-- JAX201 loop-to-scan: a jitted function called again and again from one line of a Python loop,
-  the calls a large part of the run; or such a loop in a function run once that issues eager ops
-  around the jitted steps every iteration (`driven`): one finding for the loop, the whole body
-  to scan, its eager work no longer setup.
+- JAX201 loop-to-scan (JAX202 loop-to-vmap where the calls take no jitted output of the call
+  before): a jitted function called again and again from one line of a Python loop, the calls a
+  large part of the run; or such a loop in a function run once, or in a per-step function (a
+  loop over the examples of a batch), that issues eager ops around the jitted steps every
+  iteration (`driven`): one finding for the loop, the whole body to scan or vmap, its eager
+  work (its callees' included) no longer setup or a finding of its own. Where the calls' line
+  is in a helper called once per item of another function's loop, or in a short loop of its
+  own restarted with each item (a few Newton iterations per item), the finding is at that
+  outer loop, the one whose items are independent (`_outer_loop`).
 - JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
   `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
@@ -62,6 +67,7 @@ reports the same code at that line.
 from __future__ import annotations
 
 import linecache
+import math
 import os
 import statistics
 from collections import Counter
@@ -88,7 +94,8 @@ from .report import (
     eager_roles,
 )
 from .roles import REPEATED, STEP
-from .sites import display_path
+from .sites import SourceLine, display_path
+from .source_loops import enclosing
 
 PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
 
@@ -118,8 +125,12 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     findings: list[RuntimeFinding] = []
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
+    loops = eager_loops(instrument, wall_s)
+    in_loops = {(display_path(instrument.eager[code].path), instrument.eager[code].line)
+                for loop in loops for code in loop.absorbed}
     for eager in eager_functions(instrument, wall_s):
-        if eager.role != STEP or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT:
+        # a callee of a loop reported whole (`DrivenLoop.absorbed`) is part of that loop's finding
+        if eager.role != STEP or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT or (eager.path, eager.line) in in_loops:
             continue
         saving = _jit_saving(records.get((eager.path, eager.line, eager.name)), eager) if measure else None
         findings.append(_missing_jit(eager, saving))
@@ -132,7 +143,7 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
             findings.extend(_eager_recompiling(eager_record, instrument))
     # a loop doing eager work around jitted steps in a function run once: one finding for all of it
     looped: set[int] = set()
-    for loop in eager_loops(instrument, wall_s):
+    for loop in loops:
         findings.append(_driven_loop(loop, wall_s, measure))
         looped.update(id(step.record) for step in loop.steps)
     for record in instrument.functions.values():
@@ -289,6 +300,9 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
            "the steps" if carried else
            f"jax.vmap {record.name} over the values the loop goes through: one call instead of {record.calls}")
     how = "each step's state comes from the call before" if carried else "the calls are independent"
+    outer = _outer_loop(record, site, sampled)
+    if outer is not None:
+        site, code, fix, how = outer
     if measure:
         saving = loop_saving.measure(record, carried)
         if saving.saving_s is not None and record.stacked_s:
@@ -311,6 +325,39 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
         saving_s=saving.saving_s, saving_method=saving.method)
 
 
+def _outer_loop(record: FunctionRecord, site: SourceLine, sampled: int) -> tuple[SourceLine, str, str, str] | None:
+    """The loop to change when it is not the one around the calls: (its call line, code, fix,
+    how the calls go), or None.
+
+    The calls' line is in a function another line calls from a loop, and either the line is in
+    no loop of its function (a helper making one call per item), or its loop carries a state in
+    chains shorter than `PERIODIC_STEPS` calls (a few Newton iterations per item, the chain
+    restarting with each item: the share of calls taking a jitted output says how long): the
+    items are the outer loop's, independent of each other, so that loop is the one to vmap."""
+    outers = Counter({outer: n for (inner, outer), n in record.sampled_outer_sites.items() if inner == site})
+    if not outers:
+        return None
+    outer, _ = outers.most_common(1)[0]
+    inner = enclosing(site)
+    if inner.function is None or enclosing(outer).loop is None:
+        return None
+    carried_share = record.sampled_carried / sampled
+    chain = 1 / (1 - carried_share) if carried_share < 1 else math.inf
+    if inner.loop is not None and not (carried_share * 2 >= 1 and chain < PERIODIC_STEPS):
+        return None
+    how = (f"in {inner.function} (lines {inner.function_span[0]}-{inner.function_span[1]})" if inner.function_span
+           else f"in {inner.function}")
+    if inner.loop is not None:
+        how += (f", whose own loop carries a state in short chains: {record.sampled_carried} of {sampled} timed "
+                "calls took the output of the call before, the others began a new item of the loop here")
+    else:
+        how += ", once per item of the loop here"
+    fix = (f"jax.vmap {inner.function} over the items of this loop, inside one jitted function"
+           + (" (its own loop as lax.while_loop or lax.fori_loop)" if inner.loop is not None else "")
+           + f": one dispatch for all of them instead of {record.calls} calls of {record.name}")
+    return outer, "JAX202", fix, how
+
+
 def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFinding:
     """A function run once whose loop calls jitted steps and does eager work around them every
     iteration (`driven.driven_loops`): one finding at the most called step's call, the whole
@@ -329,13 +376,19 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
                f"{loop.ops} eager ops around {around}{callees} ({loop.ops / loop.iterations:.0f} per iteration, "
                f"{seconds(eager_s)}, {eager_s / wall_s:.0%} of the wall time; {seconds(loop.call_s)} more in the "
                f"calls): the loop's own JAX work runs op by op every iteration")
+    # the steps' calls take no jitted output from the call before: the iterations are independent
+    # items (the examples of a batch), mapped rather than scanned
+    carried = top.record.sampled_carried * 2 >= sum(top.record.sampled_sites.values())
+    code = "JAX201" if carried else "JAX202"
     fix = ("run the whole loop body (the eager ops and the step) as lax.scan or lax.fori_loop inside one jitted "
-           "function: one dispatch for all the iterations")
+           "function: one dispatch for all the iterations" if carried else
+           "jax.vmap the whole loop body (the step and the eager work around it) over the items the loop goes "
+           "through, inside one jitted function, and sum or stack the results after: one dispatch for all of them")
     where = (display_path(top.site.path), top.site.line)
     cost = round(eager_s + loop.call_s, 6)
     if not measure:
         return RuntimeFinding(
-            "JAX201", RULE_NAMES["JAX201"], *where, message, fix, top.calls, cost, function=top.record.name,
+            code, RULE_NAMES[code], *where, message, fix, top.calls, cost, function=top.record.name,
             saving_method="no estimate: the scanned loop is not timed (--trace) and the eager ops' time is "
                           "inflated by the profiler; cost_s, the loop's eager ops and calls, bounds what it saves")
     parts = [f"the loop's {loop.ops} eager ops took {seconds(loop.op_s)}{compiled} in this run, which one "
@@ -346,18 +399,18 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
         if step.record.wrappers_created >= REPEATED or len(step.record.recompiles) + 1 >= REPEATED:
             parts.append(f"{name}'s calls are not counted: the loop re-traces or recompiles it (JAX102/JAX103)")
             continue
-        scanned = loop_saving.measure(step.record, True)
+        scanned = loop_saving.measure(step.record, carried)
         if scanned.saving_s is None:
             parts.append(f"{name}'s calls are not counted ({scanned.method})")
             continue
         # the measurement scales to all the function's calls: this loop's share of them
         share = step.calls / step.record.calls
         saving += scanned.saving_s * share
-        parts.append(f"plus {seconds(scanned.saving_s * share)} from scanning {name}'s calls "
-                     f"({scanned.method.removeprefix('measured: ')})")
+        parts.append(f"plus {seconds(scanned.saving_s * share)} from {'scanning' if carried else 'vmapping'} "
+                     f"{name}'s calls ({scanned.method.removeprefix('measured: ')})")
     parts.append("not subtracted: the time the same ops take compiled inside the loop, which is not timed")
     return RuntimeFinding(
-        "JAX201", RULE_NAMES["JAX201"], *where, message, fix, top.calls, cost, function=top.record.name,
+        code, RULE_NAMES[code], *where, message, fix, top.calls, cost, function=top.record.name,
         saving_s=round(saving, 6), saving_method="measured: " + "; ".join(parts))
 
 

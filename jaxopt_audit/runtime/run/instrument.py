@@ -175,6 +175,8 @@ class FunctionRecord:
     # on the timed (sampled) top-level calls: where they were made, and how many took an output of
     # a jitted call as an argument (a state carried from step to step: a loop to scan, else to vmap)
     sampled_sites: Counter[SourceLine] = field(default_factory=Counter)
+    # ... with the line that called the function making the call (a loop around that function)
+    sampled_outer_sites: Counter[tuple[SourceLine, SourceLine]] = field(default_factory=Counter)
     sampled_carried: int = 0
     # the latest timed call's arguments, abstractly (`arguments.call_sample`), which of their
     # leaves changed from one timed call to the next, and the real jitted function called: what
@@ -584,9 +586,11 @@ class Instrument:
         return out
 
     def _note_loop_sample(self, wrapper: RecordingJit, record: FunctionRecord, args: tuple, kwargs: dict) -> None:
-        site = self.user_files.caller_site(4)
+        site, outer = self.user_files.caller_and_outer_site(4)
         if site is not None:
             record.sampled_sites[site] += 1
+            if outer is not None:
+                record.sampled_outer_sites[site, outer] += 1
         producers = self._producers
         leaves, sample = call_sample(args, kwargs, wrapper._static_positions, wrapper._static_names)
         for leaf in leaves:

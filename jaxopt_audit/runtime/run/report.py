@@ -306,7 +306,9 @@ def _roles_by_calls(instrument: Instrument) -> dict[Any, str]:
         if looped * 2 >= record.ops:
             roles[code] = DRIVER
     for code, record in records.items():
-        if code not in roles and record.caller_codes and record.caller_codes <= repeated - set(roles):
+        # a lambda mapped over a repeated caller's leaves is that caller's work, driver or not
+        callers = repeated if code.co_name == "<lambda>" else repeated - set(roles)
+        if code not in roles and record.caller_codes and record.caller_codes <= callers:
             roles[code] = HELPER
     steps = max([r.calls for code, r in records.items() if roles.get(code) is None]
                 + [r.calls for r in instrument.functions.values()], default=0)

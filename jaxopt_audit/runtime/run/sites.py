@@ -119,6 +119,23 @@ class UserFiles:
             frame = frame.f_back
         return None
 
+    def caller_and_outer_site(self, depth: int = 2) -> tuple[SourceLine | None, SourceLine | None]:
+        """The user's line that led to the current call (as `caller_site`) and the user's line
+        that called the function running it (where a loop around that function would be)."""
+        try:
+            frame: FrameType | None = sys._getframe(depth)
+        except ValueError:
+            return None, None
+        is_user = self.is_user
+        while frame is not None and not is_user(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return None, None
+        outer = frame.f_back
+        while outer is not None and not is_user(outer.f_code.co_filename):
+            outer = outer.f_back
+        return self.site(frame), self.site(outer)
+
     def caller_site(self, depth: int = 2) -> SourceLine | None:
         """The user's line that led to the current call (skipping `depth` frames of ours)."""
         try:

@@ -1,0 +1,69 @@
+"""Where a line of the user's source sits: the innermost function and the innermost `for` or
+`while` statement around it, from the file's syntax tree (read once per file)."""
+
+from __future__ import annotations
+
+import ast
+import linecache
+from functools import lru_cache
+from typing import NamedTuple
+
+from .sites import SourceLine
+
+
+class Enclosing(NamedTuple):
+    """The innermost function (None: module level) and loop (None: no loop of that function)
+    around a line: (first, last) lines of each."""
+
+    function: str | None
+    function_span: tuple[int, int] | None
+    loop: tuple[int, int] | None
+
+
+def enclosing(site: SourceLine) -> Enclosing:
+    """The innermost function and, inside it, the innermost loop containing `site`'s line."""
+    return _enclosing(site.path, site.line, len(linecache.getlines(site.path)))
+
+
+@lru_cache(maxsize=4096)
+def _enclosing(path: str, line: int, _length: int) -> Enclosing:
+    tree = _tree(path, _length)
+    if tree is None:
+        return Enclosing(None, None, None)
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
+                and node.lineno <= line <= node.end_lineno
+                and (function is None or node.lineno >= function.lineno)):
+            function = node
+    scope: ast.AST = function if function is not None else tree
+    best: tuple[int, int] | None = None
+    for node in _own_nodes(scope):
+        if (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.end_lineno is not None
+                and node.lineno <= line <= node.end_lineno
+                and (best is None or node.end_lineno - node.lineno < best[1] - best[0])):
+            best = (node.lineno, node.end_lineno)
+    if function is None:
+        return Enclosing(None, None, best)
+    return Enclosing(function.name, (function.lineno, function.end_lineno or function.lineno), best)
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of `scope`'s body, not those of functions or classes defined inside it."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+@lru_cache(maxsize=64)
+def _tree(path: str, _length: int) -> ast.Module | None:
+    try:
+        return ast.parse("".join(linecache.getlines(path)))
+    except (SyntaxError, ValueError):
+        return None
