@@ -164,10 +164,8 @@ class FunctionRecord:
     exec_samples: list[float] = field(default_factory=list)  # synchronised calls: dispatch to results
     h2d_transfers: int = 0  # host leaves copied to the device as arguments
     host_array_args: int = 0  # of which NumPy arrays
-    calls_with_host_arrays: int = 0
     d2h_transfers: int = 0  # reads of this function's outputs on the host
     jit_sites: Counter[SourceLine] = field(default_factory=Counter)  # where wrappers were created
-    call_sites_with_host_arrays: Counter[SourceLine] = field(default_factory=Counter)
     recompiles: list[Recompile] = field(default_factory=list)  # the first MAX_RECOMPILES_KEPT
     # at the latest compilation: the static arguments that are functions, by name, as (code, id):
     # the same code in a new object at the next one is a new function passed each call
@@ -256,6 +254,26 @@ class TransferKey(NamedTuple):
     path: str
     line: int
     via: str  # the API that moved the data: "float()", "np.asarray", "jit argument", ...
+
+
+class TransferLine:
+    """What the run saw at one transfer key, on one object: counting a transfer is a few
+    attribute updates on the object its call site found once (the line recurs every step).
+
+    An int or float attribute's `+=` runs no Python code between its load and its store, so
+    under CPython's GIL another thread cannot interleave with it: the counting takes no lock."""
+
+    __slots__ = ("key", "count", "occurrences", "clocks", "functions", "seconds")
+
+    def __init__(self, key: TransferKey) -> None:
+        self.key = key
+        self.count = 0
+        # separate occurrences: a run of events at one line with nothing else in between (a
+        # comprehension converting a dict of arrays) is one; a line hit once per step is many
+        self.occurrences = 0
+        self.clocks: list[int] = []  # the run's clock at each occurrence, the first _CLOCKS_KEPT
+        self.functions: Counter[str] | None = None  # whose outputs (reads of jitted functions' outputs)
+        self.seconds: float | None = None  # inside the reads, syncs and explicit copies (None: not timed)
 
 
 class _CallFrame:
@@ -348,29 +366,22 @@ class Instrument:
         self.user_files = user_files
         self.active = False
         self.functions: dict[tuple[str, int, str], FunctionRecord] = {}
-        self.transfers: Counter[TransferKey] = Counter()
-        # separate occurrences: a run of events at one line with nothing else in between (a
-        # comprehension converting a dict of arrays) is one; a line hit once per step is many
-        self.transfer_occurrences: Counter[TransferKey] = Counter()
-        self._last_transfer: TransferKey | None = None
-        self.transfer_functions: dict[TransferKey, Counter[str]] = {}
+        self.transfer_lines: dict[TransferKey, TransferLine] = {}
+        self._last_transfer: TransferLine | None = None
         # lines run by a third-party library calling the user's code (an optimizer evaluating the
         # objective): the package's name. Its loop, not the program's step, decides how often
         self.transfer_drivers: dict[TransferKey, str] = {}
         # calls of the user's JAX work so far (top-level jitted calls, calls of functions running ops
         # eagerly), and its value at each occurrence of a transfer: how many steps lie between them
         self.clock = 0
-        self.occurrence_clocks: defaultdict[TransferKey, list[int]] = defaultdict(list)
-        # seconds inside the reads, syncs and explicit copies of each key (jit arguments: not timed apart)
-        self.transfer_s: defaultdict[TransferKey, float] = defaultdict(float)
         # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
         # measured after the run (`copy_saving`)
         self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]] = {}
         self._alignments: dict[tuple[tuple[int, ...], str], bool] = {}  # (shape, dtype) -> last sampled
-        self._read_keys: dict[tuple[str, SourceLine, str], TransferKey] = {}
+        self._read_lines: dict[tuple[str, SourceLine, str], TransferLine] = {}
         self._passing_sites: dict[tuple[Any, int], SourceLine | None] = {}  # (code, instruction) of the call
-        # a passing line -> its transfer key and copy counts (made once: the line recurs every step)
-        self._argument_sites: dict[SourceLine, tuple[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]]] = {}
+        # a passing line -> its transfer line and copy counts (made once: the line recurs every step)
+        self._argument_sites: dict[SourceLine, tuple[TransferLine, Counter[tuple[tuple[int, ...], str, bool]]]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -394,6 +405,29 @@ class Instrument:
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
         self._original_block = ArrayImpl.block_until_ready
+
+    # the transfer lines' counts by key, for the report
+    @property
+    def transfers(self) -> Counter[TransferKey]:
+        return Counter({key: line.count for key, line in self.transfer_lines.items()})
+
+    @property
+    def transfer_occurrences(self) -> Counter[TransferKey]:
+        return Counter({key: line.occurrences for key, line in self.transfer_lines.items()})
+
+    @property
+    def occurrence_clocks(self) -> dict[TransferKey, list[int]]:
+        return {key: line.clocks for key, line in self.transfer_lines.items()}
+
+    @property
+    def transfer_functions(self) -> dict[TransferKey, Counter[str]]:
+        return {key: line.functions for key, line in self.transfer_lines.items() if line.functions}
+
+    @property
+    def transfer_s(self) -> dict[TransferKey, float]:
+        """Seconds inside the reads, syncs and explicit copies of each key timed (jit arguments
+        are copied inside the call, not timed apart)."""
+        return {key: line.seconds for key, line in self.transfer_lines.items() if line.seconds is not None}
 
     # ------------------------------------------------------------ install / uninstall
 
@@ -557,7 +591,6 @@ class Instrument:
             record.h2d_transfers += host_leaves
             if host_arrays:
                 record.host_array_args += host_arrays
-                record.calls_with_host_arrays += 1
                 caller = sys._getframe(2)
                 where = (caller.f_code, caller.f_lasti)
                 # the passing line is looked for on sampled calls (a stack walk and the caller's
@@ -566,11 +599,11 @@ class Instrument:
                 if site is None:
                     site = self._passing_sites[where] = self.user_files.passing_site(caller, host_values)
                 if site is not None:
-                    record.call_sites_with_host_arrays[site] += 1
                     copies = self._argument_sites.get(site)
                     if copies is None:
                         key = TransferKey("h2d", site[0], site[1], "jit argument")
-                        copies = self._argument_sites[site] = (key, self.argument_copies.setdefault(key, Counter()))
+                        copies = self._argument_sites[site] = (self._transfer_line(key),
+                                                               self.argument_copies.setdefault(key, Counter()))
                     self._count_transfer(copies[0], record.name, host_arrays)
                     specs = copies[1]
                     for spec in host_specs:
@@ -862,11 +895,10 @@ class Instrument:
 
     def _on_read_finished(self, seconds: float) -> None:
         """The seconds the read or sync just counted took, charged to its line."""
-        key = getattr(self._local, "pending_read", None)
-        if key is not None:
+        line = getattr(self._local, "pending_read", None)
+        if line is not None:
             self._local.pending_read = None
-            with self._lock:
-                self.transfer_s[key] += seconds
+            line.seconds = (line.seconds or 0.0) + seconds
 
     def _note_read(self, array: Any, via: str, direction: str) -> None:
         with self._lock:
@@ -878,37 +910,45 @@ class Instrument:
             record.d2h_transfers += 1
         site = self.user_files.caller_site(3)
         if site is not None:
-            key = self._read_keys.get((direction, site, via))
-            if key is None:
-                key = self._read_keys[direction, site, via] = TransferKey(direction, site[0], site[1], via)
-            self._count_transfer(key, record.name if record else None)
-            self._local.pending_read = key
+            line = self._read_lines.get((direction, site, via))
+            if line is None:
+                line = self._read_lines[direction, site, via] = self._transfer_line(
+                    TransferKey(direction, site[0], site[1], via))
+            self._count_transfer(line, record.name if record else None)
+            self._local.pending_read = line
 
     def _note_sync(self, via: str) -> None:
         site = self.user_files.caller_site(3)
         if site is not None:
-            key = TransferKey("sync", site.path, site.line, via)
-            self._count_transfer(key, None)
-            self._local.pending_read = key
+            line = self._transfer_line(TransferKey("sync", site.path, site.line, via))
+            self._count_transfer(line, None)
+            self._local.pending_read = line
 
-    def _count_transfer(self, key: TransferKey, function: str | None, count: int = 1) -> None:
-        if key not in self.transfers:  # once per line: does a library's loop (SciPy's optimizer) run it?
-            driver = self.user_files.third_party_caller(sys._getframe(1))
-            if driver is not None:
-                self.transfer_drivers[key] = driver
-        with self._lock:
-            self.transfers[key] += count
-            if key != self._last_transfer:
-                self.transfer_occurrences[key] += 1
-                self._last_transfer = key
-                clocks = self.occurrence_clocks[key]
-                if len(clocks) < _CLOCKS_KEPT:
-                    clocks.append(self.clock)
-            if function is not None:
-                functions = self.transfer_functions.get(key)
-                if functions is None:  # not setdefault: that builds a Counter on every transfer
-                    functions = self.transfer_functions[key] = Counter()
-                functions[function] += count
+    def _transfer_line(self, key: TransferKey) -> TransferLine:
+        line = self.transfer_lines.get(key)
+        if line is None:
+            with self._lock:
+                line = self.transfer_lines.get(key)
+                if line is None:
+                    # once per line: does a library's loop (SciPy's optimizer) run it?
+                    driver = self.user_files.third_party_caller(sys._getframe(1))
+                    if driver is not None:
+                        self.transfer_drivers[key] = driver
+                    line = self.transfer_lines[key] = TransferLine(key)
+        return line
+
+    def _count_transfer(self, line: TransferLine, function: str | None, count: int = 1) -> None:
+        line.count += count
+        if line is not self._last_transfer:
+            line.occurrences += 1
+            self._last_transfer = line
+            if len(line.clocks) < _CLOCKS_KEPT:
+                line.clocks.append(self.clock)
+        if function is not None:
+            functions = line.functions
+            if functions is None:
+                functions = line.functions = Counter()
+            functions[function] += count
 
     # ------------------------------------------------------------ eager (op-by-op) work
 
@@ -1038,7 +1078,8 @@ class Instrument:
                 for record in chain:
                     record.h2d_transfers += arrays
                     record.h2d_sites[site] += arrays
-                self._count_transfer(TransferKey("h2d", site.path, site.line, "eager op"), None, arrays)
+                self._count_transfer(self._transfer_line(TransferKey("h2d", site.path, site.line, "eager op")), None,
+                                     arrays)
         return chain
 
     # ------------------------------------------------------------ host writes outside jit
@@ -1057,21 +1098,19 @@ class Instrument:
             if not instrument.active or not args or HOST_READS.inside() or not _is_top_level():
                 return original(*args, **kwargs)
             count = _host_array_count(args[0])
-            key = None
+            line = None
             if count:
                 site = instrument.user_files.passing_site(sys._getframe(1), _host_arrays(args[0]))
                 if site is not None:
-                    key = TransferKey("h2d", site.path, site.line, via)
-                    instrument._count_transfer(key, None, count)
+                    line = instrument._transfer_line(TransferKey("h2d", site.path, site.line, via))
+                    instrument._count_transfer(line, None, count)
             HOST_READS.enter()  # what the copy does inside is not the user's doing
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
-                if key is not None:
-                    spent = time.perf_counter() - start
-                    with instrument._lock:
-                        instrument.transfer_s[key] += spent
+                if line is not None:
+                    line.seconds = (line.seconds or 0.0) + time.perf_counter() - start
                 HOST_READS.exit()
 
         return put
