@@ -73,7 +73,8 @@ _DURATION_KINDS: dict[str, CompileKind] = {TRACE_EVENT: "trace", LOWER_EVENT: "l
 
 class ReadOnce:
     """The arrays already read back to the host: each counts once, and is forgotten when freed
-    (a new array that reuses the address counts again). Callers hold their own lock."""
+    (a new array that reuses the address counts again). Not locked: two threads reading one array
+    at once may both count it, unless the caller holds a lock."""
 
     _PRUNE_AT = 16384
 

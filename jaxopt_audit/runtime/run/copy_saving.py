@@ -21,10 +21,11 @@ import numpy as np
 
 from ...units import seconds
 
+CopySpec = tuple[tuple[int, ...], np.dtype | str, bool]  # a NumPy argument's shape, dtype, 64-byte alignment
 REPEATS = 15  # the copy is a difference of two short times: many samples, their median
 
 
-def copies_saving(specs: Counter[tuple[tuple[int, ...], str, bool]]) -> tuple[float | None, str]:
+def copies_saving(specs: Counter[CopySpec]) -> tuple[float | None, str]:
     """(saving_s, method) for the copies of arrays of these (shape, dtype, 64-byte aligned) counts."""
     total = 0.0
     parts = []

@@ -69,7 +69,6 @@ import inspect
 import itertools
 import linecache
 import logging
-import operator
 import os
 import statistics
 import sys
@@ -95,6 +94,7 @@ from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
 from .arguments import NOT_FUNCTIONS, ArgumentSample, CallSample, call_sample, same_value, signature_of, worth_recording
 from .cachemiss import HEADER, NEW_FUNCTION_ARGUMENT, STATIC, CacheMiss, parse_cache_miss
+from .copy_saving import CopySpec
 from .sites import SourceLine, UserFiles
 
 CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
@@ -376,12 +376,12 @@ class Instrument:
         self.clock = 0
         # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
         # measured after the run (`copy_saving`)
-        self.argument_copies: dict[TransferKey, Counter[tuple[tuple[int, ...], str, bool]]] = {}
-        self._alignments: dict[tuple[tuple[int, ...], str], bool] = {}  # (shape, dtype) -> last sampled
+        self.argument_copies: dict[TransferKey, Counter[CopySpec]] = {}
+        self._alignments: dict[tuple[tuple[int, ...], np.dtype], bool] = {}  # (shape, dtype) -> last sampled
         self._read_lines: dict[tuple[str, SourceLine, str], TransferLine] = {}
         self._passing_sites: dict[tuple[Any, int], SourceLine | None] = {}  # (code, instruction) of the call
         # a passing line -> its transfer line and copy counts (made once: the line recurs every step)
-        self._argument_sites: dict[SourceLine, tuple[TransferLine, Counter[tuple[tuple[int, ...], str, bool]]]] = {}
+        self._argument_sites: dict[SourceLine, tuple[TransferLine, Counter[CopySpec]]] = {}
         self.eager_compiles = 0
         self.eager_compile_s = 0.0  # the program's thread compiling outside jitted calls
         self.compile_s_by_kind: dict[str, float] = defaultdict(float)  # as reported: nested events overlap
@@ -651,7 +651,7 @@ class Instrument:
         record.loop_callable = wrapper._jitted
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple, kwargs: dict,
-                           sampled: bool) -> tuple[int, int, list[tuple[tuple[int, ...], str, bool]], list[Any]]:
+                           sampled: bool) -> tuple[int, int, list[CopySpec], list[Any]]:
         """(host leaves, NumPy arrays among them, their (shape, dtype, 64-byte aligned), the arrays).
 
         Reading an array's address costs a microsecond (NumPy builds `__array_interface__`), so
@@ -666,17 +666,16 @@ class Instrument:
         kinds = set(map(type, all_leaves))
         if kinds <= _DEVICE_ONLY:  # the common case, checked in C
             return 0, 0, [], []
-        # the NumPy arrays picked out in C: a params tree's device leaves cost no bytecode
-        values = list(itertools.compress(all_leaves, map(operator.is_, map(type, all_leaves),
-                                                         itertools.repeat(np.ndarray))))
+        values = [leaf for leaf in all_leaves if type(leaf) is np.ndarray]
         arrays = leaves = len(values)
         if not kinds <= _DEVICE_OR_NUMPY:
             leaves += sum(1 for leaf in all_leaves if isinstance(leaf, np.generic) or type(leaf) in _HOST_SCALARS)
         specs = []
         alignments = self._alignments
         for leaf in values:
-            # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it
-            spec = (leaf.shape, leaf.dtype.str)
+            # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it.
+            # The dtype object, not its `.str` (built anew on each access): a key made every call
+            spec = (leaf.shape, leaf.dtype)
             aligned = None if sampled else alignments.get(spec)
             if aligned is None:
                 aligned = alignments[spec] = leaf.__array_interface__["data"][0] % 64 == 0
@@ -890,25 +889,16 @@ class Instrument:
             if not self.user_files.is_user(caller.f_code.co_filename):
                 via = f"{via} in {_package_of(caller.f_code.co_filename)}"  # a library's own sync
             self._note_sync(via)
-        else:
-            self._note_read(array, via, direction)
-
-    def _on_read_finished(self, seconds: float) -> None:
-        """The seconds the read or sync just counted took, charged to its line."""
-        line = getattr(self._local, "pending_read", None)
-        if line is not None:
-            self._local.pending_read = None
-            line.seconds = (line.seconds or 0.0) + seconds
-
-    def _note_read(self, array: Any, via: str, direction: str) -> None:
-        with self._lock:
-            if not self._read_arrays.first(array):
-                return  # this array is already on the host
+            return
+        # a read (one per step in many loops): counted here, not in a further call.
+        # ReadOnce takes no lock: two threads reading one array at once count it twice at worst
+        if not self._read_arrays.first(array):
+            return  # this array is already on the host
         producer = self._producers.get(id(array))
         record = producer[1] if producer is not None and producer[0]() is array else None
         if record is not None:
             record.d2h_transfers += 1
-        site = self.user_files.caller_site(3)
+        site = self.user_files.caller_site(2)
         if site is not None:
             line = self._read_lines.get((direction, site, via))
             if line is None:
@@ -916,6 +906,13 @@ class Instrument:
                     TransferKey(direction, site[0], site[1], via))
             self._count_transfer(line, record.name if record else None)
             self._local.pending_read = line
+
+    def _on_read_finished(self, seconds: float) -> None:
+        """The seconds the read or sync just counted took, charged to its line."""
+        line = getattr(self._local, "pending_read", None)
+        if line is not None:
+            self._local.pending_read = None
+            line.seconds = (line.seconds or 0.0) + seconds
 
     def _note_sync(self, via: str) -> None:
         site = self.user_files.caller_site(3)
@@ -1091,6 +1088,7 @@ class Instrument:
 
     def _writing_function(self, original: Callable[..., Any], via: str) -> Callable[..., Any]:
         instrument = self
+        python_lists = via != "jax.device_put"  # jnp.array / jnp.asarray make one array of a list
 
         @functools.wraps(original)
         def put(*args: Any, **kwargs: Any) -> Any:
@@ -1098,11 +1096,15 @@ class Instrument:
             if not instrument.active or not args or HOST_READS.inside() or not _is_top_level():
                 return original(*args, **kwargs)
             count = _host_array_count(args[0])
+            what = via
+            if not count and python_lists and _python_values(args[0]):
+                # nested Python lists of numbers: built element by element on the host, then copied
+                count, what = 1, f"{via} of Python lists"
             line = None
             if count:
                 site = instrument.user_files.passing_site(sys._getframe(1), _host_arrays(args[0]))
                 if site is not None:
-                    line = instrument._transfer_line(TransferKey("h2d", site.path, site.line, via))
+                    line = instrument._transfer_line(TransferKey("h2d", site.path, site.line, what))
                     instrument._count_transfer(line, None, count)
             HOST_READS.enter()  # what the copy does inside is not the user's doing
             start = time.perf_counter()
@@ -1186,6 +1188,14 @@ def _host_arrays(obj: Any) -> list[Any]:
         return [leaf for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray]
     except Exception:  # not a pytree jax accepts: the real call will say so
         return []
+
+
+def _python_values(obj: Any) -> bool:
+    """A non-empty (nested) list or tuple whose first element, followed down, is a Python or
+    NumPy number: host values to be made into one array, not a list of device arrays to stack."""
+    while isinstance(obj, (list, tuple)) and obj:
+        obj = obj[0]
+    return isinstance(obj, (*_HOST_SCALARS, np.generic)) and not isinstance(obj, (list, tuple))
 
 
 def _host_array_count(obj: Any) -> int:
