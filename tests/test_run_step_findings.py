@@ -196,3 +196,49 @@ def test_short_solver_loops_per_item_point_at_the_loop_over_items(tmp_path: Path
     # the host test stays where it is read
     reads = [f["line"] for f in report["findings"] if f["code"] == "JAX301"]
     assert reads == [_line_of(PER_ITEM, "        if abs(float(step)) < 1e-4:")]
+
+
+CELL_LOOP = SCRIPTS / "cell_loop.py"
+
+
+@pytest.mark.slow
+def test_outputs_stacked_after_a_driven_loop_are_part_of_its_saving(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(CELL_LOOP))
+    assert status == 0
+    call = _line_of(CELL_LOOP, "            cells.append(rule(padded[i:i + 3, j:j + 3]))")
+    loops = [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+    assert [(f["code"], f["line"], f["count"]) for f in loops] == [("JAX202", call, 16 * 16 * 30)]
+    assert "stacking up to 256 of rule's outputs in one eager op after the loop" in loops[0]["saving_method"]
+
+
+LIST_BATCHES = SCRIPTS / "list_batches.py"
+
+
+@pytest.mark.slow
+def test_batches_made_from_python_lists_each_step_are_host_copies(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(LIST_BATCHES))
+    assert status == 0
+    line = _line_of(LIST_BATCHES, "    w = step(w, jnp.array([r[:2] + [1.0] for r in rows]), "
+                                  "jnp.array([r[2] for r in rows]))")
+    copies = [f for f in report["findings"] if f["code"] == "JAX302"]
+    # two lists per step, 32 steps; the constant list converted once before the loop is no finding
+    assert [(f["line"], f["count"]) for f in copies] == [(line, 64)]
+    assert "Python lists of numbers were made into device arrays here (jnp.array of Python lists)" in \
+        copies[0]["message"]
+    assert copies[0]["saving_s"] == copies[0]["cost_s"] and copies[0]["saving_s"] > 0
+    assert copies[0]["saving_method"].startswith("measured: the time of the conversion calls at this line")
+
+
+EPOCH_READS = SCRIPTS / "epoch_reads.py"
+
+
+@pytest.mark.slow
+def test_a_read_once_per_long_jitted_call_is_not_a_per_step_stall(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(EPOCH_READS))
+    assert status == 0
+    line = _line_of(EPOCH_READS, "    history.append(jax.device_get(state))")
+    assert (report["functions"][0]["name"], report["functions"][0]["calls"]) == ("epoch", 6)
+    assert not [f for f in report["findings"] if f["code"] == "JAX301"]
+    # counted in the traffic table all the same
+    reads = [(t["line"], t["count"]) for t in report["transfers"] if t["direction"] == "d2h"]
+    assert (line, 6) in reads

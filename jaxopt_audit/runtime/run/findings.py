@@ -31,14 +31,18 @@ From the instruments' records:
 - JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
   `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
-  and again: as arguments of a jitted call, or through `jnp.asarray` / `jax.device_put`.
+  and again: as arguments of a jitted call, or through `jnp.asarray` / `jax.device_put`, or
+  nested Python lists of numbers made into an array by `jnp.array` / `jnp.asarray` (converted
+  element by element on the host first: that conversion is the cost and the saving).
 
 "Again and again" is `REPEATED` or more separate occurrences: once or twice (a final print, a
 warm-up) is not a per-step pattern, and neither is one burst of consecutive events at one line
 with nothing else in between (a comprehension moving a dict of arrays to the device once), nor
-a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`); one
-every few steps is reported with its period. A `block_until_ready` followed by a timer read is
-a benchmark's measurement, which needs the wait, not a stall. A transfer in code a third-party
+a transfer `PERIODIC_STEPS` or more steps apart (logging every 100 steps: `step_period`), nor a
+read once per call of a jitted function taking `AMORTISED_CALL_S` or more (an epoch as one
+scan: the wait is for that much work); one every few steps is reported with its period. A
+`block_until_ready` followed by a timer read is a benchmark's measurement, which needs the
+wait, not a stall. A transfer in code a third-party
 library calls in its own loop (SciPy's optimizer evaluating the objective) happens as often as
 that loop iterates and the library gives and takes host values there: a line of the summary
 with its count (`report.driven_notes`), not a finding.
@@ -364,8 +368,9 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
     loop body to scan.
 
     The saving adds measured parts only: the loop's eager ops and their compilation in this run,
-    which one jitted loop removes, and (`measure`) what scanning each step's calls saves, timed
-    as for a loop of jitted calls (`loop_saving`)."""
+    which one jitted loop removes, (`measure`) what scanning or vmapping each step's calls saves,
+    timed as for a loop of jitted calls (`loop_saving`), and the eager stacking of the steps'
+    outputs after the loop (`FunctionRecord.stacked_s`), which a compiled loop returns stacked."""
     driver, top = loop.driver, loop.steps[0]
     eager_s = loop.op_s + loop.compile_s
     compiled = f" and {seconds(loop.compile_s)} compiling them" if loop.compile_s else ""
@@ -385,7 +390,8 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
            "jax.vmap the whole loop body (the step and the eager work around it) over the items the loop goes "
            "through, inside one jitted function, and sum or stack the results after: one dispatch for all of them")
     where = (display_path(top.site.path), top.site.line)
-    cost = round(eager_s + loop.call_s, 6)
+    stacked_s = sum(step.record.stacked_s * step.calls / step.record.calls for step in loop.steps)
+    cost = round(eager_s + loop.call_s + stacked_s, 6)
     if not measure:
         return RuntimeFinding(
             code, RULE_NAMES[code], *where, message, fix, top.calls, cost, function=top.record.name,
@@ -408,6 +414,11 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
         saving += scanned.saving_s * share
         parts.append(f"plus {seconds(scanned.saving_s * share)} from {'scanning' if carried else 'vmapping'} "
                      f"{name}'s calls ({scanned.method.removeprefix('measured: ')})")
+        if step.record.stacked_s:
+            stacked = step.record.stacked_s * share
+            saving += stacked
+            parts.append(f"plus {seconds(stacked)} stacking up to {step.record.stacked_outputs} of {name}'s outputs in "
+                         "one eager op after the loop, which the loop compiled as one returns stacked")
     parts.append("not subtracted: the time the same ops take compiled inside the loop, which is not timed")
     return RuntimeFinding(
         code, RULE_NAMES[code], *where, message, fix, top.calls, cost, function=top.record.name,
@@ -446,6 +457,8 @@ def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[Runtim
         period = step_period(instrument, key)
         if period is not None and period >= PERIODIC_STEPS:
             continue  # already done every k steps: not a per-step stall or copy
+        if key.direction == "d2h" and _waits_for_long_calls(instrument, key):
+            continue  # once per long call (an epoch's scan): the wait is the work, amortised like every k steps
         # "every ~3 steps" where that is what the run saw, else per step
         every = f"every ~{period:.0f} steps" if period is not None and period >= 1.5 else "per step"
         functions = sorted(instrument.transfer_functions.get(key, {}))
@@ -473,18 +486,44 @@ def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[Runtim
                 "synchronise once after the loop (or only where you read a timer)", count, timed, function=about,
                 saving_method=_WAIT_NOT_SAVED)
         elif key.direction == "h2d":
+            lists = key.via.endswith(" of Python lists")
             saving, method = timed, (
+                "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart"
+                if timed is None else
+                "measured: the time of the conversion calls at this line (element by element on the host, then "
+                "the copy), which converting the data once removes" if lists else
                 "measured: the time of the copy calls at this line, which moving the data once removes "
-                "(on CPU a copy shares host memory and costs little)" if timed is not None
-                else "no estimate: copies of a jitted call's arguments happen inside the call, not timed apart")
+                "(on CPU a copy shares host memory and costs little)")
             if timed is None and measure and key in instrument.argument_copies:
                 saving, method = copies_saving(instrument.argument_copies[key])
-            yield RuntimeFinding(
-                "JAX302", RULE_NAMES["JAX302"], path, key.line,
-                f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a host-to-device "
-                f"transfer {every}",
-                "move the data set to the device once (jax.device_put before the loop) and slice it "
-                "on the device", count, timed, function=about, saving_s=saving, saving_method=method)
+            if lists:
+                message = (f"{count} Python lists of numbers were made into device arrays here ({key.via}): each "
+                           f"one converted element by element on the host and copied, {every}")
+                fix = ("make the data one NumPy array once, before the loop, move it with jax.device_put and "
+                       "slice it on the device")
+            else:
+                message = (f"{count} host (NumPy) arrays were copied to the device here ({key.via}): a "
+                           f"host-to-device transfer {every}")
+                fix = "move the data set to the device once (jax.device_put before the loop) and slice it on the device"
+            yield RuntimeFinding("JAX302", RULE_NAMES["JAX302"], path, key.line, message, fix, count, timed,
+                                 function=about, saving_s=saving, saving_method=method)
+
+
+AMORTISED_CALL_S = 0.01  # a read once per call of a function this slow (median) is not a per-step stall
+
+
+def _waits_for_long_calls(instrument: Instrument, key: TransferKey) -> bool:
+    """The reads at `key` are of one jitted function's output (those whose producer is known:
+    only the leaves at either end of a large output are tracked) and that function's calls take
+    `AMORTISED_CALL_S` or more each (an epoch run as one scan): a read per such call stops the
+    host and device overlapping once per that much device work, which is what reading every k
+    steps buys, so it is no per-step problem."""
+    functions = instrument.transfer_functions.get(key) or Counter()
+    if len(functions) != 1:
+        return False
+    (name,) = functions
+    records = [r for r in instrument.functions.values() if r.name == name and r.exec_samples]
+    return len(records) == 1 and statistics.median(records[0].exec_samples) >= AMORTISED_CALL_S
 
 
 def _beyond_device_work(instrument: Instrument, key: TransferKey, function: str | None,
