@@ -379,6 +379,7 @@ class Instrument:
         self.argument_copies: dict[TransferKey, Counter[CopySpec]] = {}
         self._alignments: dict[tuple[tuple[int, ...], np.dtype], bool] = {}  # (shape, dtype) -> last sampled
         self._read_lines: dict[tuple[str, SourceLine, str], TransferLine] = {}
+        self._read_instructions: dict[tuple[Any, int, str], TransferLine] = {}  # (code, instruction, via)
         self._passing_sites: dict[tuple[Any, int], SourceLine | None] = {}  # (code, instruction) of the call
         # a passing line -> its transfer line and copy counts (made once: the line recurs every step)
         self._argument_sites: dict[SourceLine, tuple[TransferLine, Counter[CopySpec]]] = {}
@@ -898,14 +899,23 @@ class Instrument:
         record = producer[1] if producer is not None and producer[0]() is array else None
         if record is not None:
             record.d2h_transfers += 1
-        site = self.user_files.caller_site(2)
-        if site is not None:
+        # the hook's caller: the user's line for a read written there (`loss.item()`), whose
+        # instruction then names the line without a walk up the stack on the next step
+        caller = sys._getframe(2)
+        instruction = (caller.f_code, caller.f_lasti, via)
+        line = self._read_instructions.get(instruction)
+        if line is None:
+            site = self.user_files.site(caller)
+            if site is None:
+                return
             line = self._read_lines.get((direction, site, via))
             if line is None:
                 line = self._read_lines[direction, site, via] = self._transfer_line(
                     TransferKey(direction, site[0], site[1], via))
-            self._count_transfer(line, record.name if record else None)
-            self._local.pending_read = line
+            if self.user_files.is_user(caller.f_code.co_filename):
+                self._read_instructions[instruction] = line
+        self._count_transfer(line, record.name if record else None)
+        self._local.pending_read = line
 
     def _on_read_finished(self, seconds: float) -> None:
         """The seconds the read or sync just counted took, charged to its line."""
