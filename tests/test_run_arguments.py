@@ -35,3 +35,19 @@ def test_a_tracer_under_grad_is_kept_as_the_array_it_stands_for():
     _, sample = seen[0]
     assert sample.leaves == [ArraySpec((3,), jnp.float32, False), ArraySpec((4, 3), jnp.float32, False)]
     assert not any(isinstance(leaf, jax.core.Tracer) for leaf in sample.leaves)
+
+
+def test_numpy_scalars_are_kept_as_zero_dimensional_host_arrays_not_by_value():
+    seen = []
+
+    def update(h, u):
+        seen.append(signature_of(inspect.currentframe()))
+        return jnp.tanh(h + u)
+
+    series = np.linspace(0.0, 1.0, 5)
+    for t in range(3):
+        update(jnp.zeros(2), series[t])
+    keys = {key for key, _ in seen}
+    # a jitted update traces each element of the series as a 0-d array: one signature, one compilation
+    assert len(keys) == 1
+    assert seen[0][1].leaves == [ArraySpec((2,), jnp.float32, False), ArraySpec((), np.float64, True)]

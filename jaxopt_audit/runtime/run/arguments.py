@@ -72,8 +72,8 @@ def call_sample(args: tuple, kwargs: dict, static_positions: frozenset[int],
             static.extend([name in static_names] * len(flatten(kwargs[name])))
     else:
         static = [False] * len(leaves)
-    specs = [ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, np.ndarray))
-             if isinstance(leaf, (jax.Array, np.ndarray)) else leaf for leaf in leaves]
+    specs = [ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, (np.ndarray, np.generic)))
+             if isinstance(leaf, (jax.Array, np.ndarray, np.generic)) else leaf for leaf in leaves]
     return leaves, CallSample(treedef, specs, static)
 
 
@@ -136,8 +136,10 @@ def signature_of(frame: FrameType) -> tuple[Any, ArgumentSample] | None:
     for leaf in leaves:
         # a tracer (the function called under `jax.grad` or `vmap`) stands for an array of its
         # shape and dtype, as it would to a jitted version; kept as itself it would leak
-        if isinstance(leaf, (jax.Array, np.ndarray, jax.core.Tracer)):
-            spec = ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, np.ndarray))
+        # a NumPy scalar (an element of a NumPy series) too: jit traces it as a 0-d array, so its
+        # value, new every call, is not a new compilation
+        if isinstance(leaf, (jax.Array, np.ndarray, np.generic, jax.core.Tracer)):
+            spec = ArraySpec(tuple(leaf.shape), leaf.dtype, isinstance(leaf, (np.ndarray, np.generic)))
             specs.append(spec)
             key.append(spec)
         else:

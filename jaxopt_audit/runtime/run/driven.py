@@ -18,9 +18,11 @@ calls together take `LOOP_SHARE` of the wall time, as a loop of jitted calls alo
 
 A loop inside a function that is itself called per step (a driver called `REPEATED` times or
 more: `dp_step` looping over the examples of its batch, calling a jitted per-example gradient
-and an un-jitted clip) runs its body per item of the step: the fix is the body vmapped (or
-scanned) inside one jitted step, which takes in the callees called only from the loop, so
-their work is the loop's even where it would be a finding of its own (`DrivenLoop.absorbed`).
+and an un-jitted clip) whose iterations carry no state into the step's call runs its body per
+item of the step: the fix is the body vmapped inside one jitted step, which takes in the
+callees called only from the loop, so their work is the loop's even where it would be a
+finding of its own (`DrivenLoop.absorbed`). Whether the loop carries a state is read from the
+source (`source_loops.loop_carries_into_call`): the state often passes through eager code.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, NamedTuple
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .roles import DRIVER, PERIODIC, REPEATED, SETUP
 from .sites import SourceLine
-from .source_loops import enclosing
+from .source_loops import enclosing, loop_carries_into_call
 
 LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
 LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time in the loop's dispatch
@@ -61,6 +63,7 @@ class DrivenLoop:
     callees: tuple[str, ...]  # the functions called in the loop whose eager ops are counted
     lines: frozenset[int]  # the driver's own lines whose eager ops are counted
     absorbed: frozenset[Any] = frozenset()  # codes of callees with a finding of their own, counted here
+    carried: bool = True  # the loop carries a state into its steps (scan), else its items are independent (vmap)
 
     @property
     def call_s(self) -> float:
@@ -100,17 +103,31 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
     found = []
     for (driver, first, last), steps in loops.items():
         steps.sort(key=lambda s: (-s.calls, s.site.line))
-        # a loop in a per-step function runs per item: its callees' work is the loop body's
-        nested = roles[driver] == DRIVER
+        carried = _carried(steps[0], (first, last))
+        # a loop in a per-step function whose iterations are independent runs per item (the
+        # examples of a batch): its callees' work is the body vmapped. One that carries a state
+        # (a line search's iterate) leaves an un-jitted callee its own finding: jitting it is the fix
+        items = roles[driver] == DRIVER and not carried
         loop = _eager_work(setup[driver], tuple(steps), (first, last), callees.get(driver, []), roles,
-                           set() if nested else worth_a_finding)
+                           set() if items else worth_a_finding, carried)
         if loop.ops >= loop.iterations and loop.op_s + loop.call_s >= LOOP_SHARE * wall_s:
             found.append(loop)
     return found
 
 
+def _carried(step: LoopedStep, span: tuple[int, int]) -> bool:
+    """Whether the loop carries a state into the step's call: from the source where it tells
+    (the state may pass through eager code, where the run sees no jitted output fed back), else
+    from the run (most timed calls took an output of a jitted call)."""
+    carried = loop_carries_into_call(step.site, span)
+    if carried is None:
+        return step.record.sampled_carried * 2 >= sum(step.record.sampled_sites.values())
+    return carried
+
+
 def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[int, int],
-                callees: list[EagerRecord], roles: dict[Any, str], worth_a_finding: set[Any]) -> DrivenLoop:
+                callees: list[EagerRecord], roles: dict[Any, str], worth_a_finding: set[Any],
+                carried: bool) -> DrivenLoop:
     first, last = span
     iterations = steps[0].calls
     inside = set(range(first, last + 1)) & _lines_of(driver.code)
@@ -131,7 +148,7 @@ def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[
         names.append(callee.name)
         absorbed.add(callee.code)
     return DrivenLoop(driver, steps, first, last, iterations, ops, op_s, compile_s, tuple(names),
-                      frozenset(per_iteration), frozenset(absorbed))
+                      frozenset(per_iteration), frozenset(absorbed), carried)
 
 
 def _issues_line(code: Any, site: SourceLine) -> bool:

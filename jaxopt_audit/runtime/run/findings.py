@@ -381,9 +381,9 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
                f"{loop.ops} eager ops around {around}{callees} ({loop.ops / loop.iterations:.0f} per iteration, "
                f"{seconds(eager_s)}, {eager_s / wall_s:.0%} of the wall time; {seconds(loop.call_s)} more in the "
                f"calls): the loop's own JAX work runs op by op every iteration")
-    # the steps' calls take no jitted output from the call before: the iterations are independent
-    # items (the examples of a batch), mapped rather than scanned
-    carried = top.record.sampled_carried * 2 >= sum(top.record.sampled_sites.values())
+    # a loop that carries no state into its steps goes over independent items (the examples of a
+    # batch): mapped rather than scanned
+    carried = loop.carried
     code = "JAX201" if carried else "JAX202"
     fix = ("run the whole loop body (the eager ops and the step) as lax.scan or lax.fori_loop inside one jitted "
            "function: one dispatch for all the iterations" if carried else

@@ -1107,8 +1107,10 @@ class Instrument:
                 return original(*args, **kwargs)
             count = _host_array_count(args[0])
             what = via
-            if not count and python_lists and _python_values(args[0]):
-                # nested Python lists of numbers: built element by element on the host, then copied
+            if (not count and python_lists and _python_values(args[0])
+                    and instrument.user_files.is_user(sys._getframe(1).f_code.co_filename)):
+                # nested Python lists of numbers written in the user's code (a library's own small
+                # constants are its business): built element by element on the host, then copied
                 count, what = 1, f"{via} of Python lists"
             line = None
             if count:

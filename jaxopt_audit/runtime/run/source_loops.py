@@ -67,3 +67,38 @@ def _tree(path: str, _length: int) -> ast.Module | None:
         return ast.parse("".join(linecache.getlines(path)))
     except (SyntaxError, ValueError):
         return None
+
+
+def loop_carries_into_call(site: SourceLine, loop: tuple[int, int]) -> bool | None:
+    """Whether a call on `site`'s line inside the loop spanning `loop` takes a value the loop
+    carries from one iteration to the next (a name assigned in the loop's body and read in it
+    no later than it is first assigned: `theta = theta - step * g`, `key, sub = split(key)`),
+    as opposed to values made afresh each iteration (`xs[i]`) or left unchanged. None when the
+    source cannot tell (no such loop or call)."""
+    tree = _tree(site.path, len(linecache.getlines(site.path)))
+    if tree is None:
+        return None
+    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+                 and (n.lineno, n.end_lineno) == loop), None)
+    if node is None:
+        return None
+    header = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} if isinstance(
+        node, (ast.For, ast.AsyncFor)) else set()
+    first_assigned: dict[str, int] = {}
+    loaded: dict[str, int] = {}
+    called: set[str] = set()
+    for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if isinstance(inner, ast.Name):
+            if isinstance(inner.ctx, ast.Store) and inner.id not in header:
+                first_assigned[inner.id] = min(first_assigned.get(inner.id, inner.lineno), inner.lineno)
+            elif isinstance(inner.ctx, ast.Load):
+                loaded[inner.id] = min(loaded.get(inner.id, inner.lineno), inner.lineno)
+        elif isinstance(inner, ast.AugAssign) and isinstance(inner.target, ast.Name):
+            loaded[inner.target.id] = min(loaded.get(inner.target.id, inner.lineno), inner.lineno)
+        if isinstance(inner, ast.Call) and inner.lineno <= site.line <= (inner.end_lineno or inner.lineno):
+            for argument in [*inner.args, *(k.value for k in inner.keywords)]:
+                called.update(n.id for n in ast.walk(argument) if isinstance(n, ast.Name))
+    if not called:
+        return None
+    return any(name in first_assigned and loaded.get(name, first_assigned[name] + 1) <= first_assigned[name]
+               for name in called)
