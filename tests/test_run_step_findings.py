@@ -242,3 +242,21 @@ def test_a_read_once_per_long_jitted_call_is_not_a_per_step_stall(tmp_path: Path
     # counted in the traffic table all the same
     reads = [(t["line"], t["count"]) for t in report["transfers"] if t["direction"] == "d2h"]
     assert (line, 6) in reads
+
+
+INLINE = SCRIPTS / "inline_eager_loop.py"
+
+
+@pytest.mark.slow
+def test_a_loop_of_eager_ops_at_the_top_level_is_a_loop_finding_not_setup(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(INLINE))
+    assert status == 0
+    first = _line_of(INLINE, "for step in range(400):")
+    loops = [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+    # w and b are read before the body assigns them: a carried state, so a scan
+    assert [(f["code"], f["line"], f["count"], f["function"]) for f in loops] == [("JAX201", first, 4000, None)]
+    assert loops[0]["message"].startswith(f"the script's loop (lines {first}-{first + 3}) calls no jitted function")
+    assert loops[0]["saving_s"] == loops[0]["cost_s"]
+    assert "not subtracted: the compiled loop's own time" in loops[0]["saving_method"]
+    # what ran outside the loop is a summary line, named as the top level
+    assert not any("<module>" in note for note in report["notes"])

@@ -1,5 +1,6 @@
 """Loops that call a jitted step and do eager JAX work around it every iteration, in a
-function that itself runs once (or every k steps), or inside a per-step function.
+function that itself runs once (or every k steps), or inside a per-step function; and loops of
+eager ops alone in a function run once or at a script's top level.
 
 A function called once is setup by its call count (`report.eager_roles`), but when its code is
 where a jitted function is called `LOOP_CALLS` or more times from one line, that line is in a
@@ -33,7 +34,7 @@ from typing import Any, NamedTuple
 from .instrument import EagerRecord, FunctionRecord, Instrument
 from .roles import DRIVER, PERIODIC, REPEATED, SETUP
 from .sites import SourceLine
-from .source_loops import enclosing, loop_carries_into_call
+from .source_loops import enclosing, loop_carries, loop_carries_into_call
 
 LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
 LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time in the loop's dispatch
@@ -53,10 +54,12 @@ class DrivenLoop:
     """A loop in `driver` that calls jitted steps and issues eager ops around them."""
 
     driver: EagerRecord
-    steps: tuple[LoopedStep, ...]  # the most called first (then by line): the first is where it is reported
+    # the most called first (then by line): the first is where it is reported. None: a loop of
+    # eager ops alone, reported at its first line
+    steps: tuple[LoopedStep, ...]
     first_line: int  # the loop statement (`for` or `while`) ...
     last_line: int  # ... to its last line
-    iterations: int  # the most calls of one of its steps
+    iterations: int  # the most calls of one of its steps (0 without steps: not counted)
     ops: int  # eager ops per iteration inside the loop, over the run
     op_s: float  # their time, compilation excluded
     compile_s: float  # their eager compilations
@@ -81,8 +84,6 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
         return []
     setup = {code: instrument.eager[code] for code, role in roles.items()
              if role == SETUP or (role == DRIVER and instrument.eager[code].calls >= REPEATED)}
-    if not setup:
-        return []
     loops: dict[tuple[Any, int, int], list[LoopedStep]] = {}
     for step in instrument.functions.values():
         if step.calls < LOOP_CALLS or not step.sampled_sites:
@@ -112,6 +113,43 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
                            set() if items else worth_a_finding, carried)
         if loop.ops >= loop.iterations and loop.op_s + loop.call_s >= LOOP_SHARE * wall_s:
             found.append(loop)
+    taken = {(loop.driver.code, loop.first_line, loop.last_line) for loop in found}
+    found.extend(_eager_only_loops(instrument, roles, wall_s, taken))
+    return found
+
+
+def _eager_only_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
+                      taken: set[tuple[Any, int, int]]) -> list[DrivenLoop]:
+    """Loops with no jitted call in them (nor in what they call) whose own lines issue eager ops, in a function run
+    once or at the script's top level (a sampler or a training loop written inline): `LOOP_CALLS`
+    ops or more, taking `LOOP_SHARE` of the wall time with their compilation (which a jitted
+    loop does once). Each line counts for the innermost loop around it."""
+    # the lines jitted calls were made from, or the calls of the functions that made them:
+    # a loop around one of them drives a jitted step (the loops above, or `_outer_loop`'s)
+    jitted_lines = {site for record in instrument.functions.values() for site in record.sampled_sites}
+    jitted_lines.update(outer for record in instrument.functions.values()
+                        for _, outer in record.sampled_outer_sites)
+    found = []
+    for code, record in instrument.eager.items():
+        if roles.get(code) != SETUP and code.co_name != "<module>":
+            continue
+        spans: dict[tuple[int, int], list[int]] = {}
+        for line in record.line_ops:
+            span = enclosing(SourceLine(record.path, line)).loop
+            if span is not None and span[0] >= code.co_firstlineno:
+                spans.setdefault(span, []).append(line)
+        for (first, last), lines in spans.items():
+            if (code, first, last) in taken or any(
+                    site.path == record.path and first <= site.line <= last for site in jitted_lines):
+                continue
+            ops = sum(record.line_ops[line] for line in lines)
+            op_s = sum(record.line_op_s.get(line, 0.0) for line in lines)
+            compile_s = sum(record.line_compile_s.get(line, 0.0) for line in lines)
+            if ops < LOOP_CALLS or op_s + compile_s < LOOP_SHARE * wall_s:
+                continue
+            carried = loop_carries(record.path, (first, last))
+            found.append(DrivenLoop(record, (), first, last, 0, ops, op_s, compile_s, (), frozenset(lines),
+                                    carried=carried is not False))
     return found
 
 

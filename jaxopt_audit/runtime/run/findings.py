@@ -371,6 +371,8 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
     which one jitted loop removes, (`measure`) what scanning or vmapping each step's calls saves,
     timed as for a loop of jitted calls (`loop_saving`), and the eager stacking of the steps'
     outputs after the loop (`FunctionRecord.stacked_s`), which a compiled loop returns stacked."""
+    if not loop.steps:
+        return _eager_loop(loop, wall_s)
     driver, top = loop.driver, loop.steps[0]
     eager_s = loop.op_s + loop.compile_s
     compiled = f" and {seconds(loop.compile_s)} compiling them" if loop.compile_s else ""
@@ -423,6 +425,30 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
     return RuntimeFinding(
         code, RULE_NAMES[code], *where, message, fix, top.calls, cost, function=top.record.name,
         saving_s=round(saving, 6), saving_method="measured: " + "; ".join(parts))
+
+
+def _eager_loop(loop: DrivenLoop, wall_s: float) -> RuntimeFinding:
+    """A loop of eager ops alone in a function run once or at the script's top level: one
+    finding at the loop's first line; the saving is the ops' measured time and compilation,
+    less nothing (the compiled loop's own time is not timed: said so)."""
+    driver = loop.driver
+    who = "the script's" if driver.code.co_name == "<module>" else f"{driver.name}'s"
+    eager_s = loop.op_s + loop.compile_s
+    compiled = f" and {seconds(loop.compile_s)} compiling them" if loop.compile_s else ""
+    code = "JAX201" if loop.carried else "JAX202"
+    message = (f"{who} loop (lines {loop.first_line}-{loop.last_line}) calls no jitted function and its lines issued "
+               f"{loop.ops} eager ops ({seconds(loop.op_s)}{compiled}, {eager_s / wall_s:.0%} of the wall time): "
+               "the loop's JAX work runs op by op every iteration")
+    fix = ("run the loop as lax.scan or lax.fori_loop inside one jitted function (the state it carries as the "
+           "carry), or jit its body as a step function: one dispatch per loop or per iteration" if loop.carried else
+           "jax.vmap the loop body over the items the loop goes through, inside one jitted function")
+    return RuntimeFinding(
+        code, RULE_NAMES[code], display_path(driver.path), loop.first_line, message, fix, loop.ops,
+        round(eager_s, 6), function=driver.name if driver.code.co_name != "<module>" else None,
+        saving_s=round(eager_s, 6),
+        saving_method=f"measured: the loop's {loop.ops} eager ops took {seconds(loop.op_s)}{compiled} in this run, "
+                      "which one jitted loop removes; not subtracted: the compiled loop's own time and "
+                      "compilation, which are not timed")
 
 
 _RECOMPILES_MEASURED = "measured: the compile time of every compilation after the first, which the fix removes"

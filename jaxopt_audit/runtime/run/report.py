@@ -285,7 +285,8 @@ def _roles_and_loops(instrument: Instrument, wall_s: float) -> tuple[dict[Any, s
                 if role == STEP and instrument.eager[code].ops >= EAGER_OPS_WORTH_A_JIT * instrument.eager[code].calls}
     loops = driven_loops(instrument, roles, wall_s, reported)
     for loop in loops:
-        roles[loop.driver.code] = DRIVER
+        if loop.driver.code in roles:  # not the script's top level, which has no role
+            roles[loop.driver.code] = DRIVER
     return roles, loops
 
 
@@ -342,7 +343,8 @@ def _setup_notes(instrument: Instrument, wall_s: float) -> list[str]:
         spent = sum(record.line_op_s.get(line, 0.0) + record.line_compile_s.get(line, 0.0) for line in rest)
         if ops and wall_s > 0 and spent >= 0.01 * wall_s:
             calls = "once" if record.calls == 1 else f"{record.calls} times"
-            notes.append(f"not per step: {record.name} ({display_path(record.path)}:{record.line}) ran {calls} "
+            name = "the script's top level" if code.co_name == "<module>" else record.name
+            notes.append(f"not per step: {name} ({display_path(record.path)}:{record.line}) ran {calls} "
                          f"(setup, or every k steps): {ops} eager ops of its own lines outside its loop's finding, "
                          f"{seconds(spent)} ({spent / wall_s:.0%} of the wall time); a per-step fix does not "
                          "change it")

@@ -75,18 +75,41 @@ def loop_carries_into_call(site: SourceLine, loop: tuple[int, int]) -> bool | No
     no later than it is first assigned: `theta = theta - step * g`, `key, sub = split(key)`),
     as opposed to values made afresh each iteration (`xs[i]`) or left unchanged. None when the
     source cannot tell (no such loop or call)."""
-    tree = _tree(site.path, len(linecache.getlines(site.path)))
-    if tree is None:
-        return None
-    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
-                 and (n.lineno, n.end_lineno) == loop), None)
+    node = _loop_node(site.path, loop)
     if node is None:
         return None
-    header = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} if isinstance(
-        node, (ast.For, ast.AsyncFor)) else set()
+    called: set[str] = set()
+    for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if isinstance(inner, ast.Call) and inner.lineno <= site.line <= (inner.end_lineno or inner.lineno):
+            for argument in [*inner.args, *(k.value for k in inner.keywords)]:
+                called.update(n.id for n in ast.walk(argument) if isinstance(n, ast.Name))
+    if not called:
+        return None
+    return bool(called & _carried_names(node))
+
+
+def loop_carries(path: str, loop: tuple[int, int]) -> bool | None:
+    """Whether the loop spanning `loop` carries any name from one iteration to the next (as in
+    `loop_carries_into_call`); None when there is no such loop in the source."""
+    node = _loop_node(path, loop)
+    return None if node is None else bool(_carried_names(node))
+
+
+def _loop_node(path: str, loop: tuple[int, int]) -> ast.For | ast.AsyncFor | ast.While | None:
+    tree = _tree(path, len(linecache.getlines(path)))
+    if tree is None:
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+                 and (n.lineno, n.end_lineno) == loop), None)
+
+
+def _carried_names(node: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """The names the loop's body reads no later than it first assigns them (the loop's own
+    target, set by its header each iteration, excepted)."""
+    header = ({n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+              if isinstance(node, (ast.For, ast.AsyncFor)) else set())
     first_assigned: dict[str, int] = {}
     loaded: dict[str, int] = {}
-    called: set[str] = set()
     for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
         if isinstance(inner, ast.Name):
             if isinstance(inner.ctx, ast.Store) and inner.id not in header:
@@ -95,10 +118,4 @@ def loop_carries_into_call(site: SourceLine, loop: tuple[int, int]) -> bool | No
                 loaded[inner.id] = min(loaded.get(inner.id, inner.lineno), inner.lineno)
         elif isinstance(inner, ast.AugAssign) and isinstance(inner.target, ast.Name):
             loaded[inner.target.id] = min(loaded.get(inner.target.id, inner.lineno), inner.lineno)
-        if isinstance(inner, ast.Call) and inner.lineno <= site.line <= (inner.end_lineno or inner.lineno):
-            for argument in [*inner.args, *(k.value for k in inner.keywords)]:
-                called.update(n.id for n in ast.walk(argument) if isinstance(n, ast.Name))
-    if not called:
-        return None
-    return any(name in first_assigned and loaded.get(name, first_assigned[name] + 1) <= first_assigned[name]
-               for name in called)
+    return {name for name, line in first_assigned.items() if loaded.get(name, line + 1) <= line}
