@@ -14,8 +14,9 @@ tree: the innermost `for` or `while` around the call), and those of the function
 only from lines inside the loop; a line or a callee that ran `PERIODIC` times less often than
 the step (a log every 100 steps) is not per iteration, and a callee with its own per-step
 finding (an un-jitted step, JAX101) or a loop of its own keeps its work. The loop is reported
-when it issues at least one eager op per call of the step and its eager ops and the step's
-calls together take `LOOP_SHARE` of the wall time, as a loop of jitted calls alone is (JAX201).
+when it issues at least one eager op per call of the step and its eager ops (their compilation
+included) and the step's calls together take `LOOP_SHARE` of the wall time, as a loop of jitted
+calls alone is (JAX201).
 
 A loop inside a function that is itself called per step (a driver called `REPEATED` times or
 more: `dp_step` looping over the examples of its batch, calling a jitted per-example gradient
@@ -111,7 +112,9 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
         items = roles[driver] == DRIVER and not carried
         loop = _eager_work(setup[driver], tuple(steps), (first, last), callees.get(driver, []), roles,
                            set() if items else worth_a_finding, carried)
-        if loop.ops >= loop.iterations and loop.op_s + loop.call_s >= LOOP_SHARE * wall_s:
+        # the ops' compilation counts: a jitted loop compiles once, and on a short run under
+        # load compilation is much of the wall time
+        if loop.ops >= loop.iterations and loop.op_s + loop.compile_s + loop.call_s >= LOOP_SHARE * wall_s:
             found.append(loop)
     taken = {(loop.driver.code, loop.first_line, loop.last_line) for loop in found}
     found.extend(_eager_only_loops(instrument, roles, wall_s, taken))
