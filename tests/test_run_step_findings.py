@@ -27,6 +27,11 @@ def _jax101(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f["function"]: f for f in report["findings"] if f["code"] == "JAX101"}
 
 
+def _loops(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The loop findings, scan or vmap."""
+    return [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+
+
 @pytest.mark.slow
 def test_the_step_is_named_its_saving_measured_and_setup_kept_apart(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -187,7 +192,7 @@ PER_ITEM = SCRIPTS / "per_item_solver.py"
 def test_short_solver_loops_per_item_point_at_the_loop_over_items(tmp_path: Path) -> None:
     status, report = audit(tmp_path, str(PER_ITEM))
     assert status == 0
-    loops = [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+    loops = _loops(report)
     outer = _line_of(PER_ITEM, "        roots.append(square_root(targets[i]))")
     assert [(f["code"], f["line"], f["function"]) for f in loops] == [("JAX202", outer, "newton")]
     assert "in square_root (lines" in loops[0]["message"] and "short chains" in loops[0]["message"]
@@ -206,7 +211,7 @@ def test_outputs_stacked_after_a_driven_loop_are_part_of_its_saving(tmp_path: Pa
     status, report = audit(tmp_path, str(CELL_LOOP))
     assert status == 0
     call = _line_of(CELL_LOOP, "            cells.append(rule(padded[i:i + 3, j:j + 3]))")
-    loops = [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+    loops = _loops(report)
     assert [(f["code"], f["line"], f["count"]) for f in loops] == [("JAX202", call, 16 * 16 * 30)]
     assert "stacking up to 256 of rule's outputs in one eager op after the loop" in loops[0]["saving_method"]
 
@@ -252,7 +257,7 @@ def test_a_loop_of_eager_ops_at_the_top_level_is_a_loop_finding_not_setup(tmp_pa
     status, report = audit(tmp_path, str(INLINE))
     assert status == 0
     first = _line_of(INLINE, "for step in range(400):")
-    loops = [f for f in report["findings"] if f["code"] in ("JAX201", "JAX202")]
+    loops = _loops(report)
     # w and b are read before the body assigns them: a carried state, so a scan
     assert [(f["code"], f["line"], f["count"], f["function"]) for f in loops] == [("JAX201", first, 4000, None)]
     assert loops[0]["message"].startswith(f"the script's loop (lines {first}-{first + 3}) calls no jitted function")
