@@ -25,20 +25,25 @@ CopySpec = tuple[tuple[int, ...], np.dtype | str, bool]  # a NumPy argument's sh
 REPEATS = 15  # the copy is a difference of two short times: many samples, their median
 
 
-def copies_saving(specs: Counter[CopySpec]) -> tuple[float | None, str]:
-    """(saving_s, method) for the copies of arrays of these (shape, dtype, 64-byte aligned) counts."""
+def copies_saving(specs: Counter[CopySpec], copies: int | None = None) -> tuple[float | None, str]:
+    """(saving_s, method) for the copies of arrays of these (shape, dtype, 64-byte aligned)
+    counts; with `copies`, the counts are a sample of that many copies, in proportion."""
+    sampled = sum(specs.values())
+    scale = copies / sampled if copies and sampled else 1.0
     total = 0.0
     parts = []
     try:
         for (shape, dtype, aligned), count in specs.most_common():
             each = _copy_time(shape, np.dtype(dtype), aligned)
-            total += max(0, count - 1) * each
-            parts.append(f"{count} x {seconds(each)}")
+            made = round(count * scale)
+            total += max(0, made - 1) * each
+            parts.append(f"{made} x {seconds(each)}")
     except Exception as exc:  # an array that cannot be made or copied: no measurement, the run goes on
         return None, f"no estimate: timing the copy failed ({type(exc).__name__})"
     shown = ", ".join(parts[:4]) + (", ..." if len(parts) > 4 else "")
+    of = f" (their shapes as on {sampled} sampled copies)" if scale != 1.0 else ""
     return round(total, 6), (f"measured: a jitted call given NumPy arrays of the passed shapes, dtypes and "
-                             f"alignment against device arrays, {shown} (every copy after the first is saved)")
+                             f"alignment against device arrays, {shown}{of} (every copy after the first is saved)")
 
 
 def _copy_time(shape: tuple[int, ...], dtype: np.dtype, aligned: bool) -> float:

@@ -521,7 +521,7 @@ def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[Runtim
                 "measured: the time of the copy calls at this line, which moving the data once removes "
                 "(on CPU a copy shares host memory and costs little)")
             if timed is None and measure and key in instrument.argument_copies:
-                saving, method = copies_saving(instrument.argument_copies[key])
+                saving, method = copies_saving(instrument.argument_copies[key], count)
             if lists:
                 message = (f"{count} Python lists of numbers were made into device arrays here ({key.via}): each "
                            f"one converted element by element on the host and copied, {every}")

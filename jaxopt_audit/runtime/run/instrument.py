@@ -377,7 +377,6 @@ class Instrument:
         # NumPy arrays passed to jitted calls at a line, by (shape, dtype): what their copies cost is
         # measured after the run (`copy_saving`)
         self.argument_copies: dict[TransferKey, Counter[CopySpec]] = {}
-        self._alignments: dict[tuple[tuple[int, ...], np.dtype], bool] = {}  # (shape, dtype) -> last sampled
         self._read_lines: dict[tuple[str, SourceLine, str], TransferLine] = {}
         self._read_instructions: dict[tuple[Any, int, str], TransferLine] = {}  # (code, instruction, via)
         self._passing_sites: dict[tuple[Any, int], SourceLine | None] = {}  # (code, instruction) of the call
@@ -653,11 +652,12 @@ class Instrument:
 
     def _count_host_leaves(self, wrapper: RecordingJit, args: tuple, kwargs: dict,
                            sampled: bool) -> tuple[int, int, list[CopySpec], list[Any]]:
-        """(host leaves, NumPy arrays among them, their (shape, dtype, 64-byte aligned), the arrays).
+        """(host leaves, NumPy arrays among them, their (shape, dtype, 64-byte aligned) on sampled
+        calls (else none), the arrays).
 
-        Reading an array's address costs a microsecond (NumPy builds `__array_interface__`), so
-        it is read on sampled calls; the calls between take the alignment last sampled for
-        their (shape, dtype), which is right for a batch reused or allocated alike every step."""
+        The specs are what `copy_saving` times after the run, in the proportions the sampled
+        calls show, scaled to every copy counted: building them (and reading an array's address,
+        for which NumPy builds `__array_interface__`) on every call would cost the step more."""
         positions, names = wrapper._static_positions, wrapper._static_names
         if positions:
             args = tuple(a for i, a in enumerate(args) if i not in positions)
@@ -671,16 +671,9 @@ class Instrument:
         arrays = leaves = len(values)
         if not kinds <= _DEVICE_OR_NUMPY:
             leaves += sum(1 for leaf in all_leaves if isinstance(leaf, np.generic) or type(leaf) in _HOST_SCALARS)
-        specs = []
-        alignments = self._alignments
-        for leaf in values:
-            # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it.
-            # The dtype object, not its `.str` (built anew on each access): a key made every call
-            spec = (leaf.shape, leaf.dtype)
-            aligned = None if sampled else alignments.get(spec)
-            if aligned is None:
-                aligned = alignments[spec] = leaf.__array_interface__["data"][0] % 64 == 0
-            specs.append((*spec, aligned))
+        # 64-byte aligned buffers reach XLA on CPU without a copy: the copy's cost depends on it
+        specs = [(leaf.shape, leaf.dtype, leaf.__array_interface__["data"][0] % 64 == 0)
+                 for leaf in values] if sampled else []
         return leaves, arrays, specs, values
 
     def _stack(self) -> list[_CallFrame]:
