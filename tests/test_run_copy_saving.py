@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from jaxopt_audit.runtime.run.copy_saving import copies_saving, host_array
+from jaxopt_audit.runtime.run.copy_saving import CopySpec, copies_saving, host_array
 
 
 @pytest.mark.parametrize("aligned", [True, False])
@@ -30,7 +30,8 @@ def test_every_copy_after_the_first_is_counted_for_each_kind() -> None:
 
 def test_sampled_kinds_are_scaled_to_every_copy_made() -> None:
     # 3 of the 4 sampled copies were of the first kind: 30 of the 40 copies made
-    specs = Counter({((64, 8), np.dtype("float32"), True): 3, ((4,), np.dtype("float64"), False): 1})
+    specs: Counter[CopySpec] = Counter({((64, 8), np.dtype("float32"), True): 3,
+                                        ((4,), np.dtype("float64"), False): 1})
     saving, method = copies_saving(specs, 40)
     assert saving is not None and saving >= 0
     assert "30 x" in method and "10 x" in method
