@@ -55,7 +55,7 @@ class DrivenLoop:
     """A loop in `driver` that calls jitted steps and issues eager ops around them."""
 
     driver: EagerRecord
-    # the most called first (then by line): the first is where it is reported. None: a loop of
+    # the most called first (then by line): the first is where it is reported. Empty: a loop of
     # eager ops alone, reported at its first line
     steps: tuple[LoopedStep, ...]
     first_line: int  # the loop statement (`for` or `while`) ...
@@ -123,10 +123,10 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
 
 def _eager_only_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
                       taken: set[tuple[Any, int, int]]) -> list[DrivenLoop]:
-    """Loops with no jitted call in them (nor in what they call) whose own lines issue eager ops, in a function run
-    once or at the script's top level (a sampler or a training loop written inline): `LOOP_CALLS`
-    ops or more, taking `LOOP_SHARE` of the wall time with their compilation (which a jitted
-    loop does once). Each line counts for the innermost loop around it."""
+    """Loops with no jitted call in them (nor in what they call) whose own lines issue eager
+    ops, in a function run once or at the script's top level (a sampler or a training loop
+    written inline): `LOOP_CALLS` ops or more, taking `LOOP_SHARE` of the wall time with their
+    compilation (which a jitted loop does once). Each line counts for the innermost loop around it."""
     # the lines jitted calls were made from, or the calls of the functions that made them:
     # a loop around one of them drives a jitted step (the loops above, or `_outer_loop`'s)
     jitted_lines = {site for record in instrument.functions.values() for site in record.sampled_sites}
@@ -162,7 +162,7 @@ def _carried(step: LoopedStep, span: tuple[int, int]) -> bool:
     from the run (most timed calls took an output of a jitted call)."""
     carried = loop_carries_into_call(step.site, span)
     if carried is None:
-        return step.record.sampled_carried * 2 >= sum(step.record.sampled_sites.values())
+        return step.record.carries_state
     return carried
 
 

@@ -298,7 +298,7 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
     if record.wrappers_created >= REPEATED or len(record.recompiles) + 1 >= REPEATED:
         return  # the loop re-traces or recompiles: JAX102/JAX103 come first
     (site, _), sampled = record.sampled_sites.most_common(1)[0], sum(record.sampled_sites.values())
-    carried = record.sampled_carried * 2 >= sampled
+    carried = record.carries_state
     code = "JAX201" if carried else "JAX202"
     fix = ("run the loop as lax.scan (or lax.fori_loop) inside one jitted function: one dispatch for all "
            "the steps" if carried else
@@ -347,7 +347,7 @@ def _outer_loop(record: FunctionRecord, site: SourceLine, sampled: int) -> tuple
         return None
     carried_share = record.sampled_carried / sampled
     chain = 1 / (1 - carried_share) if carried_share < 1 else math.inf
-    if inner.loop is not None and not (carried_share * 2 >= 1 and chain < PERIODIC_STEPS):
+    if inner.loop is not None and not (record.carries_state and chain < PERIODIC_STEPS):
         return None
     how = (f"in {inner.function} (lines {inner.function_span[0]}-{inner.function_span[1]})" if inner.function_span
            else f"in {inner.function}")

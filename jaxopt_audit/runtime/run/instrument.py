@@ -195,6 +195,12 @@ class FunctionRecord:
         return sum(self.jit_sites.values())
 
     @property
+    def carries_state(self) -> bool:
+        """Most timed calls took an output of a jitted call: a state carried from call to call
+        (a loop to scan), else independent calls (a loop to vmap)."""
+        return self.sampled_carried * 2 >= sum(self.sampled_sites.values())
+
+    @property
     def exec_measured(self) -> int:
         """How many calls were timed."""
         return len(self.exec_samples)
