@@ -265,3 +265,20 @@ def test_a_loop_of_eager_ops_at_the_top_level_is_a_loop_finding_not_setup(tmp_pa
     assert "not subtracted: the compiled loop's own time" in loops[0]["saving_method"]
     # what ran outside the loop is a summary line, named as the top level
     assert not any("<module>" in note for note in report["notes"])
+
+
+LIBRARY_UPDATE = SCRIPTS / "library_update_loop.py"
+
+
+@pytest.mark.slow
+def test_a_library_update_run_eagerly_beside_a_jitted_gradient_is_the_call_to_jit(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(LIBRARY_UPDATE))
+    assert status == 0
+    update = _line_of(LIBRARY_UPDATE, "        updates, state = optimiser.update(grads, state, params)")
+    top = report["findings"][0]
+    assert (top["code"], top["line"], top["function"]) == ("JAX101", update, "train")
+    assert top["message"].startswith(f"the calls (lines {update}, {update + 1}) into optax in train's loop")
+    assert "into the jitted value_and_grad(loss)" in top["fix"]
+    assert top["saving_s"] is not None and 0 < top["saving_s"] <= top["cost_s"]
+    # the loop around it carries params through the update: a scan if anything, never a vmap
+    assert not any(f["code"] == "JAX202" for f in report["findings"])

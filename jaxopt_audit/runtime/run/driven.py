@@ -29,6 +29,7 @@ source (`source_loops.loop_carries_into_call`): the state often passes through e
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,6 +40,7 @@ from .source_loops import enclosing, loop_carries, loop_carries_into_call
 
 LOOP_CALLS = 100  # calls of one jitted function from a loop that make a loop worth one compiled call
 LOOP_SHARE = 0.1  # ... when the program spends this share of its wall time in the loop's dispatch
+LIBRARY_CALL_OPS = 4  # eager ops per iteration from a library call that make it a function to jit
 
 
 class LoopedStep(NamedTuple):
@@ -48,6 +50,20 @@ class LoopedStep(NamedTuple):
     site: SourceLine  # its call inside the loop
     calls: int  # its calls from `site`
     call_s: float  # the program's time inside those calls (as `FunctionRecord.call_s`)
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """A loop's lines whose eager ops are issued inside calls into a JAX library (optax's
+    `optimiser.update` and `optax.apply_updates` beside a jitted gradient): the fix is to move
+    those calls into the jitted step (JAX101 at the line), not the loop into a scan."""
+
+    package: str  # the library's top-level package
+    lines: tuple[int, ...]  # the loop's lines calling it, the most ops first
+    ops: int  # their eager ops over the run
+    op_s: float  # their time, compilation excluded
+    compile_s: float  # their eager compilations
+    calls: tuple[LoopedStep, ...]  # the library's own jitted functions, called from those lines
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,10 @@ class DrivenLoop:
     lines: frozenset[int]  # the driver's own lines whose eager ops are counted
     absorbed: frozenset[Any] = frozenset()  # codes of callees with a finding of their own, counted here
     carried: bool = True  # the loop carries a state into its steps (scan), else its items are independent (vmap)
+    # the library calls doing most of the loop's eager work, counted apart from `ops` (whose
+    # lines stay in `lines`); `reported` says whether what remains is still a loop finding
+    library: LibraryCall | None = None
+    reported: bool = True
 
     @property
     def call_s(self) -> float:
@@ -105,17 +125,20 @@ def driven_loops(instrument: Instrument, roles: dict[Any, str], wall_s: float,
     found = []
     for (driver, first, last), steps in loops.items():
         steps.sort(key=lambda s: (-s.calls, s.site.line))
-        carried = _carried(steps[0], (first, last))
+        carried = carries_state(steps[0].record, steps[0].site, (first, last))
         # a loop in a per-step function whose iterations are independent runs per item (the
         # examples of a batch): its callees' work is the body vmapped. One that carries a state
         # (a line search's iterate) leaves an un-jitted callee its own finding: jitting it is the fix
         items = roles[driver] == DRIVER and not carried
         loop = _eager_work(setup[driver], tuple(steps), (first, last), callees.get(driver, []), roles,
                            set() if items else worth_a_finding, carried)
+        loop = _split_library_calls(loop, wall_s)
         # the ops' compilation counts: a jitted loop compiles once, and on a short run under
         # load compilation is much of the wall time
-        if loop.ops >= loop.iterations and loop.op_s + loop.compile_s + loop.call_s >= LOOP_SHARE * wall_s:
-            found.append(loop)
+        spent = loop.op_s + loop.compile_s + loop.call_s
+        worth = bool(loop.steps) and loop.ops >= loop.iterations and spent >= LOOP_SHARE * wall_s
+        if worth or loop.library is not None:
+            found.append(dataclasses.replace(loop, reported=worth))
     taken = {(loop.driver.code, loop.first_line, loop.last_line) for loop in found}
     found.extend(_eager_only_loops(instrument, roles, wall_s, taken))
     return found
@@ -156,14 +179,14 @@ def _eager_only_loops(instrument: Instrument, roles: dict[Any, str], wall_s: flo
     return found
 
 
-def _carried(step: LoopedStep, span: tuple[int, int]) -> bool:
-    """Whether the loop carries a state into the step's call: from the source where it tells
-    (the state may pass through eager code, where the run sees no jitted output fed back), else
-    from the run (most timed calls took an output of a jitted call)."""
-    carried = loop_carries_into_call(step.site, span)
-    if carried is None:
-        return step.record.carries_state
-    return carried
+def carries_state(record: FunctionRecord, site: SourceLine, span: tuple[int, int] | None = None) -> bool:
+    """Whether the loop around `site` (`span`, else the innermost one) carries a state into the
+    jitted call there: from the source where it tells (the state may pass through eager code, an
+    optimiser's update, where the run sees no jitted output fed back), else from the run (most
+    timed calls took an output of a jitted call)."""
+    span = span or enclosing(site).loop
+    carried = loop_carries_into_call(site, span) if span is not None else None
+    return record.carries_state if carried is None else carried
 
 
 def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[int, int],
@@ -190,6 +213,30 @@ def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[
         absorbed.add(callee.code)
     return DrivenLoop(driver, steps, first, last, iterations, ops, op_s, compile_s, tuple(names),
                       frozenset(per_iteration), frozenset(absorbed), carried)
+
+
+def _split_library_calls(loop: DrivenLoop, wall_s: float) -> DrivenLoop:
+    """The loop with the lines that call into one JAX library set apart (`DrivenLoop.library`),
+    where those lines issue half or more of the loop's eager ops, at least `LIBRARY_CALL_OPS`
+    per iteration, taking `LOOP_SHARE` of the wall time: a library function run op by op every
+    iteration, whose call belongs inside the jitted step."""
+    driver = loop.driver
+    lines = [line for line in loop.lines if driver.line_library_ops[line] * 2 > driver.line_ops[line]]
+    packages = {driver.line_library[line] for line in lines}
+    if not lines or len(packages) != 1:
+        return loop
+    lines.sort(key=lambda line: (-driver.line_ops[line], line))
+    ops = sum(driver.line_ops[line] for line in lines)
+    op_s = sum(driver.line_op_s.get(line, 0.0) for line in lines)
+    compile_s = sum(driver.line_compile_s.get(line, 0.0) for line in lines)
+    inside = [step for step in loop.steps if step.site.path == driver.path and step.site.line in lines]
+    steps = tuple(step for step in loop.steps if step not in inside)
+    iterations = steps[0].calls if steps else loop.iterations
+    if ops * 2 < loop.ops or ops < LIBRARY_CALL_OPS * iterations or op_s + compile_s < LOOP_SHARE * wall_s:
+        return loop
+    library = LibraryCall(packages.pop(), tuple(lines), ops, op_s, compile_s, tuple(inside))
+    return dataclasses.replace(loop, steps=steps, iterations=iterations, ops=loop.ops - ops,
+                               op_s=loop.op_s - op_s, compile_s=loop.compile_s - compile_s, library=library)
 
 
 def _issues_line(code: Any, site: SourceLine) -> bool:

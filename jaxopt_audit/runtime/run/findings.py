@@ -86,7 +86,7 @@ from .arguments import NOT_FUNCTIONS
 from .cachemiss import DTYPE, NEW_FUNCTION_ARGUMENT, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
 from .copy_saving import copies_saving
-from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop
+from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop, LibraryCall, carries_state
 from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
 from .jit_saving import JitSaving
 from .report import (
@@ -148,8 +148,11 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     # a loop doing eager work around jitted steps in a function run once: one finding for all of it
     looped: set[int] = set()
     for loop in loops:
-        findings.append(_driven_loop(loop, wall_s, measure))
-        looped.update(id(step.record) for step in loop.steps)
+        if loop.library is not None:
+            findings.append(_library_call(loop, loop.library, wall_s))
+        if loop.reported:
+            findings.append(_driven_loop(loop, wall_s, measure))
+            looped.update(id(step.record) for step in loop.steps)
     for record in instrument.functions.values():
         findings.extend(_jit_rebuilt(record))
         findings.extend(_recompiling(record))
@@ -298,7 +301,7 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
     if record.wrappers_created >= REPEATED or len(record.recompiles) + 1 >= REPEATED:
         return  # the loop re-traces or recompiles: JAX102/JAX103 come first
     (site, _), sampled = record.sampled_sites.most_common(1)[0], sum(record.sampled_sites.values())
-    carried = record.carries_state
+    carried = carries_state(record, site)
     code = "JAX201" if carried else "JAX202"
     fix = ("run the loop as lax.scan (or lax.fori_loop) inside one jitted function: one dispatch for all "
            "the steps" if carried else
@@ -425,6 +428,32 @@ def _driven_loop(loop: DrivenLoop, wall_s: float, measure: bool) -> RuntimeFindi
     return RuntimeFinding(
         code, RULE_NAMES[code], *where, message, fix, top.calls, cost, function=top.record.name,
         saving_s=round(saving, 6), saving_method="measured: " + "; ".join(parts))
+
+
+def _library_call(loop: DrivenLoop, library: LibraryCall, wall_s: float) -> RuntimeFinding:
+    """Calls into a JAX library on a loop's lines that run its work op by op every iteration
+    (`driven.LibraryCall`): JAX101 at the line issuing most of them; the saving is their eager
+    ops' measured time and compilation, which one jitted step removes, less nothing (the
+    compiled call's own time is not timed: said so)."""
+    driver, top = loop.driver, library.lines[0]
+    eager_s = library.op_s + library.compile_s
+    compiled = f" and {seconds(library.compile_s)} compiling them" if library.compile_s else ""
+    calls = "the call" if len(library.lines) == 1 else f"the calls (lines {', '.join(map(str, sorted(library.lines)))})"
+    per = f", {library.ops / loop.iterations:.0f} per iteration" if loop.iterations else ""
+    who = "the script's" if driver.code.co_name == "<module>" else f"{driver.name}'s"
+    into = f"into the jitted {loop.steps[0].record.name}" if loop.steps else "into one jitted step function"
+    message = (f"{calls} into {library.package} in {who} loop (lines {loop.first_line}-{loop.last_line}) ran "
+               f"{library.ops} JAX ops one by one{per} ({seconds(library.op_s)}{compiled}, "
+               f"{eager_s / wall_s:.0%} of the wall time): the library's work is not jitted")
+    fix = (f"move {calls} {into} (or jax.jit a function making them) so the library's work is one compiled "
+           "program per iteration")
+    return RuntimeFinding(
+        "JAX101", RULE_NAMES["JAX101"], display_path(driver.path), top, message, fix, library.ops,
+        round(eager_s + sum(step.call_s for step in library.calls), 6),
+        function=driver.name if driver.code.co_name != "<module>" else None, saving_s=round(eager_s, 6),
+        saving_method=f"measured: the calls' {library.ops} eager ops took {seconds(library.op_s)}{compiled} in this "
+                      "run, which jitting them removes; not subtracted: the compiled calls' own time, which is not "
+                      "timed")
 
 
 def _eager_loop(loop: DrivenLoop, wall_s: float) -> RuntimeFinding:

@@ -230,6 +230,10 @@ class EagerRecord:
     line_ops: Counter[int] = field(default_factory=Counter)
     line_op_s: dict[int, float] = field(default_factory=dict)
     line_compile_s: dict[int, float] = field(default_factory=dict)
+    # ... of which issued inside a call into a JAX library other than JAX itself (`optimiser.update`
+    # of optax, a flax `apply`): a line whose ops are such a call's is a call to move into a jit
+    line_library_ops: Counter[int] = field(default_factory=Counter)
+    line_library: dict[int, str] = field(default_factory=dict)  # the library's top-level package
     op_s: float = 0.0  # time inside its eager ops (callees' included), compilation excluded
     compiles: int = 0  # eager compilations inside them
     compile_s: float = 0.0
@@ -249,6 +253,10 @@ class EagerRecord:
     # its calls' arguments by signature (`arguments.signature_of`), the first MAX_SIGNATURES kinds
     argument_samples: dict[Any, ArgumentSample] = field(default_factory=dict)
     last_frame: Any = field(default=None, repr=False)  # the frame of its current call
+
+
+# JAX's own packages: an op issued through them (`jnp.dot`) is the user line's own op
+_JAX_PACKAGES = frozenset({"jax", "jaxlib"})
 
 
 class TransferKey(NamedTuple):
@@ -1043,6 +1051,7 @@ class Instrument:
         is_user = self.user_files.is_user
         chain: list[EagerRecord] = []
         site: SourceLine | None = None
+        called: FrameType | None = None  # the library frame the innermost user line called
         while frame is not None:
             code = frame.f_code
             if is_user(code.co_filename):
@@ -1071,9 +1080,15 @@ class Instrument:
                     record.own_ops += 1
                     record.line_ops[site.line] += 1
                     self._local.eager_line = site.line
+                    package = _package_of(called.f_code.co_filename) if called is not None else "jax"
+                    if package not in _JAX_PACKAGES:
+                        record.line_library_ops[site.line] += 1
+                        record.line_library[site.line] = package
                 chain.append(record)
                 if code.co_name == "<module>":  # the script's top: nothing above is the user's
                     break
+            elif site is None:
+                called = frame
             frame = frame.f_back
         if chain and site is not None:
             # NumPy arrays (JAX wraps them as ndarray subclasses); 0-d ones are Python scalars' literals
@@ -1182,6 +1197,7 @@ def _transformation(fun: Any) -> str | None:
     return next((_TRANSFORMATIONS[n] for n in names if n in _TRANSFORMATIONS), None)
 
 
+@functools.cache  # asked per eager op, of a few hundred files
 def _package_of(filename: str) -> str:
     """`.../site-packages/equinox/_jit.py` -> 'equinox'."""
     parts = os.path.normpath(filename).split(os.sep)
