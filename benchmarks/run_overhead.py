@@ -16,9 +16,10 @@ Workloads, each a loop a user might write, timed end to end (block at the end) a
 Three configurations: plain; `run` (the jit wrapper, compile attribution, sampled execution
 timing, host-read and host-copy hooks: what `jaxopt-audit run` switches on); `run+h2d` (that
 plus `runtime.monitors.TransferMonitor`, jaxlib's transfer-guard log for the exact
-host-to-device total, on with JAXOPT_AUDIT_H2D_TOTAL=1). Reports the median time per step and
-the microseconds `run` adds per step. Timings on a shared machine are noisy:
-compare medians, and rerun on a quiet machine for numbers to quote. The target is at most 10%
+host-to-device total, on with JAXOPT_AUDIT_H2D_TOTAL=1). Reports the median time per step, the
+microseconds `run` adds per step, and the overhead of each repeat's plain/run pair (median and
+quartiles). Timings on a shared machine are noisy: read the overhead against the pairs' spread,
+and rerun on a quiet machine for numbers to quote. The target is at most 10%
 on a jitted training step (train_step, mlp_step); tiny_call and read_per_step show the fixed
 cost per call and per host read, which no real step is small enough to hide.
 """
@@ -51,6 +52,9 @@ class Overhead:
     plain_us_per_step: float
     run_us_per_step: float
     run_h2d_total_us_per_step: float
+    # run / plain - 1 of each repeat's adjacent pair (load from other processes hits both of a
+    # pair alike): median and quartiles, the spread to read `relative` against
+    paired: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def added_us_per_step(self) -> float:
@@ -224,8 +228,17 @@ def measure(steps: int, repeats: int, workloads: list[str] | None = None,
             for index, configuration in enumerate(configurations):
                 times[index].append(configuration.time_once(clock))
         plain, run, run_h2d = (statistic(t) / steps * 1e6 for t in times)
-        results.append(Overhead(name, steps, plain, run, run_h2d))
+        pairs = [r / p - 1 for p, r in zip(times[0], times[1], strict=True)]
+        results.append(Overhead(name, steps, plain, run, run_h2d, _spread(pairs)))
     return results
+
+
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, first quartile, third quartile); one value: itself three times."""
+    if len(values) < 2:
+        return (values[0],) * 3 if values else (0.0, 0.0, 0.0)
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return median, q1, q3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,10 +256,13 @@ def main(argv: list[str] | None = None) -> int:
                       STATISTICS[args.stat], CLOCKS[args.clock])
     print(f"jaxopt-audit run overhead on {jax.devices()[0].platform} (jax {jax.__version__}), "
           f"{args.calls} steps x {args.repeats} repeats, {args.stat} of {args.clock} time")
-    print(f"{'workload':<14} {'plain us/step':>14} {'run':>9} {'run+h2d':>9} {'added us':>9} {'overhead':>9}")
+    print(f"{'workload':<14} {'plain us/step':>14} {'run':>9} {'run+h2d':>9} {'added us':>9} {'overhead':>9}"
+          f"  {'paired median [quartiles]':>26}")
     for r in results:
+        median, q1, q3 = r.paired
         print(f"{r.workload:<14} {r.plain_us_per_step:>14.1f} {r.run_us_per_step:>9.1f} "
-              f"{r.run_h2d_total_us_per_step:>9.1f} {r.added_us_per_step:>9.1f} {r.relative:>8.0%}")
+              f"{r.run_h2d_total_us_per_step:>9.1f} {r.added_us_per_step:>9.1f} {r.relative:>8.1%}"
+              f"  {median:>9.1%} [{q1:.1%}, {q3:.1%}]")
     if args.out:
         rows = [asdict(r) | {"added_us_per_step": r.added_us_per_step, "relative": r.relative} for r in results]
         payload = {"platform": jax.devices()[0].platform, "jax_version": jax.__version__,

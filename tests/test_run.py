@@ -489,3 +489,5 @@ def test_overhead_benchmark_measures_every_configuration() -> None:
     results = run_overhead.measure(steps=20, repeats=1, workloads=["tiny_call", "read_per_step"])
     assert [r.workload for r in results] == ["tiny_call", "read_per_step"]
     assert all(min(r.plain_us_per_step, r.run_us_per_step, r.run_h2d_total_us_per_step) > 0 for r in results)
+    # one repeat: its pair's overhead is the overhead, three times over
+    assert all(r.paired == pytest.approx((r.relative,) * 3) for r in results)
