@@ -101,6 +101,13 @@ class HostSyncInStep(Rule):
     input's preparation, ranks `medium` at most however many times it runs: each step waits for
     the one before anyway, so the read adds about one dispatch latency per step.
 
+    At run time, `jaxopt-audit run` also reports a host callback that compiled code runs on
+    every step (`jax.debug.callback`, `jax.pure_callback`, `jax.experimental.io_callback`
+    inside the jitted step or its scanned loop): each run stops the compiled program while
+    Python runs the callable, its arguments copied to the host first. The finding is at the line
+    registering the callback; its saving is the measured time inside the callable. The reads the
+    callable makes are part of that time, not findings of their own.
+
     ## Measured
     `training_loop` pipeline, stage "data on device": removing the per-step conversions is part
     of the 5x that the case study behind it reports for keeping data on the device.

@@ -522,6 +522,39 @@ def optax_training_steps():
     return params, losses, eager_updates
 
 
+# ---------------------------------------------------------------- host callbacks
+
+def _host_cube(x):
+    return np.asarray(x) ** 3
+
+
+@case
+def host_callbacks():
+    from jax.experimental import io_callback
+    seen = []
+
+    def log(step, value):
+        seen.append((int(step), float(value)))
+
+    @jax.jit
+    def step(x, i):
+        jax.debug.callback(log, i, jnp.sum(x))
+        cubed = jax.pure_callback(_host_cube, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+        counted = io_callback(lambda v: np.asarray(v + 1, np.float32), jax.ShapeDtypeStruct((), jnp.float32),
+                              jnp.sum(x), ordered=True)
+        return cubed * 0.5, counted
+    outs = [step(X, i) for i in range(3)]
+    mapped = jax.jit(jax.vmap(lambda row: jax.pure_callback(_host_cube, jax.ShapeDtypeStruct(row.shape, row.dtype),
+                                                            row, vmap_method="sequential")))(M)
+    keyword = jax.pure_callback(callback=_host_cube, result_shape_dtypes=jax.ShapeDtypeStruct(X.shape, X.dtype), x=X) \
+        if "callback" in inspect.signature(jax.pure_callback).parameters else jnp.asarray(_host_cube(X))
+    scanned = lax.scan(lambda c, v: (c + jax.pure_callback(_host_cube, jax.ShapeDtypeStruct((), v.dtype), v), None),
+                       jnp.float32(0), X)[0]
+    jax.effects_barrier()
+    return outs, mapped, keyword, scanned, seen, jax.pure_callback(_host_cube, jax.ShapeDtypeStruct((), jnp.float32),
+                                                                   jnp.float32(2.0))
+
+
 # ---------------------------------------------------------------- errors are the same errors
 
 @case

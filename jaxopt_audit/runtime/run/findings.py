@@ -28,8 +28,13 @@ From the instruments' records:
   is in a helper called once per item of another function's loop, or in a short loop of its
   own restarted with each item (a few Newton iterations per item), the finding is at that
   outer loop, the one whose items are independent (`_outer_loop`).
+- JAX101 also at a line of such a loop whose eager ops come, most of them, from a call into a JAX
+  library (optax's `optimiser.update` beside a jitted gradient: `driven.LibraryCall`): the call
+  to move into the jitted step; the rest of the loop is a loop finding only if still worth one.
 - JAX301 host-sync-in-step: a device array read on the host (`float`, `.item()`, `np.asarray`,
-  `print`, ...) or `block_until_ready` at the same line again and again: a stall per step.
+  `print`, ...) or `block_until_ready` at the same line again and again: a stall per step; or a
+  host callback compiled code ran about once per step or more (`callbacks`), its measured time
+  `CALLBACK_SHARE` of the wall time or more: the compiled program stops for it each run.
 - JAX302 host-to-device-in-step: host (NumPy) data copied to the device at the same line again
   and again: as arguments of a jitted call, or through `jnp.asarray` / `jax.device_put`, or
   nested Python lists of numbers made into an array by `jnp.array` / `jnp.asarray` (converted
@@ -159,6 +164,7 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
         if id(record) not in looped:
             findings.extend(_python_loop(record, wall_s, measure))
     findings.extend(f for f in _transfers(instrument, measure) if (f.path, f.line) not in covered or f.code != "JAX302")
+    findings.extend(_callbacks(instrument, wall_s))
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
 
@@ -565,6 +571,37 @@ def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[Runtim
 
 
 AMORTISED_CALL_S = 0.01  # a read once per call of a function this slow (median) is not a per-step stall
+
+
+CALLBACK_SHARE = 0.02  # of the wall time inside a callback's runs that makes it worth a finding
+
+_CALLBACK_FIXES = {
+    "jax.pure_callback": "write the host computation in jax.numpy so it compiles with the rest of the step, or "
+                         "compute it once outside the loop",
+}
+
+
+def _callbacks(instrument: Instrument, wall_s: float) -> Iterable[RuntimeFinding]:
+    """A host callback run from compiled code about as often as the program's steps (or more:
+    inside a scanned loop), its runs `CALLBACK_SHARE` of the wall time or more: JAX301 at the
+    line registering it, its measured time the saving."""
+    steps = max((r.calls for r in instrument.functions.values()), default=0)
+    for record in instrument.callbacks.records.values():
+        if (record.calls < REPEATED or record.calls * PERIODIC_STEPS < steps or wall_s <= 0
+                or record.seconds < CALLBACK_SHARE * wall_s):
+            continue
+        fix = _CALLBACK_FIXES.get(record.api, "run it every k steps (under lax.cond on the step count) or return "
+                                              "what it needs from the jitted function and use it from the loop "
+                                              "every k steps")
+        yield RuntimeFinding(
+            "JAX301", RULE_NAMES["JAX301"], display_path(record.path), record.line,
+            f"{record.api}({record.name}) ran {record.calls} times from compiled code ({seconds(record.seconds)} in "
+            f"{record.name}, {record.seconds / wall_s:.0%} of the wall time): each run stops the compiled "
+            "program while Python runs it, its arguments copied to the host first",
+            fix, record.calls, round(record.seconds, 6), saving_s=round(record.seconds, 6),
+            saving_method=f"measured: the {record.calls} runs of {record.name} took {seconds(record.seconds)}, which "
+                          "the compiled program waited for; not counted: copying its arguments to the host and the "
+                          "stall around each run")
 
 
 def _waits_for_long_calls(instrument: Instrument, key: TransferKey) -> bool:

@@ -59,6 +59,12 @@ programs compute the same bytes with and without `run`).
   counted once however often it is read (the host copy is cached on accelerators).
 - Host-to-device copies outside jitted calls: `jax.device_put`, `jnp.asarray`, `jnp.array` of
   host data, attributed to the user's line.
+- Host callbacks (`callbacks`): the callable given to `jax.debug.callback`, `jax.pure_callback`
+  or `io_callback` from the user's code is timed on every run, by the line registering it; the
+  reads and eager ops it makes are its own cost, not the program's reads or eager work.
+- Eager ops issued inside a call into a JAX library other than JAX itself (optax's
+  `optimiser.update`) are counted per user line too (`EagerRecord.line_library_ops`): such a
+  line in a loop is a call to move into the jitted step.
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
 from .arguments import NOT_FUNCTIONS, ArgumentSample, CallSample, call_sample, same_value, signature_of, worth_recording
 from .cachemiss import HEADER, NEW_FUNCTION_ARGUMENT, STATIC, CacheMiss, parse_cache_miss
+from .callbacks import Callbacks
 from .copy_saving import CopySpec
 from .sites import SourceLine, UserFiles
 
@@ -419,6 +426,7 @@ class Instrument:
         self._previous_leaves: list[Any] = []  # outputs of the latest top-level call
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
         self._original_block = ArrayImpl.block_until_ready
+        self.callbacks = Callbacks(user_files)  # host callbacks' runs, timed
 
     # the transfer lines' counts by key, for the report
     @property
@@ -461,6 +469,8 @@ class Instrument:
         self._install_host_reads()
         self._install_host_writes()
         self._install_eager_ops()
+        self.callbacks.install(self._patch)
+        self.callbacks.counting = True
         self._program_thread = threading.get_ident()
         self._waited_at_install = HOST_READS.waited_in_this_thread()
         self.active = True
@@ -470,6 +480,7 @@ class Instrument:
         if self.active:
             self.waited_s = HOST_READS.waited_in_this_thread() - self._waited_at_install
         self.active = False
+        self.callbacks.counting = False
         for record in self.eager.values():
             record.last_frame = None  # frames hold the program's locals
         for function in self.functions.values():
@@ -890,7 +901,7 @@ class Instrument:
         self._restore.append(lambda: HOST_READS.unsubscribe(self._on_host_read, self._on_read_finished))
 
     def _on_host_read(self, array: Any, via: str, direction: str) -> None:
-        if not self.active:
+        if not self.active or self.callbacks.inside():  # a callback's reads are its own cost
             return
         if direction == "sync":
             caller = sys._getframe(3)  # what called the hooked block_until_ready
@@ -998,7 +1009,7 @@ class Instrument:
 
         def eager(*args: Any, **kwargs: Any) -> Any:
             if (not instrument.active or getattr(local, "eager_owner", None) is not None
-                    or getattr(local, "stack", None) or HOST_READS.inside()
+                    or getattr(local, "stack", None) or HOST_READS.inside() or instrument.callbacks.inside()
                     or (not primitive and not _is_top_level())):
                 return original(*args, **kwargs)
             owners = instrument._note_eager_op(args[2] if primitive else args)
