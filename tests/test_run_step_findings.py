@@ -282,3 +282,18 @@ def test_a_library_update_run_eagerly_beside_a_jitted_gradient_is_the_call_to_ji
     assert top["saving_s"] is not None and 0 < top["saving_s"] <= top["cost_s"]
     # the loop around it carries params through the update: a scan if anything, never a vmap
     assert not any(f["code"] == "JAX202" for f in report["findings"])
+
+
+EAGER_FORI = SCRIPTS / "eager_fori_loop.py"
+
+
+@pytest.mark.slow
+def test_a_function_whose_one_op_is_a_lax_loop_run_eagerly_is_worth_a_jit(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(EAGER_FORI))
+    assert status == 0
+    found = _jax101(report)
+    assert set(found) == {"integrate"}
+    assert found["integrate"]["line"] == _line_of(EAGER_FORI, "def integrate(angle, speed):")
+    assert found["integrate"]["count"] == 300
+    assert "lax loops or branches run outside jit" in found["integrate"]["message"]
+    assert found["integrate"]["saving_method"].startswith("measured: the function jitted on the recorded")

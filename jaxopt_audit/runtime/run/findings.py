@@ -95,12 +95,12 @@ from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop, LibraryCall, carries_sta
 from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
 from .jit_saving import JitSaving
 from .report import (
-    EAGER_OPS_WORTH_A_JIT,
     EagerFunctionReport,
     RuntimeFinding,
     eager_functions,
     eager_loops,
     eager_roles,
+    worth_a_jit,
 )
 from .roles import REPEATED, STEP
 from .sites import SourceLine, display_path
@@ -139,10 +139,11 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
                 for loop in loops for code in loop.absorbed}
     for eager in eager_functions(instrument, wall_s):
         # a callee of a loop reported whole (`DrivenLoop.absorbed`) is part of that loop's finding
-        if eager.role != STEP or eager.ops_per_call < EAGER_OPS_WORTH_A_JIT or (eager.path, eager.line) in in_loops:
+        own = records.get((eager.path, eager.line, eager.name))
+        if eager.role != STEP or own is None or not worth_a_jit(own) or (eager.path, eager.line) in in_loops:
             continue
-        saving = _jit_saving(records.get((eager.path, eager.line, eager.name)), eager) if measure else None
-        findings.append(_missing_jit(eager, saving))
+        saving = _jit_saving(own, eager) if measure else None
+        findings.append(_missing_jit(eager, saving, own.control_flow_ops >= own.calls))
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
@@ -179,12 +180,14 @@ def _jit_saving(record: EagerRecord | None, eager: EagerFunctionReport) -> JitSa
         return JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
 
 
-def _missing_jit(eager: EagerFunctionReport, saving: JitSaving | None) -> RuntimeFinding:
+def _missing_jit(eager: EagerFunctionReport, saving: JitSaving | None, control_flow: bool = False) -> RuntimeFinding:
     where = f" (called from {', '.join(eager.called_from)})" if eager.called_from else ""
     compiled = f", {eager.compiles} eager compilations ({seconds(eager.compile_s)})" if eager.compiles else ""
+    loops = (" (lax loops or branches run outside jit: each call traces the Python body again and dispatches "
+             "the loop)" if control_flow else "")
     return RuntimeFinding(
         "JAX101", RULE_NAMES["JAX101"], eager.path, eager.line,
-        f"{eager.name} is not jitted and ran {eager.ops_per_call:.0f} JAX ops one by one per call over "
+        f"{eager.name} is not jitted and ran {eager.ops_per_call:.0f} JAX ops one by one per call{loops} over "
         f"{eager.calls} calls{where}: {eager.ops} eager ops{compiled}, {eager.wall_share:.0%} of the wall "
         "time inside them",
         f"jax.jit {eager.name} (or the step that calls it) so each call is one compiled program",

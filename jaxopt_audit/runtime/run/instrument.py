@@ -241,6 +241,9 @@ class EagerRecord:
     # of optax, a flax `apply`): a line whose ops are such a call's is a call to move into a jit
     line_library_ops: Counter[int] = field(default_factory=Counter)
     line_library: dict[int, str] = field(default_factory=dict)  # the library's top-level package
+    # of its own ops, the control-flow ones (`CONTROL_FLOW_OPS`: `lax.fori_loop` run eagerly),
+    # each traces its Python body and dispatches a loop: one is worth a jit on its own
+    control_flow_ops: int = 0
     op_s: float = 0.0  # time inside its eager ops (callees' included), compilation excluded
     compiles: int = 0  # eager compilations inside them
     compile_s: float = 0.0
@@ -261,6 +264,9 @@ class EagerRecord:
     argument_samples: dict[Any, ArgumentSample] = field(default_factory=dict)
     last_frame: Any = field(default=None, repr=False)  # the frame of its current call
 
+
+# primitives whose eager run traces the Python function given and runs a loop or a branch
+CONTROL_FLOW_OPS = frozenset({"scan", "while", "cond"})
 
 # JAX's own packages: an op issued through them (`jnp.dot`) is the user line's own op
 _JAX_PACKAGES = frozenset({"jax", "jaxlib"})
@@ -1017,7 +1023,9 @@ class Instrument:
                 return original(*args, **kwargs)
             stacked = None if primitive else instrument._stacked_outputs_of(args)
             local.eager_owner, local.eager_compile_s = owners, 0.0
-            local.eager_op_name = getattr(args[1], "name", "?") if primitive else name
+            local.eager_op_name = op_name = getattr(args[1], "name", "?") if primitive else name
+            if op_name in CONTROL_FLOW_OPS:
+                owners[0].control_flow_ops += 1
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
