@@ -297,3 +297,25 @@ def test_a_function_whose_one_op_is_a_lax_loop_run_eagerly_is_worth_a_jit(tmp_pa
     assert found["integrate"]["count"] == 300
     assert "lax loops or branches run outside jit" in found["integrate"]["message"]
     assert found["integrate"]["saving_method"].startswith("measured: the function jitted on the recorded")
+
+
+TRANSFORMED = SCRIPTS / "transformed_calls.py"
+
+
+@pytest.mark.slow
+def test_a_gradient_called_without_jit_is_reported_where_it_is_made(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(TRANSFORMED))
+    assert status == 0
+    made_once = _line_of(TRANSFORMED, "value_and_gradient = jax.value_and_grad(loss)")
+    made_per_iteration = _line_of(TRANSFORMED, "    v = v - 0.1 * jax.grad(loss)(v)")
+    jax101 = [f for f in report["findings"] if f["code"] == "JAX101"]
+    # the objective converts to floats (it cannot be jitted) and loss runs inside the gradients:
+    # neither is the function to jit
+    assert sorted((f["line"], f["count"]) for f in jax101) == [(made_once, 150), (made_per_iteration, 150)]
+    once = next(f for f in jax101 if f["line"] == made_once)
+    assert once["message"].startswith("jax.value_and_grad(loss), made here, is called without jit 150 times")
+    assert once["fix"].startswith("jax.jit(jax.value_and_grad(loss)) here, once")
+    inline = next(f for f in jax101 if f["line"] == made_per_iteration)
+    assert inline["message"].startswith("jax.grad(loss), made here 150 times, is called without jit 150 times")
+    for finding in jax101:
+        assert finding["saving_method"].startswith("measured: the function jitted on the recorded argument shapes")

@@ -105,6 +105,24 @@ def same_value(leaf: Any, other: Any) -> bool:
         return False
 
 
+MAX_SIGNATURES = 64  # argument signatures kept per un-jitted function
+
+
+def note_arguments(samples: dict[Any, ArgumentSample], frame: FrameType) -> None:
+    """Count the call's argument signature in `samples` (what a jit of the function would
+    compile for), the first `MAX_SIGNATURES` kinds."""
+    found = signature_of(frame)
+    if found is None:
+        return
+    key, sample = found
+    kept = samples.get(key)
+    if kept is None:
+        if len(samples) >= MAX_SIGNATURES:
+            return
+        kept = samples[key] = sample
+    kept.calls += 1
+
+
 def worth_recording(calls: int) -> bool:
     """Whether the `calls`-th call's arguments are recorded (the first few, then a sample)."""
     return calls <= RECORDED_FIRST or calls % RECORDED_EVERY == 0

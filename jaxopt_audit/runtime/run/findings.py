@@ -95,6 +95,7 @@ from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop, LibraryCall, carries_sta
 from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
 from .jit_saving import JitSaving
 from .report import (
+    EAGER_OPS_WORTH_A_JIT,
     EagerFunctionReport,
     RuntimeFinding,
     eager_functions,
@@ -104,7 +105,8 @@ from .report import (
 )
 from .roles import REPEATED, STEP
 from .sites import SourceLine, display_path
-from .source_loops import enclosing
+from .source_loops import enclosing, loop_carries
+from .transforms import TransformRecord
 
 PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
 
@@ -135,15 +137,33 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
     loops = eager_loops(instrument, wall_s)
+    transformed = [t for t in instrument.transforms.records.values() if _transformed_per_step(t, instrument)]
+    for transform in transformed:
+        findings.append(_transformed_call(transform, wall_s, measure))
+    # a caller whose own ops are a transformed function's, and a function run mostly by those
+    # calls, are that finding's: the fix is the jit where the function is made
+    callers = {site for t in transformed for site in t.callers}
+    calling = {code for t in transformed for code in t.caller_codes}
+    in_transformed = set()
+    for code, r in instrument.eager.items():
+        inside = sum(n for site, n in r.callers.items() if site in callers)
+        if r.callers and 2 * inside >= sum(r.callers.values()):  # runs inside the transformed calls, mostly
+            in_transformed.add(code)
+        elif code in calling and 2 * sum(r.line_ops[s.line] for s in callers if s.path == r.path) >= r.own_ops:
+            in_transformed.add(code)
     in_loops = {(display_path(instrument.eager[code].path), instrument.eager[code].line)
                 for loop in loops for code in loop.absorbed}
     for eager in eager_functions(instrument, wall_s):
         # a callee of a loop reported whole (`DrivenLoop.absorbed`) is part of that loop's finding
         own = records.get((eager.path, eager.line, eager.name))
-        if eager.role != STEP or own is None or not worth_a_jit(own) or (eager.path, eager.line) in in_loops:
+        if (eager.role != STEP or own is None or not worth_a_jit(own) or (eager.path, eager.line) in in_loops
+                or own.code in in_transformed):
             continue
         saving = _jit_saving(own, eager) if measure else None
-        findings.append(_missing_jit(eager, saving, own.control_flow_ops >= own.calls))
+        # jitting it as written measured to save nothing, its work in a loop of its own: the
+        # loop unrolls into a long compile; the loop is the thing to change
+        unrolled = _loop_in_function(own, wall_s, saving) if saving is not None and saving.saving_s == 0 else None
+        findings.append(unrolled or _missing_jit(eager, saving, own.control_flow_ops >= own.calls))
         if eager.h2d_transfers >= REPEATED and eager.called_from:
             findings.append(_copied_by_eager_ops(eager))
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
@@ -168,6 +188,95 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     findings.extend(_callbacks(instrument, wall_s))
     # the largest measured saving (else cost) first; the place breaks ties, so equal runs list alike
     return sorted(findings, key=lambda f: (-f.rank_s, f.path, f.line, f.code, f.message))
+
+
+def _loop_in_function(record: EagerRecord, wall_s: float, jitted: JitSaving) -> RuntimeFinding | None:
+    """The loop of a per-step function holding half or more of its own eager ops, as the
+    finding in place of its JAX101, or None. Only where jitting the function as written was
+    measured to save nothing (`jitted`): traced under jit, the loop unrolls, so the compilation
+    grows with its iterations; the body vmapped over the loop's items (or scanned, where the
+    loop carries a state) inside the jitted function compiles once. The saving is the loop's
+    eager ops' measured time and compilation, less nothing (the compiled loop is not timed:
+    said so)."""
+    spans: Counter[tuple[int, int]] = Counter()
+    for line, ops in record.line_ops.items():
+        span = enclosing(SourceLine(record.path, line)).loop
+        if span is not None and span[0] >= record.line:
+            spans[span] += ops
+    if not spans or not record.own_ops:
+        return None
+    (first, last), ops = spans.most_common(1)[0]
+    if 2 * ops < record.own_ops or ops < LOOP_CALLS:
+        return None
+    lines = [line for line in record.line_ops if first <= line <= last]
+    op_s = sum(record.line_op_s.get(line, 0.0) for line in lines)
+    compile_s = sum(record.line_compile_s.get(line, 0.0) for line in lines)
+    carried = loop_carries(record.path, (first, last)) is not False
+    code = "JAX201" if carried else "JAX202"
+    body = ("as lax.scan or lax.fori_loop (the state it carries as the carry)" if carried else
+            "jax.vmap'ed over the items the loop goes through")
+    eager_s = op_s + compile_s
+    per_call = ops / record.calls if record.calls else 0
+    if jitted.eager_call_s is not None and jitted.jitted_call_s is not None:
+        # the calls as timed after the run, eager against jitted, without the unrolled loop's
+        # compilation, which the fix does not have (its own, smaller one is not timed)
+        saving = record.calls * (jitted.eager_call_s - jitted.jitted_call_s) + record.compile_s
+        method = (f"measured: {record.calls} calls of {record.name} as written took {seconds(jitted.eager_call_s)} "
+                  f"each, jitted {seconds(jitted.jitted_call_s)} each (timed alike after the run), and its eager ops "
+                  f"compiled for {seconds(record.compile_s)} in the run; not counted: compiling the loop written as "
+                  f"{'a scan' if carried else 'a vmap'}, which is not timed. Jitting {record.name} as written, its "
+                  f"loop unrolled: {jitted.method.removeprefix('measured: ')}")
+    else:
+        saving = eager_s
+        method = (f"measured: the loop's {ops} eager ops took {seconds(op_s)}"
+                  + (f" and {seconds(compile_s)} compiling them" if compile_s else "")
+                  + " in this run, which the compiled loop removes; not subtracted: the compiled loop's own time, "
+                    "which is not timed")
+    return RuntimeFinding(
+        code, RULE_NAMES[code], display_path(record.path), first,
+        f"{record.name}'s loop (lines {first}-{last}) issued {ops} of its {record.own_ops} eager ops "
+        f"({per_call:.0f} per call over {record.calls} calls; {seconds(op_s)}"
+        + (f" and {seconds(compile_s)} compiling them" if compile_s else "")
+        + f", {eager_s / wall_s if wall_s > 0 else 0:.0%} of the wall time): jitting {record.name} as written unrolls "
+        "the loop, and was measured to save nothing",
+        f"write the loop's body {body} inside {record.name}, then jax.jit {record.name}: one compiled loop "
+        "instead of an unrolled one", ops, round(eager_s, 6), function=record.name,
+        saving_s=round(max(0.0, saving), 6), saving_method=method)
+
+
+def _transformed_per_step(transform: TransformRecord, instrument: Instrument) -> bool:
+    """Called `REPEATED` times or more, about as often as the program's steps, with
+    `EAGER_OPS_WORTH_A_JIT` eager ops per call or more from the calling line."""
+    steps = max((r.calls for r in instrument.functions.values()), default=0)
+    return (transform.calls >= REPEATED and transform.calls * PERIODIC_STEPS >= steps
+            and transform.ops >= EAGER_OPS_WORTH_A_JIT * transform.calls)
+
+
+def _transformed_call(transform: TransformRecord, wall_s: float, measure: bool) -> RuntimeFinding:
+    """JAX101 at the line that made a transformed function the program calls without jit; the
+    saving measured by jitting the function made there on the recorded arguments
+    (`jit_saving`), against its eager calls timed alike."""
+    callers = ", ".join(f"{display_path(site.path)}:{site.line}" for site, _ in transform.callers.most_common(3))
+    eager_s = transform.op_s + transform.compile_s
+    made = "made here" if transform.made == 1 else f"made here {transform.made} times"
+    message = (f"{transform.expression}, {made}, is called without jit {transform.calls} times "
+               f"(from {callers}): each call traces {transform.name} again and runs its "
+               f"{'batched' if transform.api == 'jax.vmap' else 'derivative'} computation op by op, "
+               f"{transform.ops} eager ops from the calling line ({seconds(eager_s)}, "
+               f"{eager_s / wall_s if wall_s > 0 else 0:.0%} of the wall time, the tracing not counted)")
+    fix = (f"jax.jit({transform.expression}) here, once, and call that: the caller need not be jitted "
+           "(an optimizer's objective converting to floats can call a jitted gradient)")
+    if measure:
+        try:
+            saving = jit_saving.measure(transform.latest, transform.argument_samples, transform.calls,
+                                        transform.compile_s)
+        except (Exception, SystemExit) as exc:  # the measurement is an extra: it never costs the report
+            saving = JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
+    else:
+        saving = JitSaving(None, "no estimate: the jitted function's time is not measured (--trace)")
+    return RuntimeFinding(
+        "JAX101", RULE_NAMES["JAX101"], display_path(transform.path), transform.line, message, fix, transform.calls,
+        round(eager_s, 6), function=transform.name, saving_s=saving.saving_s, saving_method=saving.method)
 
 
 def _jit_saving(record: EagerRecord | None, eager: EagerFunctionReport) -> JitSaving:

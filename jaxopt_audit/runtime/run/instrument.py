@@ -98,11 +98,20 @@ from jax._src.numpy import array_methods as _array_methods
 
 from ..host_reads import HOST_READS, patch_attribute
 from ..monitors import COMPILE_LISTENERS, CompileEvent, ReadOnce
-from .arguments import NOT_FUNCTIONS, ArgumentSample, CallSample, call_sample, same_value, signature_of, worth_recording
+from .arguments import (
+    NOT_FUNCTIONS,
+    ArgumentSample,
+    CallSample,
+    call_sample,
+    note_arguments,
+    same_value,
+    worth_recording,
+)
 from .cachemiss import HEADER, NEW_FUNCTION_ARGUMENT, STATIC, CacheMiss, parse_cache_miss
 from .callbacks import Callbacks
 from .copy_saving import CopySpec
 from .sites import SourceLine, UserFiles
+from .transforms import Transforms
 
 CACHE_MISS_LOGGER = "jax._src.interpreters.partial_eval"
 # JAX raises these loggers' "PERSISTENT COMPILATION CACHE MISS" lines to WARNING when explaining
@@ -116,7 +125,6 @@ _CLOCKS_KEPT = 4096  # occurrences of a transfer whose step is kept (enough for 
 _COMPILE_SPANS_KEPT = 4096  # per thread: an event containing more earlier ones than this is not seen
 MAX_RECOMPILES_KEPT = 200  # causes kept per function (all compilations are counted)
 STACKED_MIN = 32  # outputs of one jitted function stacked at once that count as a loop's results
-MAX_SIGNATURES = 64  # argument signatures kept per un-jitted function
 _HOST_SCALARS = (int, float, bool, complex)
 # not eager ops: host-copy entry points (hooked as such), and functions that take no arrays
 _EAGER_SKIP = frozenset({"asarray", "array", "from_dlpack", "frombuffer", "fromfile", "fromfunction",
@@ -433,6 +441,7 @@ class Instrument:
         self._next_timed = 0.0  # perf_counter time before which no sampled call is timed
         self._original_block = ArrayImpl.block_until_ready
         self.callbacks = Callbacks(user_files)  # host callbacks' runs, timed
+        self.transforms = Transforms(user_files)  # functions made by jax.grad, vmap, ...: where, and their eager calls
 
     # the transfer lines' counts by key, for the report
     @property
@@ -476,6 +485,7 @@ class Instrument:
         self._install_host_writes()
         self._install_eager_ops()
         self.callbacks.install(self._patch)
+        self.transforms.install(self._patch)
         self.callbacks.counting = True
         self._program_thread = threading.get_ident()
         self._waited_at_install = HOST_READS.waited_in_this_thread()
@@ -491,6 +501,7 @@ class Instrument:
             record.last_frame = None  # frames hold the program's locals
         for function in self.functions.values():
             function.loop_previous = None  # the program's arrays
+        self.transforms.forget_frames()
         while self._restore:
             self._restore.pop()()
 
@@ -1034,6 +1045,10 @@ class Instrument:
                 if threading.get_ident() == instrument._program_thread:  # part of the split's host time
                     instrument.eager_op_s += spent
                 line = local.eager_line
+                transform = getattr(local, "eager_transform", None)
+                if transform is not None:
+                    transform.op_s += spent
+                    transform.compile_s += local.eager_compile_s
                 if stacked is None:
                     for owner in owners:
                         owner.op_s += spent
@@ -1092,7 +1107,7 @@ class Instrument:
                         record.callers[SourceLine(caller.f_code.co_filename, caller.f_lineno)] += 1
                         record.caller_codes.add(caller.f_code)
                     if code.co_name not in NOT_FUNCTIONS and worth_recording(record.calls):
-                        _note_arguments(record, frame)
+                        note_arguments(record.argument_samples, frame)
                         if record.calls == 1:
                             _note_static_parameters(record, frame)
                 if not chain:
@@ -1103,6 +1118,9 @@ class Instrument:
                     if package not in _JAX_PACKAGES:
                         record.line_library_ops[site.line] += 1
                         record.line_library[site.line] = package
+                    self._local.eager_transform = (
+                        self.transforms.note_op(frame, called, site)
+                        if called is not None and called.f_code in self.transforms.codes else None)
                 chain.append(record)
                 if code.co_name == "<module>":  # the script's top: nothing above is the user's
                     break
@@ -1253,20 +1271,6 @@ def _host_array_count(obj: Any) -> int:
         return sum(1 for leaf in jax.tree_util.tree_leaves(obj) if type(leaf) is np.ndarray)
     except Exception:  # not a pytree jax accepts: the real call will say so
         return 0
-
-
-def _note_arguments(record: EagerRecord, frame: FrameType) -> None:
-    """Count the call's argument signature (what a jit of the function would compile for)."""
-    found = signature_of(frame)
-    if found is None:
-        return
-    key, sample = found
-    kept = record.argument_samples.get(key)
-    if kept is None:
-        if len(record.argument_samples) >= MAX_SIGNATURES:
-            return
-        kept = record.argument_samples[key] = sample
-    kept.calls += 1
 
 
 def _note_static_parameters(record: EagerRecord, frame: FrameType) -> None:

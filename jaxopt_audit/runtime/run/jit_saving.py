@@ -49,6 +49,9 @@ class JitSaving:
 
     saving_s: float | None
     method: str
+    # what was timed, where it was: seconds per eager call and per jitted call (compilation apart)
+    eager_call_s: float | None = None
+    jitted_call_s: float | None = None
 
 
 def measure(function: Callable[..., Any] | None, samples: dict[Any, ArgumentSample], calls: int,
@@ -93,7 +96,7 @@ def measure(function: Callable[..., Any] | None, samples: dict[Any, ArgumentSamp
                      f"measured: the function jitted on the recorded argument shapes, {calls} calls x "
                      f"{seconds(per_call_s)} each and {compiled}, against {calls} eager calls x "
                      f"{seconds(eager_s)} each (timed alike) and the {seconds(eager_compile_s)} its eager "
-                     "ops compiled in the run")
+                     "ops compiled in the run", eager_s, per_call_s)
 
 
 def _time_jitted(function: Callable[..., Any], sample: ArgumentSample,
