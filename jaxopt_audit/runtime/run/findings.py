@@ -101,7 +101,6 @@ from .report import (
     eager_functions,
     eager_loops,
     eager_roles,
-    worth_a_jit,
 )
 from .roles import REPEATED, STEP
 from .sites import SourceLine, display_path
@@ -109,6 +108,7 @@ from .source_loops import enclosing, loop_carries
 from .transforms import TransformRecord
 
 PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
+CONTROL_FLOW_SHARE = 0.01  # of the wall time a jit must be measured to save a function whose one op is a lax loop
 
 RULE_NAMES = RUN_CODES  # code -> stable name, for every code `run` reports
 
@@ -138,34 +138,50 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
     loops = eager_loops(instrument, wall_s)
     transformed = [t for t in instrument.transforms.records.values() if _transformed_per_step(t, instrument)]
-    for transform in transformed:
-        findings.append(_transformed_call(transform, wall_s, measure))
-    # a caller whose own ops are a transformed function's, and a function run mostly by those
-    # calls, are that finding's: the fix is the jit where the function is made
-    callers = {site for t in transformed for site in t.callers}
-    calling = {code for t in transformed for code in t.caller_codes}
-    in_transformed = set()
-    for code, r in instrument.eager.items():
-        inside = sum(n for site, n in r.callers.items() if site in callers)
-        if r.callers and 2 * inside >= sum(r.callers.values()):  # runs inside the transformed calls, mostly
-            in_transformed.add(code)
-        elif code in calling and 2 * sum(r.line_ops[s.line] for s in callers if s.path == r.path) >= r.own_ops:
-            in_transformed.add(code)
     in_loops = {(display_path(instrument.eager[code].path), instrument.eager[code].line)
                 for loop in loops for code in loop.absorbed}
+    # (record, its findings) of the un-jitted steps; the transformed functions their jit covers
+    steps: list[tuple[EagerRecord, EagerFunctionReport, list[RuntimeFinding]]] = []
+    covered_transforms: set[int] = set()
     for eager in eager_functions(instrument, wall_s):
         # a callee of a loop reported whole (`DrivenLoop.absorbed`) is part of that loop's finding
         own = records.get((eager.path, eager.line, eager.name))
-        if (eager.role != STEP or own is None or not worth_a_jit(own) or (eager.path, eager.line) in in_loops
-                or own.code in in_transformed):
+        # one op per call gains nothing from a jit, unless it is a lax loop or branch run eagerly
+        # (its body traced and its loop dispatched on every call) and a jit is measured to gain
+        # `CONTROL_FLOW_SHARE` of the wall time
+        by_ops = eager.ops_per_call >= EAGER_OPS_WORTH_A_JIT
+        control_flow = own is not None and own.control_flow_ops >= own.calls > 0
+        if (eager.role != STEP or own is None or not (by_ops or (control_flow and measure))
+                or (eager.path, eager.line) in in_loops):
             continue
         saving = _jit_saving(own, eager) if measure else None
+        gained = saving.saving_s if saving is not None and saving.saving_s is not None else 0.0
+        if not by_ops and gained < max(CONTROL_FLOW_SHARE * wall_s, 1e-9):
+            continue
+        through = [t for t in transformed if own.code in t.caller_codes]
+        if through and 2 * sum(own.line_ops[site.line] for t in through for site in t.callers
+                               if site.path == own.path) >= own.own_ops:
+            # its own work is a transformed function's calls: where it cannot be jitted as
+            # written (an objective converting to floats), the jit goes where that is made
+            if saving is not None and saving.saving_s is None:
+                continue
+            covered_transforms.update(id(t) for t in through)
         # jitting it as written measured to save nothing, its work in a loop of its own: the
         # loop unrolls into a long compile; the loop is the thing to change
         unrolled = _loop_in_function(own, wall_s, saving) if saving is not None and saving.saving_s == 0 else None
-        findings.append(unrolled or _missing_jit(eager, saving, own.control_flow_ops >= own.calls))
+        found = [unrolled or _missing_jit(eager, saving, control_flow)]
         if eager.h2d_transfers >= REPEATED and eager.called_from:
-            findings.append(_copied_by_eager_ops(eager))
+            found.append(_copied_by_eager_ops(eager))
+        steps.append((own, eager, found))
+    reported_transforms = [t for t in transformed if id(t) not in covered_transforms]
+    findings.extend(_transformed_call(t, wall_s, measure) for t in reported_transforms)
+    # a function run mostly inside those calls (the loss a gradient traces) is their finding's
+    callers = {site for t in reported_transforms for site in t.callers}
+    for own, eager, found in steps:
+        if callers and 2 * sum(n for site, n in own.callers.items() if site in callers) >= sum(own.callers.values()):
+            continue
+        findings.extend(found)
+        if len(found) > 1:
             covered.update((path, line) for path, line, _ in eager.h2d_lines)
     reported = {(f.path, f.line) for f in findings if f.code == "JAX101"}
     for eager_record in instrument.eager.values():

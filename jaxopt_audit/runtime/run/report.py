@@ -26,14 +26,7 @@ from .instrument import EagerRecord, FunctionRecord, Instrument
 from .roles import DRIVER, HELPER, PERIODIC, REPEATED, SETUP, STEP
 from .sites import display_path
 
-EAGER_OPS_WORTH_A_JIT = 2  # eager ops per call that make a finding (JAX101): one op gains nothing from a jit ...
-
-
-def worth_a_jit(record: EagerRecord) -> bool:
-    """Whether the function's calls issue enough eager work for a jit to gain: `EAGER_OPS_WORTH_A_JIT`
-    ops per call, or a control-flow op per call (`lax.fori_loop` outside jit: its body traced and
-    its loop dispatched on every call)."""
-    return record.ops >= EAGER_OPS_WORTH_A_JIT * record.calls or record.control_flow_ops >= record.calls > 0
+EAGER_OPS_WORTH_A_JIT = 2  # eager ops per call that make a finding (JAX101): one op gains nothing from a jit
 
 
 @dataclass(frozen=True)
@@ -289,7 +282,7 @@ def eager_loops(instrument: Instrument, wall_s: float) -> list[DrivenLoop]:
 def _roles_and_loops(instrument: Instrument, wall_s: float) -> tuple[dict[Any, str], list[DrivenLoop]]:
     roles = _roles_by_calls(instrument)
     reported = {code for code, role in roles.items()
-                if role == STEP and worth_a_jit(instrument.eager[code])}
+                if role == STEP and instrument.eager[code].ops >= EAGER_OPS_WORTH_A_JIT * instrument.eager[code].calls}
     loops = driven_loops(instrument, roles, wall_s, reported)
     for loop in loops:
         if loop.driver.code in roles:  # not the script's top level, which has no role
