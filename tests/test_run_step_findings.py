@@ -319,3 +319,19 @@ def test_a_gradient_called_without_jit_is_reported_where_it_is_made(tmp_path: Pa
     assert inline["message"].startswith("jax.grad(loss), made here 150 times, is called without jit 150 times")
     for finding in jax101:
         assert finding["saving_method"].startswith("measured: the function jitted on the recorded argument shapes")
+
+
+LIST_MEAN = SCRIPTS / "list_mean_per_step.py"
+
+
+@pytest.mark.slow
+def test_a_list_of_device_scalars_converted_whole_every_step_is_timed_with_its_rereads(tmp_path: Path) -> None:
+    status, report = audit(tmp_path, str(LIST_MEAN))
+    assert status == 0
+    line = _line_of(LIST_MEAN, "    running.append(np.mean(losses))")
+    [read] = [f for f in report["findings"] if f["code"] == "JAX301" and f["line"] == line]
+    # 400 first reads; then the k-th step converts k - 1 elements again: 399 * 400 / 2
+    assert read["count"] == 400
+    assert f"converted again {399 * 400 // 2} times after their first read" in read["message"]
+    assert read["saving_s"] is not None and read["saving_s"] > 0
+    assert "running sum" in read["fix"]

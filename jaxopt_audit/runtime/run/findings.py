@@ -657,13 +657,19 @@ def _transfers(instrument: Instrument, measure: bool = False) -> Iterable[Runtim
         path = display_path(key.path)
         if key.direction == "d2h":
             saving, method = _beyond_device_work(instrument, key, about, timed)
+            rereads = instrument.transfer_lines[key].rereads
+            again = (f", and converted again {rereads} times after their first read (a list of device arrays "
+                     "converted whole every step: the work grows with the list)" if rereads >= count else "")
             yield RuntimeFinding(
                 "JAX301", RULE_NAMES["JAX301"], path, key.line,
-                f"{count} device arrays{of} were read on the host here ({key.via}), {every}: each read "
-                "waits for the device to finish, so host and device stop overlapping",
+                f"{count} device arrays{of} were read on the host here ({key.via}), {every}{again}: "
+                + ("each conversion is host work, and the first read of each waited for the device" if again else
+                   "each read waits for the device to finish, so host and device stop overlapping"),
                 "keep values on the device and read them every k steps or after the loop "
-                "(accumulate metrics in the jitted step)", count, timed, function=about,
-                saving_s=saving, saving_method=method)
+                "(accumulate metrics in the jitted step)" + ("; read each value once into a host list, or keep a "
+                                                             "running sum, instead of converting the whole list each "
+                                                             "step" if again else ""),
+                count, timed, function=about, saving_s=saving, saving_method=method)
         elif key.direction == "sync":
             if " in " in key.via:  # a library's own sync inside its jit wrapper: not the user's to move
                 continue

@@ -298,7 +298,7 @@ class TransferLine:
     An int or float attribute's `+=` runs no Python code between its load and its store, so
     under CPython's GIL another thread cannot interleave with it: the counting takes no lock."""
 
-    __slots__ = ("key", "count", "occurrences", "clocks", "functions", "seconds")
+    __slots__ = ("key", "count", "occurrences", "clocks", "functions", "seconds", "rereads")
 
     def __init__(self, key: TransferKey) -> None:
         self.key = key
@@ -309,6 +309,9 @@ class TransferLine:
         self.clocks: list[int] = []  # the run's clock at each occurrence, the first _CLOCKS_KEPT
         self.functions: Counter[str] | None = None  # whose outputs (reads of jitted functions' outputs)
         self.seconds: float | None = None  # inside the reads, syncs and explicit copies (None: not timed)
+        # reads of arrays already read once (timed in `seconds` too): no wait for the device, but
+        # host work, growing with a list of device arrays converted whole every step
+        self.rereads = 0
 
 
 class _CallFrame:
@@ -929,7 +932,17 @@ class Instrument:
         # a read (one per step in many loops): counted here, not in a further call.
         # ReadOnce takes no lock: two threads reading one array at once count it twice at worst
         if not self._read_arrays.first(array):
-            return  # this array is already on the host
+            # already on the host: not counted as a read, but its conversion is timed where the
+            # line has read arrays before (`np.mean(losses)` over a list that grows every step)
+            reader = sys._getframe(2)
+            known = self._read_instructions.get((reader.f_code, reader.f_lasti, via))
+            if known is None:  # read through a library's frame (NumPy's mean): the user's line above it
+                site = self.user_files.site(reader)
+                known = self._read_lines.get((direction, site, via)) if site is not None else None
+            if known is not None:
+                known.rereads += 1
+                self._local.pending_read = known
+            return
         producer = self._producers.get(id(array))
         record = producer[1] if producer is not None and producer[0]() is array else None
         if record is not None:
