@@ -104,7 +104,7 @@ from .report import (
 )
 from .roles import REPEATED, STEP
 from .sites import SourceLine, display_path
-from .source_loops import enclosing, loop_carries
+from .source_loops import enclosing, loop_carries, loop_carries_into_call
 from .transforms import TransformRecord
 
 PERIODIC_STEPS = 10  # a transfer this many steps apart or more is amortised: not a finding
@@ -444,8 +444,13 @@ def _python_loop(record: FunctionRecord, wall_s: float, measure: bool = False) -
     outer = _outer_loop(record, site, sampled)
     if outer is not None:
         site, code, fix, how = outer
+        carried = code == "JAX201"
     if measure:
         saving = loop_saving.measure(record, carried)
+        if saving.saving_s is not None and saving.saving_s > record.call_s:
+            # timed on a busier machine than the run: no fix saves more than the calls took
+            saving = loop_saving.LoopSaving(round(record.call_s, 6), f"{saving.method}; at most the calls' "
+                                                                     f"{seconds(record.call_s)} in the run")
         if saving.saving_s is not None and record.stacked_s:
             saving = loop_saving.LoopSaving(
                 round(saving.saving_s + record.stacked_s, 6),
@@ -488,6 +493,14 @@ def _outer_loop(record: FunctionRecord, site: SourceLine, sampled: int) -> tuple
         return None
     how = (f"in {inner.function} (lines {inner.function_span[0]}-{inner.function_span[1]})" if inner.function_span
            else f"in {inner.function}")
+    outer_span = enclosing(outer).loop
+    if inner.loop is None and outer_span is not None and loop_carries_into_call(outer, outer_span):
+        # the outer loop hands its state to the helper each iteration (`x, f = relax(x, f)`):
+        # the iterations are a chain, scanned, not items to vmap
+        return outer, "JAX201", (
+            f"run the loop as lax.scan (or lax.fori_loop) with {inner.function} as its body, inside one jitted "
+            f"function: one dispatch for all the iterations instead of {record.calls} calls of {record.name}"), (
+            how + ", once per iteration of the loop here, which carries its state into it")
     if inner.loop is not None:
         how += (f", whose own loop carries a state in short chains: {record.sampled_carried} of {sampled} timed "
                 "calls took the output of the call before, the others began a new item of the loop here")
