@@ -147,10 +147,10 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
         # a callee of a loop reported whole (`DrivenLoop.absorbed`) is part of that loop's finding
         own = records.get((eager.path, eager.line, eager.name))
         # one op per call gains nothing from a jit, unless it is a lax loop or branch run eagerly
-        # (its body traced and its loop dispatched on every call) and a jit is measured to gain
-        # `CONTROL_FLOW_SHARE` of the wall time
+        # (its body traced and its loop dispatched on every call), called `PERIODIC_STEPS` times
+        # or more, and a jit is measured to gain `CONTROL_FLOW_SHARE` of the wall time
         by_ops = eager.ops_per_call >= EAGER_OPS_WORTH_A_JIT
-        control_flow = own is not None and own.control_flow_ops >= own.calls > 0
+        control_flow = own is not None and own.control_flow_ops >= own.calls >= PERIODIC_STEPS
         if (eager.role != STEP or own is None or not (by_ops or (control_flow and measure))
                 or (eager.path, eager.line) in in_loops):
             continue
