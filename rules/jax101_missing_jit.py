@@ -114,6 +114,16 @@ class MissingJit(Rule):
     that need `static_argnames` and functions reading rebound module-level arrays are left for
     you.
 
+    ## At run time
+    `jaxopt-audit run` names the function whose own lines issue the eager ops, with the saving
+    measured by jitting it on the arguments it saw. It names instead: where a function made by
+    `jax.grad`, `jax.value_and_grad`, `jax.vmap`, `jax.jacfwd`, `jax.jacrev` or `jax.hessian` is
+    made, when it is called without jit from code that is no step or cannot be jitted as written
+    (a SciPy objective converting to floats); the line calling a library (optax's
+    `optimiser.update`) whose ops are most of a loop's eager work beside a jitted step; a
+    function's own loop (JAX201/JAX202) when jitting the function as written was measured to save
+    nothing because the loop unrolls.
+
     ## Measured
     A published case study of a training loop measured 20x from adding `@jit` to the training
     step; see the `training_loop` pipeline's "jit" stage for this machine's figure.
