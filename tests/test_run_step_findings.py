@@ -294,7 +294,7 @@ def test_a_function_whose_one_op_is_a_lax_loop_run_eagerly_is_worth_a_jit(tmp_pa
     found = _jax101(report)
     assert set(found) == {"integrate"}
     assert found["integrate"]["line"] == _line_of(EAGER_FORI, "def integrate(angle, speed):")
-    assert found["integrate"]["count"] == 300
+    assert found["integrate"]["count"] == 1000
     assert "lax loops or branches run outside jit" in found["integrate"]["message"]
     assert found["integrate"]["saving_method"].startswith("measured: the function jitted on the recorded")
 

@@ -15,6 +15,6 @@ def integrate(angle, speed):
 
 
 angle, speed = jnp.linspace(0.0, 1.0, 32), jnp.zeros(32)
-for _ in range(300):
+for _ in range(1000):
     angle, speed = integrate(angle, speed)
 print(float(angle[-1]))

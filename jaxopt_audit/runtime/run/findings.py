@@ -83,7 +83,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from types import CodeType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...units import seconds
 from . import jit_saving, loop_saving
@@ -174,7 +174,7 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
             found.append(_copied_by_eager_ops(eager))
         steps.append((own, eager, found))
     reported_transforms = [t for t in transformed if id(t) not in covered_transforms]
-    findings.extend(_transformed_call(t, wall_s, measure) for t in reported_transforms)
+    findings.extend(_transformed_call(t, _calling_lines(t, instrument), wall_s, measure) for t in reported_transforms)
     # a function run mostly inside those calls (the loss a gradient traces) is their finding's
     callers = {site for t in reported_transforms for site in t.callers}
     for own, eager, found in steps:
@@ -260,32 +260,55 @@ def _loop_in_function(record: EagerRecord, wall_s: float, jitted: JitSaving) -> 
         saving_s=round(max(0.0, saving), 6), saving_method=method)
 
 
+class _CallingLines(NamedTuple):
+    """The eager work of the lines calling a transformed function (its backward or batched pass)."""
+
+    ops: int
+    op_s: float
+    compile_s: float
+
+
+def _calling_lines(transform: TransformRecord, instrument: Instrument) -> _CallingLines:
+    ops, op_s, compile_s = 0, 0.0, 0.0
+    for code in transform.caller_codes:
+        caller = instrument.eager.get(code)
+        if caller is None:
+            continue
+        for site in transform.callers:
+            if site.path == caller.path and site.line in caller.line_ops:
+                ops += caller.line_ops[site.line]
+                op_s += caller.line_op_s.get(site.line, 0.0)
+                compile_s += caller.line_compile_s.get(site.line, 0.0)
+    return _CallingLines(ops, op_s, compile_s)
+
+
 def _transformed_per_step(transform: TransformRecord, instrument: Instrument) -> bool:
     """Called `REPEATED` times or more, about as often as the program's steps, with
-    `EAGER_OPS_WORTH_A_JIT` eager ops per call or more from the calling line."""
+    `EAGER_OPS_WORTH_A_JIT` eager ops per call or more from the calling lines."""
     steps = max((r.calls for r in instrument.functions.values()), default=0)
     return (transform.calls >= REPEATED and transform.calls * PERIODIC_STEPS >= steps
-            and transform.ops >= EAGER_OPS_WORTH_A_JIT * transform.calls)
+            and _calling_lines(transform, instrument).ops >= EAGER_OPS_WORTH_A_JIT * transform.calls)
 
 
-def _transformed_call(transform: TransformRecord, wall_s: float, measure: bool) -> RuntimeFinding:
+def _transformed_call(transform: TransformRecord, lines: _CallingLines, wall_s: float,
+                      measure: bool) -> RuntimeFinding:
     """JAX101 at the line that made a transformed function the program calls without jit; the
     saving measured by jitting the function made there on the recorded arguments
     (`jit_saving`), against its eager calls timed alike."""
     callers = ", ".join(f"{display_path(site.path)}:{site.line}" for site, _ in transform.callers.most_common(3))
-    eager_s = transform.op_s + transform.compile_s
+    eager_s = lines.op_s + lines.compile_s
     made = "made here" if transform.made == 1 else f"made here {transform.made} times"
     message = (f"{transform.expression}, {made}, is called without jit {transform.calls} times "
                f"(from {callers}): each call traces {transform.name} again and runs its "
                f"{'batched' if transform.api == 'jax.vmap' else 'derivative'} computation op by op, "
-               f"{transform.ops} eager ops from the calling line ({seconds(eager_s)}, "
+               f"{lines.ops} eager ops from the calling line ({seconds(eager_s)}, "
                f"{eager_s / wall_s if wall_s > 0 else 0:.0%} of the wall time, the tracing not counted)")
     fix = (f"jax.jit({transform.expression}) here, once, and call that: the caller need not be jitted "
            "(an optimizer's objective converting to floats can call a jitted gradient)")
     if measure:
         try:
             saving = jit_saving.measure(transform.latest, transform.argument_samples, transform.calls,
-                                        transform.compile_s)
+                                        lines.compile_s)
         except (Exception, SystemExit) as exc:  # the measurement is an extra: it never costs the report
             saving = JitSaving(None, f"no estimate: measuring the jitted function failed ({type(exc).__name__})")
     else:

@@ -1058,10 +1058,6 @@ class Instrument:
                 if threading.get_ident() == instrument._program_thread:  # part of the split's host time
                     instrument.eager_op_s += spent
                 line = local.eager_line
-                transform = getattr(local, "eager_transform", None)
-                if transform is not None:
-                    transform.op_s += spent
-                    transform.compile_s += local.eager_compile_s
                 if stacked is None:
                     for owner in owners:
                         owner.op_s += spent
@@ -1131,9 +1127,8 @@ class Instrument:
                     if package not in _JAX_PACKAGES:
                         record.line_library_ops[site.line] += 1
                         record.line_library[site.line] = package
-                    self._local.eager_transform = (
+                    if called is not None and called.f_code in self.transforms.codes:
                         self.transforms.note_op(frame, called, site)
-                        if called is not None and called.f_code in self.transforms.codes else None)
                 chain.append(record)
                 if code.co_name == "<module>":  # the script's top: nothing above is the user's
                     break

@@ -42,10 +42,7 @@ class TransformRecord:
     line: int
     latest: Any = field(default=None, repr=False)  # the last function made: what jit_saving jits after the run
     made: int = 0  # functions made at the line
-    calls: int = 0  # calls seen issuing eager ops
-    ops: int = 0  # eager ops issued from the calling line inside those calls
-    op_s: float = 0.0
-    compile_s: float = 0.0
+    calls: int = 0  # calls seen issuing eager ops (their ops are the calling lines': `EagerRecord.line_ops`)
     callers: Counter[SourceLine] = field(default_factory=Counter)
     caller_codes: set[Any] = field(default_factory=set)
     argument_samples: dict[Any, ArgumentSample] = field(default_factory=dict)
@@ -106,26 +103,22 @@ class Transforms:
             self._by_closure.clear()
         self._by_closure[code, tuple(id(cell.cell_contents) for cell in cells)] = record
 
-    def note_op(self, frame: FrameType, called: FrameType, site: SourceLine) -> TransformRecord | None:
+    def note_op(self, frame: FrameType, called: FrameType, site: SourceLine) -> None:
         """An eager op the user's `frame` (at `site`) issued through the transformed function
-        running in `called`: counted on that function's record, which is returned (None when
-        the function is not one the user's code made)."""
+        running in `called`: a new call of it is counted on its record (nothing when the function
+        is not one the user's code made)."""
         instruction = (frame.f_code, frame.f_lasti)
         record = self._by_instruction.get(instruction, self)  # self: not yet looked up
         if record is self:
             record = self._by_instruction[instruction] = self._resolve(called)
-        if record is None:
-            return None
-        assert isinstance(record, TransformRecord)
-        record.ops += 1
-        if record.last_frame is not called:
-            record.last_frame = called
-            record.calls += 1
-            record.callers[site] += 1
-            record.caller_codes.add(frame.f_code)
-            if worth_recording(record.calls):
-                note_arguments(record.argument_samples, called)
-        return record
+        if not isinstance(record, TransformRecord) or record.last_frame is called:
+            return
+        record.last_frame = called
+        record.calls += 1
+        record.callers[site] += 1
+        record.caller_codes.add(frame.f_code)
+        if worth_recording(record.calls):
+            note_arguments(record.argument_samples, called)
 
     def _resolve(self, called: FrameType) -> TransformRecord | None:
         code = called.f_code
