@@ -159,24 +159,28 @@ def _eager_only_loops(instrument: Instrument, roles: dict[Any, str], wall_s: flo
     for code, record in instrument.eager.items():
         if roles.get(code) != SETUP and code.co_name != "<module>":
             continue
-        spans: dict[tuple[int, int], list[int]] = {}
-        for line in record.line_ops:
-            span = enclosing(SourceLine(record.path, line)).loop
-            if span is not None and span[0] >= code.co_firstlineno:
-                spans.setdefault(span, []).append(line)
-        for (first, last), lines in spans.items():
+        for (first, last), lines in lines_by_loop(record).items():
             if (code, first, last) in taken or any(
                     site.path == record.path and first <= site.line <= last for site in jitted_lines):
                 continue
-            ops = sum(record.line_ops[line] for line in lines)
-            op_s = sum(record.line_op_s.get(line, 0.0) for line in lines)
-            compile_s = sum(record.line_compile_s.get(line, 0.0) for line in lines)
+            ops, op_s, compile_s = record.work_of(lines)
             if ops < LOOP_CALLS or op_s + compile_s < LOOP_SHARE * wall_s:
                 continue
             carried = loop_carries(record.path, (first, last))
             found.append(DrivenLoop(record, (), first, last, 0, ops, op_s, compile_s, (), frozenset(lines),
                                     carried=carried is not False))
     return found
+
+
+def lines_by_loop(record: EagerRecord) -> dict[tuple[int, int], list[int]]:
+    """The function's own lines that issued eager ops, by the innermost loop of the function
+    around each (first, last line of the loop); lines in no loop of it left out."""
+    spans: dict[tuple[int, int], list[int]] = {}
+    for line in record.line_ops:
+        span = enclosing(SourceLine(record.path, line)).loop
+        if span is not None and span[0] >= record.line:  # the first line of its code
+            spans.setdefault(span, []).append(line)
+    return spans
 
 
 def carries_state(record: FunctionRecord, site: SourceLine, span: tuple[int, int] | None = None) -> bool:
@@ -196,9 +200,7 @@ def _eager_work(driver: EagerRecord, steps: tuple[LoopedStep, ...], span: tuple[
     iterations = steps[0].calls
     inside = set(range(first, last + 1)) & _lines_of(driver.code)
     per_iteration = {line for line in inside if driver.line_ops[line] * PERIODIC >= iterations}
-    ops = sum(driver.line_ops[line] for line in per_iteration)
-    op_s = sum(driver.line_op_s.get(line, 0.0) for line in per_iteration)
-    compile_s = sum(driver.line_compile_s.get(line, 0.0) for line in per_iteration)
+    ops, op_s, compile_s = driver.work_of(per_iteration)
     names, absorbed = [], set()
     for callee in callees:
         sites = [s for s in callee.callers if s.path == driver.path]
@@ -226,9 +228,7 @@ def _split_library_calls(loop: DrivenLoop, wall_s: float) -> DrivenLoop:
     if not lines or len(packages) != 1:
         return loop
     lines.sort(key=lambda line: (-driver.line_ops[line], line))
-    ops = sum(driver.line_ops[line] for line in lines)
-    op_s = sum(driver.line_op_s.get(line, 0.0) for line in lines)
-    compile_s = sum(driver.line_compile_s.get(line, 0.0) for line in lines)
+    ops, op_s, compile_s = driver.work_of(lines)
     inside = [step for step in loop.steps if step.site.path == driver.path and step.site.line in lines]
     steps = tuple(step for step in loop.steps if step not in inside)
     iterations = steps[0].calls if steps else loop.iterations

@@ -83,7 +83,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from types import CodeType
-from typing import Any, NamedTuple
+from typing import Any
 
 from ...units import seconds
 from . import jit_saving, loop_saving
@@ -91,8 +91,8 @@ from .arguments import NOT_FUNCTIONS
 from .cachemiss import DTYPE, NEW_FUNCTION_ARGUMENT, PYTREE, REDEFINED, SHAPE, STATIC, WEAK_TYPE
 from .catalog import RUN_CODES
 from .copy_saving import copies_saving
-from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop, LibraryCall, carries_state
-from .instrument import EagerRecord, FunctionRecord, Instrument, TransferKey
+from .driven import LOOP_CALLS, LOOP_SHARE, DrivenLoop, LibraryCall, carries_state, lines_by_loop
+from .instrument import EagerRecord, FunctionRecord, Instrument, LineWork, TransferKey
 from .jit_saving import JitSaving
 from .report import (
     EAGER_OPS_WORTH_A_JIT,
@@ -137,7 +137,9 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
     covered: set[tuple[str, int]] = set()  # eager-op copy lines reported at an un-jitted function's call
     records = {(display_path(r.path), r.line, r.name): r for r in instrument.eager.values()}
     loops = eager_loops(instrument, wall_s)
-    transformed = [t for t in instrument.transforms.records.values() if _transformed_per_step(t, instrument)]
+    calling = {id(t): _calling_lines(t, instrument) for t in instrument.transforms.records.values()}
+    transformed = [t for t in instrument.transforms.records.values()
+                   if _transformed_per_step(t, calling[id(t)], instrument)]
     in_loops = {(display_path(instrument.eager[code].path), instrument.eager[code].line)
                 for loop in loops for code in loop.absorbed}
     # (record, its findings) of the un-jitted steps; the transformed functions their jit covers
@@ -174,7 +176,7 @@ def derive_findings(instrument: Instrument, wall_s: float, measure: bool = False
             found.append(_copied_by_eager_ops(eager))
         steps.append((own, eager, found))
     reported_transforms = [t for t in transformed if id(t) not in covered_transforms]
-    findings.extend(_transformed_call(t, _calling_lines(t, instrument), wall_s, measure) for t in reported_transforms)
+    findings.extend(_transformed_call(t, calling[id(t)], wall_s, measure) for t in reported_transforms)
     # a function run mostly inside those calls (the loss a gradient traces) is their finding's
     callers = {site for t in reported_transforms for site in t.callers}
     for own, eager, found in steps:
@@ -211,43 +213,32 @@ def _loop_in_function(record: EagerRecord, wall_s: float, jitted: JitSaving) -> 
     finding in place of its JAX101, or None. Only where jitting the function as written was
     measured to save nothing (`jitted`): traced under jit, the loop unrolls, so the compilation
     grows with its iterations; the body vmapped over the loop's items (or scanned, where the
-    loop carries a state) inside the jitted function compiles once. The saving is the loop's
-    eager ops' measured time and compilation, less nothing (the compiled loop is not timed:
-    said so)."""
-    spans: Counter[tuple[int, int]] = Counter()
-    for line, ops in record.line_ops.items():
-        span = enclosing(SourceLine(record.path, line)).loop
-        if span is not None and span[0] >= record.line:
-            spans[span] += ops
-    if not spans or not record.own_ops:
+    loop carries a state) inside the jitted function compiles once. The saving is the calls'
+    eager time less their jitted time, as `jitted` timed them, plus the run's eager
+    compilations; the compiled loop's own compilation is not timed (said so)."""
+    if jitted.eager_call_s is None or jitted.jitted_call_s is None or not record.own_ops:
+        return None
+    spans = Counter({span: record.work_of(lines).ops for span, lines in lines_by_loop(record).items()})
+    if not spans:
         return None
     (first, last), ops = spans.most_common(1)[0]
     if 2 * ops < record.own_ops or ops < LOOP_CALLS:
         return None
-    lines = [line for line in record.line_ops if first <= line <= last]
-    op_s = sum(record.line_op_s.get(line, 0.0) for line in lines)
-    compile_s = sum(record.line_compile_s.get(line, 0.0) for line in lines)
+    _, op_s, compile_s = record.work_of(line for line in record.line_ops if first <= line <= last)
     carried = loop_carries(record.path, (first, last)) is not False
     code = "JAX201" if carried else "JAX202"
     body = ("as lax.scan or lax.fori_loop (the state it carries as the carry)" if carried else
             "jax.vmap'ed over the items the loop goes through")
     eager_s = op_s + compile_s
     per_call = ops / record.calls if record.calls else 0
-    if jitted.eager_call_s is not None and jitted.jitted_call_s is not None:
-        # the calls as timed after the run, eager against jitted, without the unrolled loop's
-        # compilation, which the fix does not have (its own, smaller one is not timed)
-        saving = record.calls * (jitted.eager_call_s - jitted.jitted_call_s) + record.compile_s
-        method = (f"measured: {record.calls} calls of {record.name} as written took {seconds(jitted.eager_call_s)} "
-                  f"each, jitted {seconds(jitted.jitted_call_s)} each (timed alike after the run), and its eager ops "
-                  f"compiled for {seconds(record.compile_s)} in the run; not counted: compiling the loop written as "
-                  f"{'a scan' if carried else 'a vmap'}, which is not timed. Jitting {record.name} as written, its "
-                  f"loop unrolled: {jitted.method.removeprefix('measured: ')}")
-    else:
-        saving = eager_s
-        method = (f"measured: the loop's {ops} eager ops took {seconds(op_s)}"
-                  + (f" and {seconds(compile_s)} compiling them" if compile_s else "")
-                  + " in this run, which the compiled loop removes; not subtracted: the compiled loop's own time, "
-                    "which is not timed")
+    # the calls as timed after the run, eager against jitted, without the unrolled loop's
+    # compilation, which the fix does not have (its own, smaller one is not timed)
+    saving = record.calls * (jitted.eager_call_s - jitted.jitted_call_s) + record.compile_s
+    method = (f"measured: {record.calls} calls of {record.name} as written took {seconds(jitted.eager_call_s)} "
+              f"each, jitted {seconds(jitted.jitted_call_s)} each (timed alike after the run), and its eager ops "
+              f"compiled for {seconds(record.compile_s)} in the run; not counted: compiling the loop written as "
+              f"{'a scan' if carried else 'a vmap'}, which is not timed. Jitting {record.name} as written, its "
+              f"loop unrolled: {jitted.method.removeprefix('measured: ')}")
     return RuntimeFinding(
         code, RULE_NAMES[code], display_path(record.path), first,
         f"{record.name}'s loop (lines {first}-{last}) issued {ops} of its {record.own_ops} eager ops "
@@ -260,37 +251,31 @@ def _loop_in_function(record: EagerRecord, wall_s: float, jitted: JitSaving) -> 
         saving_s=round(max(0.0, saving), 6), saving_method=method)
 
 
-class _CallingLines(NamedTuple):
+def _calling_lines(transform: TransformRecord, instrument: Instrument) -> LineWork:
     """The eager work of the lines calling a transformed function (its backward or batched pass)."""
-
-    ops: int
-    op_s: float
-    compile_s: float
-
-
-def _calling_lines(transform: TransformRecord, instrument: Instrument) -> _CallingLines:
     ops, op_s, compile_s = 0, 0.0, 0.0
     for code in transform.caller_codes:
         caller = instrument.eager.get(code)
-        if caller is None:
-            continue
-        for site in transform.callers:
-            if site.path == caller.path and site.line in caller.line_ops:
-                ops += caller.line_ops[site.line]
-                op_s += caller.line_op_s.get(site.line, 0.0)
-                compile_s += caller.line_compile_s.get(site.line, 0.0)
-    return _CallingLines(ops, op_s, compile_s)
+        if caller is not None:
+            work = caller.work_of({site.line for site in transform.callers
+                                   if site.path == caller.path and site.line in caller.line_ops})
+            ops, op_s, compile_s = ops + work.ops, op_s + work.op_s, compile_s + work.compile_s
+    return LineWork(ops, op_s, compile_s)
 
 
-def _transformed_per_step(transform: TransformRecord, instrument: Instrument) -> bool:
+def _transformed_per_step(transform: TransformRecord, lines: LineWork, instrument: Instrument) -> bool:
     """Called `REPEATED` times or more, about as often as the program's steps, with
     `EAGER_OPS_WORTH_A_JIT` eager ops per call or more from the calling lines."""
-    steps = max((r.calls for r in instrument.functions.values()), default=0)
-    return (transform.calls >= REPEATED and transform.calls * PERIODIC_STEPS >= steps
-            and _calling_lines(transform, instrument).ops >= EAGER_OPS_WORTH_A_JIT * transform.calls)
+    return (transform.calls >= REPEATED and transform.calls * PERIODIC_STEPS >= _steps(instrument)
+            and lines.ops >= EAGER_OPS_WORTH_A_JIT * transform.calls)
 
 
-def _transformed_call(transform: TransformRecord, lines: _CallingLines, wall_s: float,
+def _steps(instrument: Instrument) -> int:
+    """The program's steps, as jitted calls: the calls of its most called jitted function."""
+    return max((r.calls for r in instrument.functions.values()), default=0)
+
+
+def _transformed_call(transform: TransformRecord, lines: LineWork, wall_s: float,
                       measure: bool) -> RuntimeFinding:
     """JAX101 at the line that made a transformed function the program calls without jit; the
     saving measured by jitting the function made there on the recorded arguments
@@ -755,7 +740,7 @@ def _callbacks(instrument: Instrument, wall_s: float) -> Iterable[RuntimeFinding
     """A host callback run from compiled code about as often as the program's steps (or more:
     inside a scanned loop), its runs `CALLBACK_SHARE` of the wall time or more: JAX301 at the
     line registering it, its measured time the saving."""
-    steps = max((r.calls for r in instrument.functions.values()), default=0)
+    steps = _steps(instrument)
     for record in instrument.callbacks.records.values():
         if (record.calls < REPEATED or record.calls * PERIODIC_STEPS < steps or wall_s <= 0
                 or record.seconds < CALLBACK_SHARE * wall_s):

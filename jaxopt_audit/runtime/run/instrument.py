@@ -83,7 +83,7 @@ import time
 import types
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, NamedTuple
@@ -230,6 +230,14 @@ class FunctionRecord:
         return sum(samples) + others * statistics.median(samples)
 
 
+class LineWork(NamedTuple):
+    """The eager work some of a function's own lines issued: ops, their time, their compilation."""
+
+    ops: int
+    op_s: float
+    compile_s: float
+
+
 @dataclass
 class EagerRecord:
     """Op-by-op work issued from one user function (not jitted): ops counted inclusively."""
@@ -271,6 +279,13 @@ class EagerRecord:
     # its calls' arguments by signature (`arguments.signature_of`), the first MAX_SIGNATURES kinds
     argument_samples: dict[Any, ArgumentSample] = field(default_factory=dict)
     last_frame: Any = field(default=None, repr=False)  # the frame of its current call
+
+    def work_of(self, lines: Iterable[int]) -> LineWork:
+        """The eager work of these lines of its own (`line_ops`, `line_op_s`, `line_compile_s`)."""
+        lines = list(lines)
+        return LineWork(sum(self.line_ops[line] for line in lines),
+                        sum(self.line_op_s.get(line, 0.0) for line in lines),
+                        sum(self.line_compile_s.get(line, 0.0) for line in lines))
 
 
 # primitives whose eager run traces the Python function given and runs a loop or a branch

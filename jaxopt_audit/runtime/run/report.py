@@ -339,8 +339,8 @@ def _setup_notes(instrument: Instrument, wall_s: float) -> list[str]:
     for code, lines in counted.items():
         record = instrument.eager[code]
         rest = [line for line in record.line_ops if line not in lines]
-        ops = sum(record.line_ops[line] for line in rest)
-        spent = sum(record.line_op_s.get(line, 0.0) + record.line_compile_s.get(line, 0.0) for line in rest)
+        ops, op_s, compile_s = record.work_of(rest)
+        spent = op_s + compile_s
         if ops and wall_s > 0 and spent >= 0.01 * wall_s:
             calls = "once" if record.calls == 1 else f"{record.calls} times"
             name = "the script's top level" if code.co_name == "<module>" else record.name
